@@ -1,0 +1,373 @@
+"""The op catalogue: every unsafe operation we know, as one table.
+
+A row (``Op``) names an entry point (function, Tensor method, operator dunder,
+in-place form), the *kind* of danger, and which argument carries it. A kind
+(``Kind``) owns the rule code, the words we show people, and the invalid region
+(``Region``), which is dtype-aware and answers the two questions the rest of the
+pipeline asks:
+
+* static: does an operand range ``[lo, hi]`` stay out of the region?
+  (``Region.static_safe``)
+* dynamic: how far is a concrete operand tensor from the region?
+  (``Region.distance``: a scalar the engine minimises; <= 0 means inside.)
+
+Nothing outside this module branches on op names; add a row here instead.
+This module imports torch only inside ``distance`` so the static pass stays
+torch-free and fast.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+# --- dtype limits ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DtypeLimits:
+    name: str
+    max: float  # largest finite value
+    tiny: float  # smallest positive normal
+    eps: float  # the eps our fixes use for this dtype (clamp floors, guarded divisors)
+
+    @property
+    def ln_max(self) -> float:
+        """exp(x) overflows to inf for x above this."""
+        return math.log(self.max)
+
+
+DTYPES: dict[str, DtypeLimits] = {
+    "float16": DtypeLimits("float16", 65504.0, 6.103515625e-05, 1e-4),
+    "bfloat16": DtypeLimits("bfloat16", 3.3895313892515355e38, 1.1754943508222875e-38, 1e-3),
+    "float32": DtypeLimits("float32", 3.4028234663852886e38, 1.1754943508222875e-38, 1e-8),
+    "float64": DtypeLimits("float64", 1.7976931348623157e308, 2.2250738585072014e-308, 1e-12),
+}
+DEFAULT_DTYPE = "float32"
+
+
+def dtype_limits(dtype: str | None) -> DtypeLimits:
+    """Limits for a dtype name (``torch.float16``, ``half``, ``float32`` ...); float32 when unknown."""
+    name = (dtype or DEFAULT_DTYPE).replace("torch.", "")
+    name = {"half": "float16", "float": "float32", "double": "float64"}.get(name, name)
+    return DTYPES.get(name, DTYPES[DEFAULT_DTYPE])
+
+
+# --- invalid regions ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Region:
+    """Where an operand makes the op produce NaN/INF.
+
+    ``text`` describes it for people (``x <= 0``). ``static_safe`` decides from a
+    closed interval of the operand; ``distance`` is the engine's objective. Both
+    come from the small family of shapes below rather than ad-hoc code per op.
+    """
+
+    text: str
+    # Invalid when x < lo (or <= lo if lo_inclusive), or x > hi (or >= hi).
+    lo: float | None = None
+    lo_inclusive: bool = False
+    hi: float | None = None
+    hi_inclusive: bool = False
+    zero: bool = False  # invalid at exactly 0 (division)
+    hi_is_ln_max: bool = False  # hi is ln(max of dtype): overflow of exp-like ops
+    nonpositive_integers: bool = False  # poles of lgamma/digamma
+    shape: str | None = None  # "single-element" / "empty": decided by shape, not value
+    backward_at: float | None = None  # the gradient is INF/NaN here (sqrt at 0)
+
+    def upper(self, dtype: str | None = None) -> float | None:
+        if self.hi_is_ln_max:
+            return dtype_limits(dtype).ln_max
+        return self.hi
+
+    def static_safe(self, lo: float, hi: float, dtype: str | None = None) -> bool:
+        """True when every value of the closed interval [lo, hi] is valid."""
+        if self.shape is not None:
+            return False  # value ranges say nothing about shapes
+        if self.zero and lo <= 0.0 <= hi:
+            return False
+        if self.lo is not None and (lo < self.lo or (self.lo_inclusive and lo <= self.lo)):
+            return False
+        upper = self.upper(dtype)
+        if upper is not None and (hi > upper or (self.hi_inclusive and hi >= upper)):
+            return False
+        if self.nonpositive_integers and lo <= 0.0:
+            return False
+        return True
+
+    def distance(self, x: Any, dtype: str | None = None) -> Any:
+        """Scalar torch tensor: how far the operand ``x`` is from the region (<= 0: inside).
+
+        Differentiable wherever the region is reached by moving values; for shape
+        regions it is constant and the engine falls back to shape search.
+        """
+        import torch
+
+        x = x.detach() if not x.requires_grad else x
+        x = x.float() if not torch.is_floating_point(x) else x
+        if x.numel() == 0:
+            return x.new_zeros(())
+        if self.shape is not None:
+            return x.new_ones(())
+        parts = []
+        if self.zero:
+            parts.append(x.abs().min())
+        if self.lo is not None:
+            parts.append(x.min() - self.lo)
+        upper = self.upper(str(x.dtype))
+        if upper is not None:
+            parts.append(upper - x.max())
+        if self.nonpositive_integers:
+            # distance to the nearest pole among 0, -1, -2, ...
+            pole = torch.clamp(torch.round(x), max=0.0).detach()
+            parts.append((x - pole).abs().min())
+        return torch.stack(parts).min()
+
+
+# --- kinds -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    code: str  # rule code, GRIST###; documented in README
+    title: str  # what goes wrong, for people
+    region: Region
+    fix_hint: str  # the idiomatic rewrite, in words
+
+
+KINDS: dict[str, Kind] = {
+    k.name: k
+    for k in [
+        Kind("log", "GRIST101", "logarithm of a non-positive value",
+             Region("x <= 0", lo=0.0, lo_inclusive=True), "clamp the operand: log(x.clamp_min(eps)), or use log_softmax / logsigmoid"),
+        Kind("log1p", "GRIST102", "log1p of a value <= -1",
+             Region("x <= -1", lo=-1.0, lo_inclusive=True), "clamp the operand above -1"),
+        Kind("sqrt", "GRIST103", "square root of a negative value (and an infinite gradient at 0)",
+             Region("x < 0", lo=0.0, backward_at=0.0), "sqrt(x.clamp_min(eps))"),
+        Kind("rsqrt", "GRIST104", "reciprocal square root of a non-positive value",
+             Region("x <= 0", lo=0.0, lo_inclusive=True), "rsqrt(x.clamp_min(eps))"),
+        Kind("div", "GRIST105", "division by zero",
+             Region("divisor == 0", zero=True), "guard the divisor: b.clamp_min(eps) or b + eps for non-negative b"),
+        Kind("exp", "GRIST106", "exponential overflow",
+             Region("x > ln(max of dtype)", hi_is_ln_max=True), "bound the operand, or use logsumexp / softmax"),
+        Kind("pow", "GRIST107", "power of a negative base with a fractional exponent, or of zero with a negative one",
+             Region("base < 0 (fractional exponent) or base == 0 (negative exponent)", lo=0.0, zero=True),
+             "clamp the base: x.clamp_min(eps) ** p"),
+        Kind("acos", "GRIST108", "acos/asin outside [-1, 1]",
+             Region("|x| > 1", lo=-1.0, hi=1.0), "acos(x.clamp(-1 + eps, 1 - eps))"),
+        Kind("atanh", "GRIST109", "atanh at or beyond +-1",
+             Region("|x| >= 1", lo=-1.0, lo_inclusive=True, hi=1.0, hi_inclusive=True), "atanh(x.clamp(-1 + eps, 1 - eps))"),
+        Kind("acosh", "GRIST110", "acosh below 1",
+             Region("x < 1", lo=1.0), "acosh(x.clamp_min(1))"),
+        Kind("lgamma", "GRIST111", "lgamma/digamma at a pole (0, -1, -2, ...)",
+             Region("x in {0, -1, -2, ...}", nonpositive_integers=True), "keep the operand positive: x.clamp_min(eps)"),
+        Kind("var", "GRIST112", "variance/standard deviation of a single element (correction 1)",
+             Region("one element along the reduced dimensions", shape="single-element"),
+             "pass correction=0 (unbiased=False), or guard the element count"),
+        Kind("mean", "GRIST113", "mean over an empty dimension",
+             Region("zero elements along the reduced dimensions", shape="empty"), "guard against an empty selection"),
+        Kind("logit", "GRIST114", "logit at or outside 0 and 1",
+             Region("x <= 0 or x >= 1", lo=0.0, lo_inclusive=True, hi=1.0, hi_inclusive=True), "pass eps=: torch.logit(x, eps=1e-6)"),
+    ]
+}
+
+ERROR_CODE = "GRIST000"  # a file that could not be analysed or run
+
+
+# --- ops -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Op:
+    """One entry point of an unsafe op.
+
+    ``name``: canonical name (``torch.log``, ``torch.Tensor.log_``,
+    ``torch.Tensor.__truediv__``). ``operand``: how the dangerous operand is
+    passed: a positional index into the call's arguments (for methods and
+    dunders, index 0 is the tensor itself) and a keyword name. ``safe_when``:
+    keyword arguments whose given literal value makes the op safe
+    (``correction=0``). ``aux``: index/keyword of a second argument the region
+    depends on (the exponent of ``pow``).
+    """
+
+    name: str
+    kind: str
+    operand_index: int = 0
+    operand_keyword: str = "input"
+    safe_when: tuple[tuple[str, Any], ...] = ()
+    aux_index: int | None = None
+    aux_keyword: str | None = None
+
+    @property
+    def operand_label(self) -> str:
+        return self.operand_keyword
+
+
+def _forms(kind: str, base: str, *, function: bool = True, method: bool = True, inplace: bool = True,
+           special: bool = False, math_mod: bool = False, **kw: Any) -> list[Op]:
+    """The usual spellings of one elementwise op: torch.f, Tensor.f, Tensor.f_, torch.special.f, math.f."""
+    rows = []
+    if function:
+        rows.append(Op(f"torch.{base}", kind, **kw))
+    if method:
+        rows.append(Op(f"torch.Tensor.{base}", kind, **kw))
+    if inplace:
+        rows.append(Op(f"torch.Tensor.{base}_", kind, **kw))
+    if special:
+        rows.append(Op(f"torch.special.{base}", kind, **kw))
+    if math_mod:
+        rows.append(Op(f"math.{base}", kind, operand_keyword="x"))
+    return rows
+
+
+_DIVISOR = dict(operand_index=1, operand_keyword="other")
+_VAR_SAFE = (("correction", 0), ("unbiased", False))
+_POW = dict(operand_index=0, operand_keyword="input", aux_index=1, aux_keyword="exponent")
+
+OPS: list[Op] = [
+    # logarithms
+    *_forms("log", "log", math_mod=True),
+    *_forms("log", "log2", math_mod=True),
+    *_forms("log", "log10", math_mod=True),
+    *_forms("log1p", "log1p", special=True, math_mod=True),
+    Op("numpy.log", "log", operand_keyword="x"),
+    # roots
+    *_forms("sqrt", "sqrt", math_mod=True),
+    *_forms("rsqrt", "rsqrt"),
+    Op("numpy.sqrt", "sqrt", operand_keyword="x"),
+    # division and friends (the divisor is the dangerous operand)
+    *_forms("div", "div", **_DIVISOR),
+    *_forms("div", "divide", **_DIVISOR),
+    *_forms("div", "true_divide", **_DIVISOR),
+    *_forms("div", "floor_divide", **_DIVISOR),
+    *_forms("div", "fmod", **_DIVISOR),
+    *_forms("div", "remainder", **_DIVISOR),
+    *_forms("div", "reciprocal", special=False),
+    Op("torch.Tensor.__truediv__", "div", **_DIVISOR),
+    Op("torch.Tensor.__itruediv__", "div", **_DIVISOR),
+    Op("torch.Tensor.__floordiv__", "div", **_DIVISOR),
+    Op("torch.Tensor.__ifloordiv__", "div", **_DIVISOR),
+    Op("torch.Tensor.__mod__", "div", **_DIVISOR),
+    Op("torch.Tensor.__imod__", "div", **_DIVISOR),
+    # `2 / x`: the tensor (index 0 of the reflected dunder) is the divisor
+    Op("torch.Tensor.__rtruediv__", "div", operand_index=0, operand_keyword="other"),
+    Op("torch.Tensor.__rdiv__", "div", operand_index=0, operand_keyword="other"),
+    Op("torch.Tensor.__rfloordiv__", "div", operand_index=0, operand_keyword="other"),
+    Op("torch.Tensor.__rmod__", "div", operand_index=0, operand_keyword="other"),
+    # exponentials
+    *_forms("exp", "exp", special=False, math_mod=True),
+    *_forms("exp", "expm1", special=True, math_mod=True),
+    *_forms("exp", "exp2", special=True),
+    *_forms("exp", "cosh", math_mod=True),
+    *_forms("exp", "sinh", math_mod=True),
+    Op("numpy.exp", "exp", operand_keyword="x"),
+    # powers
+    *_forms("pow", "pow", **_POW),
+    *_forms("pow", "float_power", **_POW),
+    Op("torch.Tensor.__pow__", "pow", **_POW),
+    Op("torch.Tensor.__ipow__", "pow", **_POW),
+    # `2 ** x` overflows like exp; the tensor is the exponent
+    Op("torch.Tensor.__rpow__", "exp", operand_index=0, operand_keyword="exponent"),
+    # inverse trigonometric and hyperbolic
+    *_forms("acos", "acos", math_mod=True),
+    *_forms("acos", "asin", math_mod=True),
+    *_forms("acos", "arccos"),
+    *_forms("acos", "arcsin"),
+    *_forms("atanh", "atanh", math_mod=True),
+    *_forms("atanh", "arctanh"),
+    *_forms("acosh", "acosh", math_mod=True),
+    *_forms("acosh", "arccosh"),
+    # gamma family
+    *_forms("lgamma", "lgamma", math_mod=True),
+    *_forms("lgamma", "digamma", special=True),
+    Op("torch.special.gammaln", "lgamma"),
+    Op("torch.special.psi", "lgamma"),
+    Op("torch.polygamma", "lgamma", operand_index=1, operand_keyword="input"),
+    Op("torch.special.polygamma", "lgamma", operand_index=1, operand_keyword="input"),
+    # logit
+    *_forms("logit", "logit", special=True),
+    # reductions decided by shape
+    *_forms("var", "var", inplace=False, safe_when=_VAR_SAFE),
+    *_forms("var", "std", inplace=False, safe_when=_VAR_SAFE),
+    Op("torch.var_mean", "var", safe_when=_VAR_SAFE),
+    Op("torch.std_mean", "var", safe_when=_VAR_SAFE),
+    *_forms("mean", "mean", inplace=False),
+    *_forms("mean", "nanmean", inplace=False),
+]
+
+# Canonical name -> row. Runtime names that differ from the spelling in the
+# source (``x / y`` is traced as ``torch.Tensor.div``) are all rows too, so a
+# lookup by either name lands on the same kind.
+OP_TABLE: dict[str, Op] = {op.name: op for op in OPS}
+
+# Python operators as libcst spells them -> the dunder we record for the site.
+BINARY_OPERATORS: dict[str, str] = {
+    "Divide": "torch.Tensor.__truediv__",
+    "FloorDivide": "torch.Tensor.__floordiv__",
+    "Modulo": "torch.Tensor.__mod__",
+    "Power": "torch.Tensor.__pow__",
+}
+AUGMENTED_OPERATORS: dict[str, str] = {
+    "DivideAssign": "torch.Tensor.__itruediv__",
+    "FloorDivideAssign": "torch.Tensor.__ifloordiv__",
+    "ModuloAssign": "torch.Tensor.__imod__",
+    "PowerAssign": "torch.Tensor.__ipow__",
+}
+# When the left operand is a number and the right one a tensor (`1 / x`, `2 ** x`).
+REFLECTED_OPERATORS: dict[str, str] = {
+    "Divide": "torch.Tensor.__rtruediv__",
+    "FloorDivide": "torch.Tensor.__rfloordiv__",
+    "Modulo": "torch.Tensor.__rmod__",
+    "Power": "torch.Tensor.__rpow__",
+}
+
+# Library forms that are numerically safe by construction: never candidates,
+# and, as producers, the analyzer may use their ranges.
+SAFE_FORMS: frozenset[str] = frozenset(
+    {
+        "torch.log_softmax", "torch.Tensor.log_softmax", "torch.nn.functional.log_softmax",
+        "torch.special.log_softmax", "torch.nn.functional.logsigmoid", "torch.logsumexp",
+        "torch.Tensor.logsumexp", "torch.special.logsumexp", "torch.xlogy", "torch.special.xlogy",
+        "torch.Tensor.xlogy", "torch.nn.functional.normalize", "torch.nn.functional.cross_entropy",
+        "torch.nn.functional.binary_cross_entropy_with_logits", "torch.nn.functional.nll_loss",
+        "torch.nn.functional.kl_div", "torch.special.entr", "torch.special.log_ndtr",
+        "torch.nn.functional.cosine_similarity", "torch.logaddexp", "torch.logaddexp2",
+    }
+)
+
+
+def lookup(name: str) -> Op | None:
+    """The catalogue row for a canonical or runtime name, or None if the op is not unsafe."""
+    return OP_TABLE.get(name)
+
+
+def kind_of(name: str) -> Kind | None:
+    op = OP_TABLE.get(name)
+    return KINDS[op.kind] if op else None
+
+
+def rule_code(kind: str) -> str:
+    k = KINDS.get(kind)
+    return k.code if k else ERROR_CODE
+
+
+def pow_region_applies(exponent: float | None) -> Callable[[float, float], bool]:
+    """For ``pow``: the static test of a base range [lo, hi] given a literal exponent.
+
+    Integer non-negative exponents are always safe (barring overflow, which we
+    report only for exp-like ops); fractional ones need base >= 0; negative
+    ones need the base away from 0 as well.
+    """
+
+    def safe(lo: float, hi: float) -> bool:
+        if exponent is None:
+            return False
+        if float(exponent).is_integer() and exponent >= 0:
+            return True
+        if exponent >= 0:
+            return lo >= 0.0
+        if float(exponent).is_integer():
+            return lo > 0.0 or hi < 0.0
+        return lo > 0.0
+
+    return safe

@@ -1,0 +1,196 @@
+"""The shared data model: Site, Verdict, Witness and Fix, used by every layer.
+
+Positions: lines are 1-based, columns are 0-based *code points* (what libcst
+reports). Adapters convert at the edge: the CLI's JSON/text output uses 1-based
+columns, the language server converts to UTF-16 code units, the tracer converts
+CPython's UTF-8 byte offsets. Nothing inside the core uses any other convention.
+
+Every dataclass here round-trips through plain JSON (``to_json``/``from_json``)
+because sites and verdicts cross process boundaries (worker subprocesses,
+result caches).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class Status(str, enum.Enum):
+    """How far a site is from being a bug, weakest claim last."""
+
+    CONFIRMED = "confirmed"  # a witness drives it to NaN/INF
+    POSSIBLE = "possible"  # not proved safe, no witness (yet)
+    SAFE = "safe"  # the value-range facts prove it cannot fail
+    ERROR = "error"  # the file could not be analysed or the program could not run
+
+    def __str__(self) -> str:
+        return self.value
+
+
+# Order used by `--fail-on` and for sorting: a status "at or above" another.
+STATUS_RANK = {Status.SAFE: 0, Status.POSSIBLE: 1, Status.ERROR: 1, Status.CONFIRMED: 2}
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A source range: 1-based lines, 0-based code-point columns, end exclusive."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+
+    def contains(self, line: int, col: int) -> bool:
+        if (line, col) < (self.start_line, self.start_col):
+            return False
+        return (line, col) < (self.end_line, self.end_col)
+
+
+@dataclass(frozen=True)
+class Site:
+    """One candidate unsafe operation in the source.
+
+    ``op`` is the canonical name as ``torch.overrides.resolve_name`` spells it
+    (``torch.log``, ``torch.Tensor.__truediv__`` ...); ``kind`` is the catalogue
+    kind (``log``, ``div`` ...); ``operand`` names the dangerous argument
+    (``input``, ``divisor``, ``base`` ...). ``function`` is the dotted name of the
+    enclosing function or class method, or None at module level.
+    """
+
+    file: str
+    span: Span
+    op: str
+    kind: str
+    operand: str
+    text: str
+    function: str | None = None
+
+    @property
+    def key(self) -> str:
+        """Stable identity within one version of a file."""
+        return f"{self.span.start_line}:{self.span.start_col}:{self.op}"
+
+
+@dataclass
+class TensorValue:
+    """A tensor (or scalar) as it is shown to people and stored in witnesses.
+
+    ``values`` holds the full nested list when the tensor is small (see
+    ``INLINE_LIMIT`` in dynamic/witness.py), else None and ``summary`` says
+    min/max/mean; ``file`` then names a ``.pt`` payload beside the reproducer.
+    """
+
+    shape: list[int]
+    dtype: str
+    values: Any = None
+    summary: dict[str, float] = field(default_factory=dict)
+    file: str | None = None
+
+
+@dataclass
+class Witness:
+    """Proof that a site reaches NaN/INF: how to enter the program and with what."""
+
+    entry: str  # e.g. "script:train.py", "entry:models.py:make", "test:tests/test_x.py::test_y", "probe:model.py:VAE"
+    inputs: dict[str, TensorValue]  # input name -> value that triggers the bug
+    weights_moved: dict[str, float]  # parameter name -> max |delta| from its value at entry
+    operand: TensorValue | None  # the dangerous operand at the failing evaluation
+    result: str  # "nan", "inf", "-inf"
+    phase: str = "forward"  # "forward" or "backward" (NaN/INF first seen in a gradient)
+    iterations: int = 0
+    seconds: float = 0.0
+    seed: int = 0
+    input_bound: float | None = None  # |x| bound the search respected
+    beyond_examples: float | None = None  # how far past the example inputs' range (x times)
+    replayed: bool = False  # reproduced in a fresh process
+    reproducer: str | None = None  # path of the emitted pytest file, when written
+    reproducer_source: str | None = None  # the pytest file's text, when generated
+    payload: str | None = None  # path of the .pt file holding large tensors, if any
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    span: Span
+    new_text: str
+
+
+@dataclass
+class Fix:
+    """A rewrite that removes the bug. ``verified`` only after the engine re-checked it."""
+
+    title: str
+    edits: list[TextEdit]
+    verified: bool = False
+    note: str = ""  # why it is (not) verified, in words
+
+
+@dataclass
+class Verdict:
+    """What we know about one site (or, for ``error``, about one file)."""
+
+    site: Site
+    status: Status
+    reason: str = ""
+    witness: Witness | None = None
+    fixes: list[Fix] = field(default_factory=list)
+    message: str = ""
+
+
+def file_error(path: str, message: str, line: int = 1, col: int = 0, kind: str = "error") -> Verdict:
+    """A verdict for a whole file that could not be analysed or run."""
+    site = Site(file=path, span=Span(line, col, line, col), op="", kind=kind, operand="", text="")
+    return Verdict(site=site, status=Status.ERROR, reason=message, message=message)
+
+
+# --- JSON round trip -------------------------------------------------------
+
+def to_json(obj: Any) -> Any:
+    """Plain JSON data for any model object (enums become their values)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, dict):
+        return {str(k): to_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [to_json(v) for v in obj]
+    return obj
+
+
+def _tensor_value(d: dict | None) -> TensorValue | None:
+    return None if d is None else TensorValue(**d)
+
+
+def site_from_json(d: dict) -> Site:
+    return Site(**{**d, "span": Span(**d["span"])})
+
+
+def witness_from_json(d: dict | None) -> Witness | None:
+    if d is None:
+        return None
+    return Witness(
+        **{
+            **d,
+            "inputs": {k: TensorValue(**v) for k, v in d["inputs"].items()},
+            "operand": _tensor_value(d.get("operand")),
+        }
+    )
+
+
+def fix_from_json(d: dict) -> Fix:
+    edits = [TextEdit(span=Span(**e["span"]), new_text=e["new_text"]) for e in d["edits"]]
+    return Fix(**{**d, "edits": edits})
+
+
+def verdict_from_json(d: dict) -> Verdict:
+    return Verdict(
+        site=site_from_json(d["site"]),
+        status=Status(d["status"]),
+        reason=d.get("reason", ""),
+        witness=witness_from_json(d.get("witness")),
+        fixes=[fix_from_json(f) for f in d.get("fixes", [])],
+        message=d.get("message", ""),
+    )
