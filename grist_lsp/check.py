@@ -1,0 +1,371 @@
+"""One orchestration API for the CLI and the language server: `check_paths`.
+
+It resolves settings (CLI options over `[tool.grist]` over defaults), finds the
+files, runs the static pass on each, the dynamic GRIST engine on the files
+with open sites (files in parallel), then attaches fixes and, when asked,
+applies or diffs the verified ones. A file that cannot be read, parsed or run
+becomes an `error` verdict; the run goes on with the other files.
+
+The dynamic engine and the fix verifier are imported only when used, so a
+`--static-only` run never imports torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import importlib.util
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from grist_lsp.config import FAIL_ON_CHOICES, ConfigError, GristConfig, find_pyproject, load_config, validate_entry
+from grist_lsp.discovery import Discovery, discover
+from grist_lsp.edits import apply_fixes, unified_diff
+from grist_lsp.model import STATUS_RANK, Fix, Status, Verdict, file_error
+
+ProgressFn = Callable[[str, float], None]
+
+DEFAULT_FAIL_ON = "confirmed"
+ENGINE_MODULE = "grist_lsp.dynamic.engine"
+VERIFY_MODULE = "grist_lsp.dynamic.verify"
+FIXES_MODULE = "grist_lsp.analyzer.fixes"
+ANALYSIS_MODULE = "grist_lsp.analyzer.analysis"
+
+
+@dataclass
+class CheckOptions:
+    """What the caller asked for. None means "use `[tool.grist]`, else the engine's default"."""
+
+    static_only: bool = False
+    budget: float | None = None  # seconds of search per file
+    seed: int | None = None
+    jobs: int | None = None  # parallel worker processes (files, then sites within a file)
+    entries: list[str] = field(default_factory=list)  # FILE:FUNCTION, relative to the cwd
+    fail_on: str | None = None  # "confirmed" | "possible"
+    write_reproducers: str | None = None  # folder for pytest reproducers of confirmed bugs
+    fix: bool = False  # apply verified fixes to the files
+    diff: bool = False  # compute the verified fixes as a diff, write nothing
+    show_safe: bool = False
+    project_root: str | None = None  # overrides the config's folder as the root
+    config: str | None = None  # an explicit pyproject.toml instead of the nearest one
+    exclude: list[str] = field(default_factory=list)  # extra gitignore-style patterns (relative to the root)
+    force_exclude: bool = False  # exclude even files named explicitly (pre-commit)
+    timeout: float | None = None  # wall-clock seconds for one worker run
+    memory_mb: int | None = None
+    cancel: threading.Event | None = None
+
+
+@dataclass
+class Report:
+    """Everything a run found, in the order people read it (file, line, column)."""
+
+    verdicts: list[Verdict]
+    stats: dict[str, Any]
+    root: Path = field(default_factory=Path.cwd)  # repository/project root: SARIF paths are relative to it
+    fail_on: str = DEFAULT_FAIL_ON
+    files: list[str] = field(default_factory=list)
+    diffs: dict[str, str] = field(default_factory=dict)  # file -> unified diff of verified fixes
+    fixed: list[Verdict] = field(default_factory=list)  # verdicts removed by --fix
+    warnings: list[str] = field(default_factory=list)  # said on stderr, never fatal
+
+    def failing(self) -> list[Verdict]:
+        """The verdicts at or above `fail_on` (what makes the CLI exit 1)."""
+        threshold = STATUS_RANK[Status(self.fail_on)]
+        return [v for v in self.verdicts if v.status is not Status.SAFE and STATUS_RANK[v.status] >= threshold]
+
+
+@dataclass
+class Settings:
+    """CheckOptions merged with the config: every value decided."""
+
+    config: GristConfig
+    root: Path
+    static_only: bool
+    budget: float | None
+    seed: int | None
+    jobs: int
+    entries: list[str]
+    fail_on: str
+    timeout: float | None
+    memory_mb: int | None
+    write_reproducers: str | None
+
+
+def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
+    """Find and validate the config, then let explicit options win. Raises ConfigError."""
+    if options.config:
+        pyproject: Path | None = Path(options.config)
+        if not pyproject.is_file():
+            raise ConfigError(f"{options.config}: config file not found; pass an existing pyproject.toml to --config")
+    else:
+        start = Path(paths[0]) if paths else Path.cwd()
+        pyproject = find_pyproject(start if start.exists() else Path.cwd())
+    default_root = Path(options.project_root) if options.project_root else Path.cwd()
+    config = load_config(pyproject, default_root)
+    root = Path(options.project_root).resolve() if options.project_root else config.root
+
+    fail_on = options.fail_on or config.fail_on or DEFAULT_FAIL_ON
+    if fail_on not in FAIL_ON_CHOICES:
+        raise ConfigError(f"--fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, got {fail_on!r}")
+    for entry in options.entries:
+        validate_entry(entry, "--entry")
+    if options.budget is not None and options.budget < 0:
+        raise ConfigError(f"--budget must be >= 0 seconds, got {options.budget:g}")
+    if options.jobs is not None and options.jobs < 1:
+        raise ConfigError(f"--jobs must be >= 1, got {options.jobs}")
+    # Entries become absolute: CLI ones are relative to the cwd, config ones to the config's folder.
+    entries = [_absolute_entry(e, Path.cwd()) for e in options.entries]
+    entries += [_absolute_entry(e, config.root) for e in config.entries]
+    for entry in entries:
+        file_part = entry.rpartition(":")[0]
+        if not Path(file_part).is_file():
+            raise ConfigError(f"entry {entry!r}: {file_part} does not exist; fix the FILE part of FILE:FUNCTION")
+    jobs = options.jobs or config.jobs or max(1, min(os.cpu_count() or 1, 4))
+    return Settings(
+        config=config,
+        root=root,
+        static_only=options.static_only,
+        budget=options.budget if options.budget is not None else config.budget,
+        seed=options.seed if options.seed is not None else config.seed,
+        jobs=jobs,
+        entries=entries,
+        fail_on=fail_on,
+        timeout=options.timeout if options.timeout is not None else config.timeout,
+        memory_mb=options.memory_mb if options.memory_mb is not None else config.memory_mb,
+        write_reproducers=str(Path(options.write_reproducers).resolve()) if options.write_reproducers else None,
+    )
+
+
+def _absolute_entry(entry: str, base: Path) -> str:
+    file_part, _, func = entry.rpartition(":")
+    return f"{(base / file_part).resolve()}:{func}"
+
+
+def _module_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ModuleNotFoundError:
+        return False
+
+
+def engine_options(settings: Settings, jobs: int) -> Any:
+    """An `EngineOptions` for the dynamic engine, passing only what was decided.
+
+    Unset values are left out so the engine's own defaults apply; fields the
+    engine does not have are left out rather than guessed.
+    """
+    engine = importlib.import_module(ENGINE_MODULE)
+    wanted = {
+        "budget": settings.budget,
+        "seed": settings.seed,
+        "jobs": jobs,
+        "entries": list(settings.entries),
+        "project_root": str(settings.root),
+        "timeout": settings.timeout,
+        "memory_mb": settings.memory_mb,
+        "write_reproducers": settings.write_reproducers,
+    }
+    known = {f.name for f in dataclasses.fields(engine.EngineOptions)}
+    return engine.EngineOptions(**{k: v for k, v in wanted.items() if v is not None and k in known})
+
+
+def _static(path: Path) -> list[Verdict]:
+    analysis = importlib.import_module(ANALYSIS_MODULE)
+    try:
+        return list(analysis.analyze_file(str(path)))
+    except Exception as exc:  # the analyzer promises not to raise; if it does, one file must not stop the run
+        return [file_error(str(path), f"internal error in the static analyzer ({type(exc).__name__}: {exc}); "
+                                      "please report it with this file")]
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        # newline="" keeps CRLF files CRLF when --fix writes them back.
+        with open(path, encoding="utf-8", newline="") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError):
+        return None  # the static pass already reported why
+
+
+def _has_open_sites(verdicts: list[Verdict]) -> bool:
+    return any(v.status is Status.POSSIBLE for v in verdicts)
+
+
+def _runnable(verdicts: list[Verdict]) -> bool:
+    # A file-level error (unreadable, syntax error) has an empty op: nothing to run.
+    return not any(v.status is Status.ERROR and not v.site.op for v in verdicts)
+
+
+def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | None = None) -> Report:
+    """Check files and folders; raises ConfigError / discovery.PathNotFound for usage errors only."""
+    started = time.monotonic()
+    settings = resolve_settings(paths, options)
+    discovery = Discovery(
+        root=settings.root,
+        exclude=settings.config.exclude + list(options.exclude),
+        include=settings.config.include,
+        force_exclude=options.force_exclude,
+    )
+    files = discover(paths or ["."], discovery)
+    report = Report(verdicts=[], stats={}, root=_repo_root(settings.root), fail_on=settings.fail_on,
+                    files=[str(f) for f in files])
+
+    per_file: dict[Path, list[Verdict]] = {}
+    texts: dict[Path, str] = {}
+    for index, path in enumerate(files):
+        if options.cancel is not None and options.cancel.is_set():
+            break
+        if progress:
+            progress(f"static {path.name}", index / max(1, len(files)) * (0.2 if not settings.static_only else 1.0))
+        per_file[path] = _static(path)
+        text = _read_text(path)
+        if text is not None:
+            texts[path] = text
+
+    dynamic_ran = False
+    if not settings.static_only:
+        if _module_available(ENGINE_MODULE):
+            todo = [p for p in files if p in per_file and p in texts and _runnable(per_file[p])
+                    and _has_open_sites(per_file[p])]
+            _run_dynamic(todo, per_file, texts, settings, options, progress)
+            dynamic_ran = True
+        else:
+            report.warnings.append("the dynamic engine (grist_lsp.dynamic.engine) is not installed; "
+                                   "ran the static pass only")
+
+    _attach_fixes(per_file, texts, settings, dynamic_ran, report)
+
+    if options.fix or options.diff:
+        _apply_verified(per_file, texts, options, report)
+
+    verdicts = [v for vs in per_file.values() for v in vs]
+    verdicts.sort(key=lambda v: (v.site.file, v.site.span.start_line, v.site.span.start_col, v.site.op))
+    report.verdicts = verdicts
+    counts = {s.value: 0 for s in Status}
+    for v in verdicts:
+        counts[v.status.value] += 1
+    report.stats = {
+        "files": len(files),
+        **counts,
+        "fixed": len(report.fixed),
+        "dynamic": dynamic_ran,
+        "budget": settings.budget,
+        "seed": settings.seed,
+        "jobs": settings.jobs,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    if progress:
+        progress("done", 1.0)
+    return report
+
+
+def _repo_root(root: Path) -> Path:
+    """The git work tree holding ``root`` (what code scanning resolves SARIF paths against), else ``root``."""
+    for folder in (root, *root.parents):
+        if (folder / ".git").exists():
+            return folder
+    return root
+
+
+def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: dict[Path, str],
+                 settings: Settings, options: CheckOptions, progress: ProgressFn | None) -> None:
+    if not todo:
+        return
+    engine = importlib.import_module(ENGINE_MODULE)
+    # Parallel across files first (separate programs share nothing); the engine
+    # gets the remaining workers for its sites when there are fewer files than jobs.
+    file_workers = min(settings.jobs, len(todo))
+    engine_jobs = max(1, settings.jobs // file_workers)
+    opts = engine_options(settings, engine_jobs)
+    done = 0
+    lock = threading.Lock()
+
+    def one(path: Path) -> tuple[Path, list[Verdict]]:
+        def file_progress(message: str, fraction: float) -> None:
+            if progress:
+                with lock:
+                    overall = 0.2 + 0.8 * (done + max(0.0, min(1.0, fraction))) / len(todo)
+                progress(f"{path.name}: {message}", overall)
+
+        try:
+            result = engine.confirm(str(path), texts[path], per_file[path], opts,
+                                    progress=file_progress, cancel=options.cancel)
+            return path, list(result)
+        except Exception as exc:  # keep the static verdicts; say the engine failed on this file
+            err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
+                                        "the static findings stand; please report it with this file")
+            return path, per_file[path] + [err]
+
+    with ThreadPoolExecutor(max_workers=file_workers, thread_name_prefix="grist-file") as pool:
+        futures = [pool.submit(one, p) for p in todo]
+        for future in as_completed(futures):
+            path, verdicts = future.result()
+            per_file[path] = verdicts
+            with lock:
+                done += 1
+            if progress:
+                progress(f"checked {path.name} ({done}/{len(todo)})", 0.2 + 0.8 * done / len(todo))
+
+
+def _attach_fixes(per_file: dict[Path, list[Verdict]], texts: dict[Path, str], settings: Settings,
+                  dynamic_ran: bool, report: Report) -> None:
+    """Verified fixes when the engine ran; otherwise the proposals, unverified (no code runs)."""
+    for path, verdicts in per_file.items():
+        if path not in texts or not any(v.status in (Status.CONFIRMED, Status.POSSIBLE) for v in verdicts):
+            continue
+        try:
+            if dynamic_ran and _module_available(VERIFY_MODULE):
+                verify = importlib.import_module(VERIFY_MODULE)
+                per_file[path] = list(verify.fix_verdicts(str(path), texts[path], verdicts,
+                                                          engine_options(settings, settings.jobs)))
+            elif _module_available(FIXES_MODULE):
+                fixes = importlib.import_module(FIXES_MODULE)
+                for verdict in verdicts:
+                    if verdict.status in (Status.CONFIRMED, Status.POSSIBLE) and not verdict.fixes:
+                        verdict.fixes = [_unverified(f) for f in fixes.propose_fixes(texts[path], verdict)]
+        except Exception as exc:  # fixes are a bonus; never lose the findings over them
+            report.warnings.append(f"{path}: could not compute fixes ({type(exc).__name__}: {exc})")
+
+
+def _unverified(fix: Fix) -> Fix:
+    return dataclasses.replace(fix, verified=False)
+
+
+def _apply_verified(per_file: dict[Path, list[Verdict]], texts: dict[Path, str], options: CheckOptions,
+                    report: Report) -> None:
+    for path, verdicts in per_file.items():
+        if path not in texts:
+            continue
+        candidates = [(v, next(f for f in v.fixes if f.verified)) for v in verdicts
+                      if v.status in (Status.CONFIRMED, Status.POSSIBLE) and any(f.verified for f in v.fixes)]
+        if not candidates:
+            continue
+        result = apply_fixes(texts[path], [fix for _, fix in candidates])
+        applied_ids = {id(f) for f in result.applied}
+        fixed = [v for v, f in candidates if id(f) in applied_ids]
+        diff = unified_diff(_display(path), texts[path], result.text)
+        if not diff:
+            continue
+        report.diffs[str(path)] = diff
+        if options.fix and not options.diff:
+            current = _read_text(path)
+            if current != texts[path]:
+                report.warnings.append(f"{path}: changed on disk during the check; fixes not applied, run again")
+                continue
+            with open(path, "w", encoding="utf-8", newline="") as handle:
+                handle.write(result.text)
+            report.fixed.extend(fixed)
+            fixed_ids = {id(v) for v in fixed}
+            per_file[path] = [v for v in verdicts if id(v) not in fixed_ids]
+
+
+def _display(path: Path) -> str:
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return path.as_posix()

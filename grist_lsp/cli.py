@@ -1,0 +1,195 @@
+"""The `grist-lsp` command: serve LSP on stdio (no arguments) or `--check` paths for CI.
+
+Exit codes: 0 nothing at or above `--fail-on`; 1 a finding at or above it (or,
+with `--diff`, fixes to apply); 2 usage errors (bad flags, missing paths, bad
+`[tool.grist]`). The language server is imported only when serving, so
+`--check` never imports pygls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Sequence, TextIO
+
+from grist_lsp import __version__
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="grist-lsp",
+        description="Find and prove NaN/INF bugs in PyTorch programs. Without arguments, serve the "
+                    "Language Server Protocol on stdio; with --check, check files and folders.",
+        epilog="Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage error.",
+    )
+    parser.add_argument("--version", action="version", version=f"grist-lsp {__version__}")
+    parser.add_argument("--stdio", action="store_true",
+                        help="serve LSP on stdio (the default without --check; accepted for editor clients)")
+    check = parser.add_argument_group("checking")
+    check.add_argument("--check", action="store_true", help="check the PATHs (default: the current folder)")
+    check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to check (with --check)")
+    check.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                       help="output format (default: text)")
+    check.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
+    check.add_argument("--static-only", action="store_true",
+                       help="run only the static pass: no program is executed")
+    check.add_argument("--entry", action="append", default=[], metavar="FILE:FUNC",
+                       help="entry point returning (callable, args[, kwargs]); repeatable")
+    check.add_argument("--budget", type=_non_negative_float, metavar="SECONDS",
+                       help="search time per file for the dynamic engine")
+    check.add_argument("--seed", type=_non_negative_int, metavar="N", help="random seed of the search")
+    check.add_argument("--jobs", "-j", type=_positive_int, metavar="N", help="parallel worker processes")
+    check.add_argument("--fail-on", choices=("confirmed", "possible"),
+                       help="lowest status that makes the exit status 1 (default: confirmed)")
+    check.add_argument("--write-reproducers", metavar="DIR",
+                       help="write a pytest reproducer for each confirmed bug into DIR")
+    check.add_argument("--fix", action="store_true", help="apply verified fixes to the files")
+    check.add_argument("--diff", action="store_true",
+                       help="print verified fixes as a diff, change nothing (exit 1 if there are any)")
+    check.add_argument("--show-safe", action="store_true", help="also report sites proved safe")
+    check.add_argument("--config", metavar="PYPROJECT", help="read [tool.grist] from this file")
+    check.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
+                       help="gitignore-style pattern to skip, relative to the project root; repeatable")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply excludes to files named explicitly too (for pre-commit)")
+    return parser
+
+
+def _number(kind: type, minimum: float, what: str):  # type: ignore[no-untyped-def]
+    def convert(text: str):  # type: ignore[no-untyped-def]
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        return value
+    return convert
+
+
+_non_negative_float = _number(float, 0, "a number of seconds >= 0")
+_non_negative_int = _number(int, 0, "an integer >= 0")
+_positive_int = _number(int, 1, "an integer >= 1")
+
+
+def serve() -> int:
+    """Hand over to the language server (imported here: only serving needs pygls)."""
+    from grist_lsp.server.server import main as serve_main
+
+    serve_main()
+    return EXIT_OK
+
+
+class _Progress:
+    """One self-overwriting status line on a terminal's stderr."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.width = 0
+
+    def __call__(self, message: str, fraction: float) -> None:
+        line = f"grist-lsp [{int(fraction * 100):3d}%] {message}"[:100]
+        self.stream.write("\r" + line.ljust(self.width))
+        self.stream.flush()
+        self.width = len(line)
+
+    def clear(self) -> None:
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from grist_lsp.check import CheckOptions, check_paths
+    from grist_lsp.config import ConfigError
+    from grist_lsp.discovery import PathNotFound
+    from grist_lsp.output import display_path, render
+
+    options = CheckOptions(
+        static_only=args.static_only,
+        budget=args.budget,
+        seed=args.seed,
+        jobs=args.jobs,
+        entries=list(args.entry),
+        fail_on=args.fail_on,
+        write_reproducers=args.write_reproducers,
+        fix=args.fix,
+        diff=args.diff,
+        show_safe=args.show_safe,
+        config=args.config,
+        exclude=list(args.exclude),
+        force_exclude=args.force_exclude,
+    )
+    progress = _Progress(sys.stderr) if args.format == "text" and sys.stderr.isatty() else None
+    try:
+        report = check_paths(args.paths or ["."], options, progress=progress)
+    except (ConfigError, PathNotFound) as exc:
+        if progress:
+            progress.clear()
+        parser.exit(EXIT_USAGE, f"grist-lsp: error: {exc}\n")
+    if progress:
+        progress.clear()
+    for warning in report.warnings:
+        print(f"grist-lsp: warning: {warning}", file=sys.stderr)
+
+    if args.diff:
+        text = "".join(report.diffs[f] for f in sorted(report.diffs))
+        count = sum(len(d.splitlines()) > 0 for d in report.diffs.values())
+        print(f"grist-lsp: verified fixes would change {count} file(s)", file=sys.stderr)
+        _emit(text, args.output, parser)
+        return EXIT_FINDINGS if report.diffs else EXIT_OK
+
+    _emit(render(report, args.format, show_safe=args.show_safe), args.output, parser)
+    if args.fix and report.fixed:
+        files = sorted({display_path(v.site.file) for v in report.fixed})
+        print(f"grist-lsp: applied {len(report.fixed)} verified fix(es) in {', '.join(files)}", file=sys.stderr)
+    return EXIT_FINDINGS if report.failing() else EXIT_OK
+
+
+def _emit(text: str, output: str | None, parser: argparse.ArgumentParser) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        parser.exit(EXIT_USAGE, f"grist-lsp: error: {output}: cannot write the report ({exc.strerror}); "
+                                "check the folder exists and is writable\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    check_only = [flag for flag, on in (
+        ("PATH", bool(args.paths)), ("--static-only", args.static_only), ("--entry", bool(args.entry)),
+        ("--fix", args.fix), ("--diff", args.diff), ("--output", args.output is not None),
+        ("--format", args.format != "text"), ("--fail-on", args.fail_on is not None),
+    ) if on]
+    if not args.check:
+        if check_only:
+            parser.error(f"{', '.join(check_only)} needs --check (without it grist-lsp serves LSP on stdio)")
+        return serve()
+    if args.stdio:
+        parser.error("--stdio serves the language server; it cannot be combined with --check")
+    if args.fix and args.diff:
+        parser.error("--fix and --diff exclude each other: --diff only shows what --fix would write")
+    try:
+        return run_check(args, parser)
+    except KeyboardInterrupt:
+        print("grist-lsp: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `grist-lsp --check . | head`: the reader left; not an error of ours.
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""Read `[tool.grist]` from the nearest pyproject.toml and check every key.
+
+The CLI and the language server share this: both must agree on which files are
+excluded and which entries the engine starts from. Every error names the file,
+the key and what to write instead, because a bad config is a usage error
+(exit 2), not a crash.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FAIL_ON_CHOICES = ("confirmed", "possible")
+
+# Keys accepted in [tool.grist]; both spellings of multi-word keys, since TOML
+# users write either and a silently ignored key is worse than either choice.
+_KNOWN_KEYS = {
+    "exclude", "extend-exclude", "include", "entries", "budget", "fail-on", "seed", "jobs",
+    "timeout", "memory-mb",
+}
+
+
+class ConfigError(Exception):
+    """A `[tool.grist]` table (or a CLI value) that cannot be used; the message says where and why."""
+
+
+@dataclass
+class GristConfig:
+    """Settings from `[tool.grist]`. None means "not set here"; the CLI fills defaults.
+
+    ``root`` is the folder holding the pyproject.toml: exclude/include patterns
+    and entry file names are relative to it.
+    """
+
+    root: Path
+    source: Path | None = None  # the pyproject.toml it came from, if any
+    exclude: list[str] = field(default_factory=list)
+    include: list[str] = field(default_factory=list)
+    entries: list[str] = field(default_factory=list)
+    budget: float | None = None
+    fail_on: str | None = None
+    seed: int | None = None
+    jobs: int | None = None
+    timeout: float | None = None
+    memory_mb: int | None = None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above ``start`` that has a `[tool.grist]` table.
+
+    Falls back to the nearest pyproject.toml of any kind, so a project without
+    the table still gets its root (for relative paths in SARIF and entries).
+    """
+    start = start.resolve()
+    folder = start if start.is_dir() else start.parent
+    nearest: Path | None = None
+    for candidate_dir in (folder, *folder.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if not candidate.is_file():
+            continue
+        if nearest is None:
+            nearest = candidate
+        try:
+            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+            # Broken files are reported by load_config when they are the one we use.
+            continue
+        if isinstance(data.get("tool"), dict) and "grist" in data["tool"]:
+            return candidate
+    return nearest
+
+
+def load_config(pyproject: Path | None, default_root: Path) -> GristConfig:
+    """Parse and validate `[tool.grist]` of ``pyproject`` (None: no config, root = ``default_root``)."""
+    if pyproject is None:
+        return GristConfig(root=default_root.resolve())
+    where = str(pyproject)
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read the file ({exc.strerror}); fix its permissions or pass --config") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where}: not UTF-8 text; save it as UTF-8") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where}: invalid TOML: {exc}; fix the syntax") from exc
+    table = data.get("tool", {}).get("grist", {}) if isinstance(data.get("tool"), dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [tool.grist] must be a table, like `[tool.grist]` followed by `key = value` lines")
+    return parse_table(table, where, pyproject.parent.resolve(), pyproject)
+
+
+def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | None = None) -> GristConfig:
+    """Validate a `[tool.grist]` table given as a dict (the server passes client settings this way too)."""
+    normalized: dict[str, Any] = {}
+    for key, value in table.items():
+        spelled = key.replace("_", "-")
+        if spelled not in _KNOWN_KEYS:
+            known = ", ".join(sorted(_KNOWN_KEYS))
+            raise ConfigError(f"{where}: [tool.grist] has an unknown key `{key}`; known keys: {known}")
+        normalized[spelled] = value
+
+    def strings(key: str) -> list[str]:
+        value = normalized.get(key, [])
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f'{where}: [tool.grist] `{key}` must be a list of strings, like {key} = ["a", "b"]')
+        return list(value)
+
+    def number(key: str, kind: type, minimum: float) -> Any:
+        value = normalized.get(key)
+        if value is None:
+            return None
+        # bool is an int in Python; `budget = true` is a mistake, not 1 second.
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if kind is int:
+            ok = ok and float(value).is_integer()
+        if not ok or value < minimum:
+            article = "an integer" if kind is int else "a number"
+            raise ConfigError(f"{where}: [tool.grist] `{key}` must be {article} >= {minimum:g}, got {value!r}")
+        return kind(value)
+
+    fail_on = normalized.get("fail-on")
+    if fail_on is not None and fail_on not in FAIL_ON_CHOICES:
+        raise ConfigError(
+            f"{where}: [tool.grist] `fail-on` must be one of {', '.join(FAIL_ON_CHOICES)}, got {fail_on!r}"
+        )
+    entries = strings("entries")
+    for entry in entries:
+        validate_entry(entry, where)
+    return GristConfig(
+        root=root,
+        source=source,
+        exclude=strings("exclude") + strings("extend-exclude"),
+        include=strings("include"),
+        entries=entries,
+        budget=number("budget", float, 0),
+        fail_on=fail_on,
+        seed=number("seed", int, 0),
+        jobs=number("jobs", int, 1),
+        timeout=number("timeout", float, 0),
+        memory_mb=number("memory-mb", int, 1),
+    )
+
+
+def validate_entry(entry: str, where: str) -> None:
+    """An entry is `FILE:FUNCTION` (the function returns the callable and its arguments)."""
+    file_part, sep, func = entry.rpartition(":")
+    if not sep or not file_part or not func or not func.replace(".", "_").isidentifier():
+        raise ConfigError(
+            f"{where}: entry {entry!r} is not FILE:FUNCTION; write it like `train.py:make_inputs`"
+        )

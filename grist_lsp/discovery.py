@@ -1,0 +1,159 @@
+"""Find the Python files to check under the paths a user named.
+
+Folders are walked with `.gitignore` files honoured (each one relative to its
+own folder, nested ones included, as git does), plus the `exclude` patterns of
+`[tool.grist]` (gitignore syntax, relative to the config's folder) and a few
+folders nobody wants checked (.git, virtualenvs, caches). Files named
+explicitly are checked even when excluded, unless ``force_exclude`` is set —
+ruff's rule, which a pre-commit hook (that names every staged file) needs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+# Folders skipped everywhere: version control, environments and caches hold
+# third-party code or none, and walking a virtualenv costs seconds.
+DEFAULT_EXCLUDES = (
+    ".git/", ".hg/", ".svn/", "__pycache__/", ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/",
+    ".pytest_cache/", ".ruff_cache/", ".grist-cache/", "node_modules/", "site-packages/",
+    "*.egg-info/", "build/", "dist/",
+)
+DEFAULT_INCLUDE = ("*.py",)
+
+
+class PathNotFound(Exception):
+    """A path given on the command line does not exist."""
+
+
+@dataclass
+class Discovery:
+    """What to walk and what to skip. Patterns are gitignore syntax relative to ``root``."""
+
+    root: Path
+    exclude: list[str] = field(default_factory=list)
+    include: list[str] = field(default_factory=list)
+    force_exclude: bool = False
+    respect_gitignore: bool = True
+
+
+def _spec(lines: list[str] | tuple[str, ...]) -> pathspec.GitIgnoreSpec:
+    return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+def _read_gitignore(folder: Path) -> pathspec.GitIgnoreSpec | None:
+    path = folder / ".gitignore"
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return _spec(lines) if lines else None
+
+
+def _relative(path: Path, base: Path) -> str | None:
+    try:
+        rel = path.relative_to(base)
+    except ValueError:
+        return None
+    return rel.as_posix()
+
+
+class _Matcher:
+    """Answers "is this path ignored?" for one discovery run, caching `.gitignore` reads."""
+
+    def __init__(self, discovery: Discovery) -> None:
+        self.root = discovery.root.resolve()
+        self.exclude = _spec(list(DEFAULT_EXCLUDES) + discovery.exclude)
+        self.include = _spec(discovery.include or list(DEFAULT_INCLUDE))
+        self.respect_gitignore = discovery.respect_gitignore
+        self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
+        self.git_root = _git_root(self.root)
+
+    def _gitignore(self, folder: Path) -> pathspec.GitIgnoreSpec | None:
+        if folder not in self._gitignores:
+            self._gitignores[folder] = _read_gitignore(folder)
+        return self._gitignores[folder]
+
+    def ignored(self, path: Path, is_dir: bool) -> bool:
+        suffix = "/" if is_dir else ""
+        rel = _relative(path, self.root)
+        if rel is not None and rel != "." and self.exclude.match_file(rel + suffix):
+            return True
+        # Default excludes apply by name even outside the config root.
+        if self.exclude.match_file(path.name + suffix) and rel is None:
+            return True
+        if self.respect_gitignore:
+            # Every .gitignore from the repository root down to the path's folder
+            # applies, each to paths relative to its own folder; a later (deeper)
+            # decision wins, like git's own precedence.
+            top = self.git_root or self.root
+            chain = [folder for folder in (path.parent, *path.parent.parents)
+                     if folder == top or _relative(folder, top) is not None]
+            decision: bool | None = None
+            for folder in reversed(chain):
+                spec = self._gitignore(folder)
+                if spec is None:
+                    continue
+                result = spec.check_file(_relative(path, folder) + suffix)
+                if result.include is not None:
+                    decision = result.include
+            if decision:
+                return True
+        return False
+
+    def included(self, path: Path) -> bool:
+        rel = _relative(path, self.root) or path.name
+        return self.include.match_file(rel) or self.include.match_file(path.name)
+
+
+def _git_root(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def discover(paths: list[str], discovery: Discovery) -> list[Path]:
+    """Absolute paths of the files to check, sorted, without duplicates.
+
+    Raises ``PathNotFound`` naming the first path that does not exist.
+    """
+    matcher = _Matcher(discovery)
+    found: dict[Path, None] = {}
+    for raw in paths:
+        path = Path(raw)
+        if not path.exists():
+            raise PathNotFound(f"{raw}: no such file or directory; check the path")
+        path = path.resolve()
+        if path.is_file():
+            if discovery.force_exclude and _excluded_with_parents(path, matcher):
+                continue
+            found[path] = None
+            continue
+        if discovery.force_exclude and _excluded_with_parents(path, matcher, is_dir=True):
+            continue
+        for folder, dirnames, filenames in os.walk(path):
+            here = Path(folder)
+            # Prune in place so os.walk never descends into excluded folders.
+            dirnames[:] = sorted(d for d in dirnames if not matcher.ignored(here / d, is_dir=True))
+            for name in sorted(filenames):
+                file = here / name
+                if matcher.included(file) and not matcher.ignored(file, is_dir=False):
+                    found[file] = None
+    return sorted(found)
+
+
+def _excluded_with_parents(path: Path, matcher: _Matcher, is_dir: bool = False) -> bool:
+    """For force-exclude: a path is excluded if it or any folder above it (within the root) is."""
+    if matcher.ignored(path, is_dir=is_dir):
+        return True
+    for parent in path.parents:
+        if _relative(parent, matcher.root) in (None, "."):
+            break
+        if matcher.ignored(parent, is_dir=True):
+            return True
+    return False

@@ -1,0 +1,269 @@
+"""Render a `Report` as text, JSON (the stable v1 contract) or SARIF 2.1.0.
+
+Positions leave the core's convention here: lines stay 1-based, columns become
+1-based (the core's are 0-based code points, end exclusive, so both start and
+end columns get +1 and the end stays exclusive). Rule codes come from
+`catalogue.KINDS`; `GRIST000` is a file that could not be analysed or run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from grist_lsp import __version__
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+from grist_lsp.check import Report
+from grist_lsp.model import Status, TensorValue, Verdict, Witness, to_json
+
+JSON_VERSION = 1
+TOOL_NAME = "grist-lsp"
+HOMEPAGE = "https://github.com/grist-lsp/grist-lsp"
+RULES_URI = f"{HOMEPAGE}#rule-codes"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+ERROR_TITLE = "file could not be analysed or run"
+FORMATS = ("text", "json", "sarif")
+
+
+def rule_code(verdict: Verdict) -> str:
+    if verdict.status is Status.ERROR:
+        return ERROR_CODE
+    kind = KINDS.get(verdict.site.kind)
+    return kind.code if kind else ERROR_CODE
+
+
+def display_path(file: str, base: Path | None = None) -> str:
+    """A path as people type it: relative to ``base`` (the cwd) when inside it, else absolute; always `/`."""
+    base = (base or Path.cwd()).resolve()
+    path = Path(file)
+    resolved = path.resolve() if path.is_absolute() or path.exists() else (base / path)
+    try:
+        return resolved.relative_to(base).as_posix()
+    except ValueError:
+        return resolved.as_posix()
+
+
+def _what(verdict: Verdict) -> str:
+    """Which code, in the user's own spelling when it fits on a line."""
+    text = verdict.site.text.strip()
+    if text and "\n" not in text and len(text) <= 60:
+        return f"`{text}`"
+    return verdict.site.op or verdict.site.kind
+
+
+def message(verdict: Verdict) -> str:
+    """The one-line finding message shared by every format."""
+    if verdict.status is Status.ERROR:
+        return verdict.message or verdict.reason or ERROR_TITLE
+    kind = KINDS.get(verdict.site.kind)
+    title = kind.title if kind else verdict.site.kind
+    text = f"{_what(verdict)}: {title}"
+    if verdict.message and verdict.message != verdict.reason:
+        text += f": {verdict.message}"
+    return text
+
+
+def visible(report: Report, show_safe: bool) -> list[Verdict]:
+    return [v for v in report.verdicts if show_safe or v.status is not Status.SAFE]
+
+
+# --- text ----------------------------------------------------------------------
+
+def _tensor_brief(name: str, value: TensorValue) -> str:
+    if value.values is not None:
+        shown = json.dumps(value.values)
+        if len(shown) <= 60:
+            return f"{name}={shown}"
+    shape = "x".join(str(d) for d in value.shape) or "scalar"
+    return f"{name}: {value.dtype}[{shape}]"
+
+
+def _witness_line(witness: Witness, base: Path | None) -> str:
+    parts = [f"entry {witness.entry}"]
+    if witness.inputs:
+        parts.append("inputs " + ", ".join(_tensor_brief(n, v) for n, v in witness.inputs.items()))
+    if witness.weights_moved:
+        moved = max(witness.weights_moved.values())
+        parts.append(f"weights moved up to {moved:.3g}")
+    parts.append(f"{witness.result} in the {witness.phase} pass after {witness.iterations} iterations "
+                 f"({witness.seconds:.2f} s)")
+    if witness.reproducer:
+        parts.append(f"reproducer {display_path(witness.reproducer, base)}")
+    return "    witness: " + "; ".join(parts)
+
+
+def render_text(report: Report, show_safe: bool = False, base: Path | None = None) -> str:
+    """`path:line:col: GRIST### [status] message` lines, then a summary line."""
+    lines: list[str] = []
+    for v in visible(report, show_safe):
+        span = v.site.span
+        reason = f" ({v.reason})" if v.reason and v.status is not Status.ERROR else ""
+        lines.append(f"{display_path(v.site.file, base)}:{span.start_line}:{span.start_col + 1}: "
+                     f"{rule_code(v)} [{v.status.value}] {message(v)}{reason}")
+        if v.witness is not None:
+            lines.append(_witness_line(v.witness, base))
+        for fix in v.fixes:
+            lines.append(f"    fix{' (verified)' if fix.verified else ''}: {fix.title}")
+    lines.append(summary(report))
+    return "\n".join(lines) + "\n"
+
+
+def summary(report: Report) -> str:
+    s = report.stats
+    files = s.get("files", len(report.files))
+    noun = "file" if files == 1 else "files"
+    counts = [f"{s.get(k, 0)} {k}" for k in ("confirmed", "possible", "error") if s.get(k, 0)]
+    safe = f"; {s['safe']} sites proved safe" if s.get("safe") else ""
+    fixed = f"; fixed {len(report.fixed)}" if report.fixed else ""
+    mode = "" if s.get("dynamic", False) else " (static pass only)"
+    if not counts:
+        return f"No NaN/INF findings in {files} {noun}{safe}{fixed}{mode}."
+    return f"Found {', '.join(counts)} in {files} {noun}{safe}{fixed}{mode}."
+
+
+# --- JSON ----------------------------------------------------------------------
+
+def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] | None:
+    if witness is None:
+        return None
+    return {
+        "entry": witness.entry,
+        "iterations": witness.iterations,
+        "seconds": witness.seconds,
+        "inputs": to_json(witness.inputs),
+        "weights_moved": to_json(witness.weights_moved),
+        "reproducer": display_path(witness.reproducer, base) if witness.reproducer else None,
+    }
+
+
+def finding_json(v: Verdict, base: Path | None = None) -> dict[str, Any]:
+    span = v.site.span
+    return {
+        "file": display_path(v.site.file, base),
+        "line": span.start_line,
+        "column": span.start_col + 1,
+        "end_line": span.end_line,
+        "end_column": span.end_col + 1,
+        "op": v.site.op,
+        "kind": v.site.kind,
+        "status": v.status.value,
+        "message": message(v),
+        "reason": v.reason,
+        "witness": _witness_json(v.witness, base),
+        "fixes": [{"title": f.title, "verified": f.verified} for f in v.fixes],
+    }
+
+
+def render_json(report: Report, show_safe: bool = False, base: Path | None = None) -> str:
+    data = {
+        "version": JSON_VERSION,
+        "findings": [finding_json(v, base) for v in visible(report, show_safe)],
+        "stats": report.stats,
+    }
+    return json.dumps(data, indent=2) + "\n"
+
+
+# --- SARIF ---------------------------------------------------------------------
+
+def _rules() -> list[dict[str, Any]]:
+    rules = [{
+        "id": ERROR_CODE,
+        "name": "AnalysisError",
+        "shortDescription": {"text": ERROR_TITLE},
+        "fullDescription": {"text": "The file could not be read, parsed or run, so its operations were not checked."},
+        "helpUri": RULES_URI,
+        "help": {"text": "Fix the problem the message names (syntax error, encoding, a crash of the program)."},
+        "defaultConfiguration": {"level": "note"},
+    }]
+    for kind in KINDS.values():
+        rules.append({
+            "id": kind.code,
+            "name": "".join(part.capitalize() for part in kind.name.split("_")) + "NonFinite",
+            "shortDescription": {"text": kind.title},
+            "fullDescription": {"text": f"{kind.title}: NaN or INF when the operand is in {kind.region.text}."},
+            "helpUri": RULES_URI,
+            "help": {"text": f"Fix: {kind.fix_hint}."},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"tags": ["numerical-stability", "nan", kind.name]},
+        })
+    return rules
+
+
+_LEVEL = {Status.CONFIRMED: "error", Status.POSSIBLE: "warning", Status.ERROR: "note"}
+
+
+def _relative_uri(file: str, root: Path) -> str:
+    path = Path(file).resolve()
+    try:
+        return path.relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_uri()
+
+
+def render_sarif(report: Report, show_safe: bool = False) -> str:
+    """SARIF 2.1.0 as GitHub code scanning reads it: URIs relative to the repository root (%SRCROOT%)."""
+    rules = _rules()
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    results = []
+    seen: dict[str, int] = {}
+    for v in visible(report, show_safe):
+        code = rule_code(v)
+        uri = _relative_uri(v.site.file, report.root)
+        span = v.site.span
+        region: dict[str, int] = {"startLine": max(1, span.start_line), "startColumn": span.start_col + 1}
+        if (span.end_line, span.end_col) > (span.start_line, span.start_col):
+            region.update(endLine=span.end_line, endColumn=span.end_col + 1)
+        text = message(v)
+        if v.reason and v.status is not Status.ERROR:
+            text += f" ({v.reason})"
+        if v.witness is not None:
+            text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: '):]}"
+        # Fingerprint by what the code is, not where: the same finding keeps its
+        # identity when lines above it move; occurrences separate identical text.
+        identity = f"{uri}\0{code}\0{v.site.op}\0{' '.join(v.site.text.split())}"
+        seen[identity] = seen.get(identity, 0) + 1
+        fingerprint = hashlib.sha256(f"{identity}\0{seen[identity]}".encode()).hexdigest()[:32]
+        result: dict[str, Any] = {
+            "ruleId": code,
+            "ruleIndex": index.get(code, 0),
+            "message": {"text": text},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                "region": region,
+            }}],
+            "partialFingerprints": {"gristFinding/v1": fingerprint},
+            "properties": {"status": v.status.value, "op": v.site.op, "kind": v.site.kind},
+        }
+        if v.status is Status.SAFE:
+            # A proved-safe site is a "pass"; SARIF requires level none for it.
+            result.update(kind="pass", level="none")
+        else:
+            result["level"] = _LEVEL[v.status]
+        results.append(result)
+    sarif = {
+        "$schema": SARIF_SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": TOOL_NAME,
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": HOMEPAGE,
+                "rules": rules,
+            }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": report.root.resolve().as_uri() + "/"}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+    return json.dumps(sarif, indent=2) + "\n"
+
+
+def render(report: Report, fmt: str, show_safe: bool = False) -> str:
+    if fmt == "json":
+        return render_json(report, show_safe)
+    if fmt == "sarif":
+        return render_sarif(report, show_safe)
+    return render_text(report, show_safe)
