@@ -67,7 +67,8 @@ class _Matcher:
 
     def __init__(self, discovery: Discovery) -> None:
         self.root = discovery.root.resolve()
-        self.exclude = _spec(list(DEFAULT_EXCLUDES) + discovery.exclude)
+        self.exclude_lines = list(DEFAULT_EXCLUDES) + list(discovery.exclude)
+        self.exclude = _spec(self.exclude_lines)
         self.include = _spec(discovery.include or list(DEFAULT_INCLUDE))
         self.respect_gitignore = discovery.respect_gitignore
         self._gitignores: dict[Path, pathspec.GitIgnoreSpec | None] = {}
@@ -105,6 +106,27 @@ class _Matcher:
                 return True
         return False
 
+    def scoped(self, start: Path) -> "_Matcher":
+        """This matcher for walking a folder the user named: patterns that exclude the
+        folder itself (or a folder above it) are dropped, or naming it would find nothing."""
+        rel = _relative(start, self.root)
+        if rel in (None, "."):
+            return self
+        prefixes = [rel]
+        parent = start.parent
+        while _relative(parent, self.root) not in (None, "."):
+            prefixes.append(_relative(parent, self.root))
+            parent = parent.parent
+        kept = [line for line in self.exclude_lines
+                if line.startswith("!") or not any(_spec([line]).match_file(p + "/") for p in prefixes)]
+        if len(kept) == len(self.exclude_lines):
+            return self
+        clone = object.__new__(_Matcher)
+        clone.__dict__.update(self.__dict__)
+        clone.exclude_lines = kept
+        clone.exclude = _spec(kept)
+        return clone
+
     def included(self, path: Path) -> bool:
         rel = _relative(path, self.root) or path.name
         return self.include.match_file(rel) or self.include.match_file(path.name)
@@ -136,13 +158,14 @@ def discover(paths: list[str], discovery: Discovery) -> list[Path]:
             continue
         if discovery.force_exclude and _excluded_with_parents(path, matcher, is_dir=True):
             continue
+        walker = matcher.scoped(path)
         for folder, dirnames, filenames in os.walk(path):
             here = Path(folder)
             # Prune in place so os.walk never descends into excluded folders.
-            dirnames[:] = sorted(d for d in dirnames if not matcher.ignored(here / d, is_dir=True))
+            dirnames[:] = sorted(d for d in dirnames if not walker.ignored(here / d, is_dir=True))
             for name in sorted(filenames):
                 file = here / name
-                if matcher.included(file) and not matcher.ignored(file, is_dir=False):
+                if walker.included(file) and not walker.ignored(file, is_dir=False):
                     found[file] = None
     return sorted(found)
 

