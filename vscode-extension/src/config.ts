@@ -303,7 +303,7 @@ export function initializationOptions(s: GristSettings, trusted: boolean): Serve
 
 /**
  * Answers a `workspace/configuration` request: items asking for section "grist" get the
- * trust-adjusted settings, "grist.x.y" gets that field of them; other sections keep what VS Code
+ * trust-adjusted settings, a dotted section below it gets that field of them; other sections keep what VS Code
  * answered.
  */
 export function patchConfigurationResult(

@@ -1,4 +1,3 @@
-import { spawn } from "child_process";
 import * as os from "os";
 import * as vscode from "vscode";
 import {
@@ -13,7 +12,6 @@ import {
   type GristSettings,
   type InterpreterChoice,
   type LaunchContext,
-  type ProbeResult,
   SECTION,
   SERVER_RECHECK_COMMAND,
   type SettingKey,
@@ -30,6 +28,7 @@ import {
   serverSettings,
   withTimeout,
 } from "./config";
+import { runProbe } from "./probe";
 
 const PYTHON_EXTENSION_ID = "ms-python.python";
 // Importing grist_lsp may pull in torch, which takes tens of seconds on a cold disk.
@@ -83,36 +82,6 @@ async function interpreterFromPythonExtension(): Promise<string | undefined> {
   // binary, and undefined for an environment that no longer exists.
   const resolved = envs?.resolveEnvironment ? await envs.resolveEnvironment(active) : undefined;
   return resolved?.executable?.uri?.fsPath;
-}
-
-function runProbe(interpreter: string, ctx: LaunchContext): Promise<ProbeResult> {
-  const launch = probeLaunch(interpreter, ctx);
-  return new Promise((resolve) => {
-    let stdout = "";
-    let stderr = "";
-    let timedOut = false;
-    let settled = false;
-    const finish = (r: Omit<ProbeResult, "stdout" | "stderr">) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      resolve({ ...r, stdout, stderr });
-    };
-    const child = spawn(launch.command, launch.args, {
-      cwd: launch.options.cwd,
-      env: launch.options.env ? { ...process.env, ...launch.options.env } : process.env,
-      stdio: ["ignore", "pipe", "pipe"],
-      windowsHide: true,
-    });
-    const timer = setTimeout(() => {
-      timedOut = true;
-      child.kill();
-    }, PROBE_TIMEOUT_MS);
-    child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    child.on("error", (err: NodeJS.ErrnoException) => finish({ spawnError: err.code ?? err.message, exitCode: null }));
-    child.on("close", (code, signal) => finish({ exitCode: code, signal, timedOut }));
-  });
 }
 
 /** Owns the language client; start/stop/restart are queued so overlapping requests never race. */
@@ -193,7 +162,7 @@ class ServerController implements vscode.Disposable {
     }
 
     const ctx = this.launchContext();
-    const probe = await runProbe(choice.command, ctx);
+    const probe = await runProbe(probeLaunch(choice.command, ctx), PROBE_TIMEOUT_MS);
     const failure = describeProbeFailure(choice.command, probe);
     if (failure) {
       this.output.appendLine(failure);

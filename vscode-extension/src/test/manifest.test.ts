@@ -1,0 +1,98 @@
+// package.json is the contract with VS Code: settings the code reads but the manifest does not
+// declare are silently untyped and undocumented, and restricted settings that are not declared are
+// not restricted at all. These tests read the real manifest and sources.
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as path from "node:path";
+import { describe, it } from "node:test";
+import { COMMANDS, DEFAULTS, SECTION, SETTING_KEYS, readSettings } from "../config";
+
+// Compiled to out/test/, so the extension folder is two levels up.
+const ROOT = path.resolve(__dirname, "..", "..");
+const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"));
+const properties: Record<string, { default?: unknown; description?: string; markdownDescription?: string }> =
+  manifest.contributes.configuration.properties;
+
+function defaultOf(key: string): unknown {
+  let value: unknown = DEFAULTS;
+  for (const part of key.split(".")) value = (value as Record<string, unknown>)[part];
+  return value;
+}
+
+function sourceFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === "test" ? [] : sourceFiles(p);
+    return p.endsWith(".ts") ? [p] : [];
+  });
+}
+
+describe("package.json", () => {
+  it("declares every setting the code reads, and no others", () => {
+    const declared = Object.keys(properties).sort();
+    const read = SETTING_KEYS.map((k) => `${SECTION}.${k}`).sort();
+    assert.deepEqual(declared, read);
+  });
+
+  it("gives each setting a description and the default the code uses", () => {
+    for (const key of SETTING_KEYS) {
+      const prop = properties[`${SECTION}.${key}`];
+      assert.ok(prop.description || prop.markdownDescription, `${key} has no description`);
+      assert.deepEqual(prop.default, defaultOf(key), `default of ${key}`);
+    }
+  });
+
+  it("has defaults that readSettings accepts unchanged", () => {
+    const fromManifest = readSettings((key) => properties[`${SECTION}.${key}`].default);
+    assert.deepEqual(fromManifest, DEFAULTS);
+  });
+
+  it("only names grist settings and commands in the sources that the manifest declares", () => {
+    const known = new Set([...Object.keys(properties), ...Object.values(COMMANDS)]);
+    for (const file of sourceFiles(path.join(ROOT, "src"))) {
+      const text = fs.readFileSync(file, "utf8");
+      for (const m of text.matchAll(/["'`](grist\.[A-Za-z.]+)["'`]/g)) {
+        assert.ok(known.has(m[1]), `${path.basename(file)} uses undeclared "${m[1]}"`);
+      }
+    }
+  });
+
+  it("restricts the settings that could make an untrusted workspace run code", () => {
+    const trust = manifest.capabilities.untrustedWorkspaces;
+    assert.equal(trust.supported, "limited");
+    assert.ok(trust.description);
+    assert.deepEqual([...trust.restrictedConfigurations].sort(), ["grist.dynamic.enable", "grist.entries", "grist.interpreter"]);
+    for (const key of trust.restrictedConfigurations) assert.ok(properties[key], `${key} is not declared`);
+  });
+
+  it("contributes exactly the commands the extension registers, with titles", () => {
+    const commands: { command: string; title: string }[] = manifest.contributes.commands;
+    assert.deepEqual(commands.map((c) => c.command).sort(), Object.values(COMMANDS).sort());
+    for (const c of commands) assert.ok(c.title, `${c.command} has no title`);
+    const recheck = commands.find((c) => c.command === COMMANDS.recheck);
+    assert.equal(`${(recheck as { category?: string }).category}: ${recheck?.title}`, "GRIST: Re-check this file");
+  });
+
+  it("activates on Python files and loads the bundle the build writes", () => {
+    assert.deepEqual(manifest.activationEvents, ["onLanguage:python"]);
+    assert.equal(manifest.main, "./dist/extension.js");
+    assert.match(manifest.scripts.build, /--outfile=dist\/extension\.js/);
+    assert.match(manifest.scripts.build, /--external:vscode/);
+  });
+
+  it("targets VS Code 1.82 with matching API typings (vsce rejects newer typings)", () => {
+    assert.equal(manifest.engines.vscode, "^1.82.0");
+    assert.match(manifest.devDependencies["@types/vscode"], /^[~^]?1\.82\./);
+    assert.match(manifest.dependencies["vscode-languageclient"], /^[~^]?9\./);
+    assert.match(manifest.devDependencies["@vscode/vsce"], /^[~^]?3\./);
+  });
+
+  it("carries what vsce needs to package without prompting", () => {
+    for (const field of ["name", "publisher", "version", "license", "repository", "displayName", "description"]) {
+      assert.ok(manifest[field], `${field} missing`);
+    }
+    assert.equal(manifest.name, "grist-lsp");
+    assert.ok(fs.existsSync(path.join(ROOT, "LICENSE")), "LICENSE missing");
+    assert.ok(fs.existsSync(path.join(ROOT, "README.md")), "README.md missing");
+  });
+});
