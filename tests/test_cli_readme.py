@@ -1,0 +1,37 @@
+"""The README documents every rule code, and its test command is the one CI runs."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _readme() -> str:
+    return (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_readme_lists_every_rule_code_with_its_kind() -> None:
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (GRIST\d{3}) \| `?([a-z0-9]+)`? \|", _readme(), re.M)}
+    expected = {kind.code: kind.name for kind in KINDS.values()}
+    expected[ERROR_CODE] = "error"
+    assert rows == expected
+
+
+def test_readme_test_command_is_the_one_ci_runs() -> None:
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    commands = [line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    last = commands[-1]
+    assert last == "python -m pytest"
+    assert f"pip install torch==2.13.0 && pip install -e '.[dev]' && {last}" in _readme()
+    # torch is installed pinned before the package, so pip never resolves a CUDA build.
+    assert ci.index("pip install torch==2.13.0") < ci.index("pip install -e '.[dev]'")
+
+
+def test_pre_commit_hooks_call_the_cli() -> None:
+    hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    entries = re.findall(r"^\s*entry: (.+)$", hooks, re.M)
+    assert entries and all(e.startswith("grist-lsp --check ") for e in entries)
