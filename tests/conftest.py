@@ -27,9 +27,15 @@ def _console_script() -> str:
 
 
 @pytest.fixture
-def grist_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+def grist_script() -> str:
+    """Path of the installed `grist-lsp` console script."""
+    return _console_script()
+
+
+@pytest.fixture
+def grist_cli(grist_script: str) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run `grist-lsp ARGS...` as a subprocess: `grist_cli("--check", ".", cwd=tmp_path)`."""
-    script = _console_script()
+    script = grist_script
 
     def run(*args: str, cwd: Path | str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
