@@ -98,14 +98,18 @@ class Settings:
 
 def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
     """Find and validate the config, then let explicit options win. Raises ConfigError."""
+    start = Path(paths[0]).resolve() if paths and Path(paths[0]).exists() else Path.cwd()
+    pyproject: Path | None
     if options.config:
-        pyproject: Path | None = Path(options.config)
+        pyproject = Path(options.config)
         if not pyproject.is_file():
             raise ConfigError(f"{options.config}: config file not found; pass an existing pyproject.toml to --config")
     else:
-        start = Path(paths[0]) if paths else Path.cwd()
-        pyproject = find_pyproject(start if start.exists() else Path.cwd())
-    default_root = Path(options.project_root) if options.project_root else Path.cwd()
+        pyproject = find_pyproject(start)
+    # Without a config, the root is the git work tree holding the first path, else the cwd.
+    folder = start if start.is_dir() else start.parent
+    git_root = next((f for f in (folder, *folder.parents) if (f / ".git").exists()), None)
+    default_root = Path(options.project_root) if options.project_root else (git_root or Path.cwd())
     config = load_config(pyproject, default_root)
     root = Path(options.project_root).resolve() if options.project_root else config.root
 
@@ -125,6 +129,13 @@ def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
         file_part = entry.rpartition(":")[0]
         if not Path(file_part).is_file():
             raise ConfigError(f"entry {entry!r}: {file_part} does not exist; fix the FILE part of FILE:FUNCTION")
+    reproducers = Path(options.write_reproducers).resolve() if options.write_reproducers else None
+    if reproducers is not None and not options.static_only:
+        try:
+            reproducers.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(f"--write-reproducers {options.write_reproducers}: cannot create the folder "
+                              f"({exc.strerror}); pass a writable folder") from exc
     jobs = options.jobs or config.jobs or max(1, min(os.cpu_count() or 1, 4))
     return Settings(
         config=config,
@@ -137,7 +148,7 @@ def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
         fail_on=fail_on,
         timeout=options.timeout if options.timeout is not None else config.timeout,
         memory_mb=options.memory_mb if options.memory_mb is not None else config.memory_mb,
-        write_reproducers=str(Path(options.write_reproducers).resolve()) if options.write_reproducers else None,
+        write_reproducers=str(reproducers) if reproducers is not None else None,
     )
 
 
@@ -214,6 +225,8 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     files = discover(paths or ["."], discovery)
     report = Report(verdicts=[], stats={}, root=_repo_root(settings.root), fail_on=settings.fail_on,
                     files=[str(f) for f in files])
+    if not files:
+        report.warnings.append(f"no Python files found under {', '.join(paths or ['.'])}")
 
     per_file: dict[Path, list[Verdict]] = {}
     texts: dict[Path, str] = {}
