@@ -1,0 +1,159 @@
+"""Code actions (quick fixes, "Create reproducer test", "Re-check") and the edits they make.
+
+Pure functions of the published diagnostics and the text: the server looks up
+what is published for the document now (never trusting a stale ``data`` payload
+from the client for spans) and turns fixes into workspace edits in the client's
+position units.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+from lsprotocol import types
+
+from grist_lsp.model import Fix, Span, Status, Verdict
+from grist_lsp.server.diagnostics import Published, split_lines, to_position
+
+RECHECK = "grist.recheck"
+CREATE_REPRODUCER = "grist.createReproducer"
+STATUS = "grist.status"
+REPRODUCER_KIND = "quickfix.grist.reproducer"
+RECHECK_KIND = "source.grist.recheck"
+
+
+def overlaps(a: types.Range, b: types.Range) -> bool:
+    """Closed-interval overlap: a cursor at either end of a diagnostic still counts."""
+    a0, a1 = (a.start.line, a.start.character), (a.end.line, a.end.character)
+    b0, b1 = (b.start.line, b.start.character), (b.end.line, b.end.character)
+    return a0 <= b1 and b0 <= a1
+
+
+def wanted(kind: str, only: list[str] | None) -> bool:
+    """LSP kind filtering: ``only=["quickfix"]`` admits ``quickfix.grist.reproducer``."""
+    if not only:
+        return True
+    return any(kind == o or kind.startswith(f"{o}.") for o in only)
+
+
+def workspace_edit(
+    uri: str, version: int | None, edits: list[types.TextEdit], document_changes: bool
+) -> types.WorkspaceEdit:
+    if document_changes:
+        doc = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+        return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(text_document=doc, edits=edits)])
+    return types.WorkspaceEdit(changes={uri: edits})
+
+
+def fix_edits(fix: Fix, lines: list[str], encoding: str) -> list[types.TextEdit]:
+    return [types.TextEdit(range=to_range_exact(lines, e.span, encoding), new_text=e.new_text) for e in fix.edits]
+
+
+def to_range_exact(lines: list[str], span: Span, encoding: str) -> types.Range:
+    """Like diagnostics.to_range but an empty span stays empty (an insertion point)."""
+    return types.Range(
+        start=to_position(lines, span.start_line, span.start_col, encoding),
+        end=to_position(lines, span.end_line, span.end_col, encoding),
+    )
+
+
+def fix_title(fix: Fix) -> str:
+    if fix.verified:
+        return f"{fix.title} (verified by GRIST)"
+    return f"{fix.title} (not verified)"
+
+
+def code_actions(
+    published: list[Published],
+    request: types.Range,
+    uri: str,
+    version: int | None,
+    text: str,
+    encoding: str,
+    *,
+    only: list[str] | None = None,
+    document_changes: bool = True,
+    propose: Callable[[Verdict], list[Fix]] | None = None,
+) -> list[types.CodeAction]:
+    """The actions for the diagnostics published at ``request``."""
+    lines = split_lines(text)
+    actions: list[types.CodeAction] = []
+    for item in published:
+        verdict, diagnostic = item.verdict, item.diagnostic
+        if not overlaps(diagnostic.range, request):
+            continue
+        if verdict.status not in (Status.CONFIRMED, Status.POSSIBLE):
+            continue
+        fixes = list(verdict.fixes)
+        if not fixes and propose is not None:
+            fixes = propose(verdict)
+        if wanted(types.CodeActionKind.QuickFix, only):
+            # Verified fixes first: they are the ones a person should take.
+            for fix in sorted(fixes, key=lambda f: not f.verified):
+                actions.append(
+                    types.CodeAction(
+                        title=fix_title(fix),
+                        kind=types.CodeActionKind.QuickFix,
+                        diagnostics=[diagnostic],
+                        is_preferred=fix.verified,
+                        edit=workspace_edit(uri, version, fix_edits(fix, lines, encoding), document_changes),
+                    )
+                )
+        if verdict.status is Status.CONFIRMED and verdict.witness is not None and wanted(REPRODUCER_KIND, only):
+            title = "Create reproducer test"
+            actions.append(
+                types.CodeAction(
+                    title=title,
+                    kind=REPRODUCER_KIND,
+                    diagnostics=[diagnostic],
+                    command=types.Command(title=title, command=CREATE_REPRODUCER, arguments=[uri, verdict.site.key]),
+                )
+            )
+    if published and wanted(RECHECK_KIND, only):
+        title = "Re-check this file"
+        actions.append(
+            types.CodeAction(title=title, kind=RECHECK_KIND, command=types.Command(title=title, command=RECHECK, arguments=[uri]))
+        )
+    return actions
+
+
+# --- reproducer files --------------------------------------------------------
+
+def reproducer_path(document_path: str, line: int, root: str | None, exists: Callable[[Path], bool]) -> Path:
+    """Where a reproducer test goes: ``tests/`` of the workspace if there is one, else beside the file."""
+    source = Path(document_path)
+    stem = re.sub(r"\W", "_", source.stem)
+    folder = source.parent
+    if root is not None and (Path(root) / "tests").is_dir():
+        folder = Path(root) / "tests"
+    candidate = folder / f"test_grist_{stem}_line{line}.py"
+    counter = 2
+    while exists(candidate):
+        candidate = folder / f"test_grist_{stem}_line{line}_{counter}.py"
+        counter += 1
+    return candidate
+
+
+def payload_notice(names: list[str]) -> str:
+    if not names:
+        return ""
+    listed = ", ".join(names)
+    return f"# GRIST wrote the tensors this test loads beside it: {listed}\n"
+
+
+def reproducer_edit(target_uri: str, source: str, resource_operations: bool) -> types.WorkspaceEdit:
+    """A new file holding ``source``: CreateFile, then insert the text into it."""
+    insert = types.TextEdit(
+        range=types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=0)),
+        new_text=source,
+    )
+    doc = types.OptionalVersionedTextDocumentIdentifier(uri=target_uri, version=None)
+    changes: list = []
+    if resource_operations:
+        changes.append(
+            types.CreateFile(uri=target_uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True))
+        )
+    changes.append(types.TextDocumentEdit(text_document=doc, edits=[insert]))
+    return types.WorkspaceEdit(document_changes=changes)

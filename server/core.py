@@ -1,0 +1,142 @@
+"""The server's calls into the analysis core, run on the server's worker threads.
+
+The core modules are imported when first used (not at server start-up) so the
+editor gets static diagnostics in milliseconds and torch is never imported into
+the server process by the static path. The engine itself runs the user's code in
+its own subprocesses; nothing here executes user code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import inspect
+import threading
+from typing import Any, Callable
+
+from grist_lsp.model import Fix, Site, Status, Verdict, Witness, file_error
+from grist_lsp.server.settings import Settings
+
+ProgressCallback = Callable[[str, float], None]
+
+
+class Cancelled(Exception):
+    """A dynamic run was cancelled (a newer edit, a settings change, the user)."""
+
+
+def analyze(path: str, text: str) -> list[Verdict]:
+    """The static verdicts of ``text``; an internal error becomes an error verdict."""
+    from grist_lsp.analyzer.analysis import analyze_source
+
+    return analyze_source(path, text)
+
+
+def module_available(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def engine_available() -> bool:
+    return module_available("grist_lsp.dynamic.engine")
+
+
+def _accepted(cls: Any, wanted: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``wanted`` that ``cls`` takes (the options grow over time)."""
+    if dataclasses.is_dataclass(cls):
+        names = {f.name for f in dataclasses.fields(cls)}
+    else:
+        names = set(inspect.signature(cls).parameters)
+    return {k: v for k, v in wanted.items() if k in names}
+
+
+def engine_options(settings: Settings, project_root: str | None) -> Any:
+    from grist_lsp.dynamic.engine import EngineOptions
+
+    wanted = {
+        "budget": settings.budget,
+        "seed": 0,
+        # The machine is shared with the editor: one worker keeps typing responsive.
+        "jobs": 1,
+        "entries": list(settings.entries),
+        "project_root": project_root,
+        # The server shows reproducers on request ("Create reproducer test"); it never
+        # writes files into the workspace behind the user's back.
+        "write_reproducers": False,
+    }
+    return EngineOptions(**_accepted(EngineOptions, wanted))
+
+
+def needs_engine(verdicts: list[Verdict]) -> bool:
+    return any(v.status is Status.POSSIBLE for v in verdicts)
+
+
+def confirm_file(
+    path: str,
+    text: str,
+    settings: Settings,
+    project_root: str | None,
+    progress: ProgressCallback | None,
+    cancel: threading.Event,
+) -> list[Verdict]:
+    """Static pass, then the GRIST engine on the possible sites, then verified fixes.
+
+    Raises ``Cancelled`` when ``cancel`` was set: a partial answer would describe
+    a text the user no longer has, or the user asked for it to stop.
+    """
+    verdicts = analyze(path, text)
+    if not needs_engine(verdicts):
+        return verdicts
+    from grist_lsp.dynamic.engine import confirm
+
+    options = engine_options(settings, project_root)
+    verdicts = confirm(path, text, verdicts, options, progress=progress, cancel=cancel)
+    if cancel.is_set():
+        raise Cancelled()
+    if module_available("grist_lsp.dynamic.verify") and any(
+        v.status in (Status.CONFIRMED, Status.POSSIBLE) for v in verdicts
+    ):
+        from grist_lsp.dynamic.verify import fix_verdicts
+
+        if progress is not None:
+            progress("re-checking fixes", 1.0)
+        verdicts = fix_verdicts(path, text, verdicts, options)
+        if cancel.is_set():
+            raise Cancelled()
+    return verdicts
+
+
+def propose(text: str, verdict: Verdict) -> list[Fix]:
+    """Unverified rewrites for a verdict (static: no code runs), when the fixer exists."""
+    if not module_available("grist_lsp.analyzer.fixes"):
+        return []
+    from grist_lsp.analyzer.fixes import propose_fixes
+
+    return list(propose_fixes(text, verdict))
+
+
+@dataclasses.dataclass
+class ReproducerFiles:
+    """What "Create reproducer test" writes: the pytest source and binary payloads by name."""
+
+    source: str
+    payloads: dict[str, bytes]
+
+
+def reproducer(site: Site, witness: Witness) -> ReproducerFiles:
+    from grist_lsp.dynamic.reproducer import render_reproducer
+
+    rendered = render_reproducer(site, witness)
+    payloads: dict[str, bytes] = {}
+    for attr in ("payloads", "files", "payload"):
+        value = getattr(rendered, attr, None)
+        if isinstance(value, dict):
+            payloads = {str(k): bytes(v) for k, v in value.items() if isinstance(v, (bytes, bytearray))}
+            break
+    return ReproducerFiles(source=rendered.source, payloads=payloads)
+
+
+def internal_error(path: str, exc: BaseException) -> Verdict:
+    """An error verdict that names the file and says what to do."""
+    return file_error(path, f"grist could not check this file ({type(exc).__name__}: {exc}); see the GRIST output for details")

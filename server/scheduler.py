@@ -1,0 +1,280 @@
+"""When analyses run: static on every change, dynamic debounced, cancellable and cached.
+
+All scheduling happens on the server's asyncio loop; the work itself runs on two
+private single-thread executors (static, dynamic) so a long engine run never
+delays static diagnostics, and pygls' own thread pool (which reads stdin) stays
+free. Results are cached by a hash of (path, text[, engine settings]); a result
+is shown only while it describes the document's current text, so a stale run
+can finish but never overwrite newer diagnostics.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Hashable, TypeVar
+
+from grist_lsp.model import Verdict
+from grist_lsp.server import core
+
+if TYPE_CHECKING:
+    from grist_lsp.server.server import GristServer
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class LRU(Generic[K, V]):
+    """A small bounded mapping; old texts fall out as the user types."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        if key not in self._items:
+            return None
+        self._items.move_to_end(key)
+        return self._items[key]
+
+    def put(self, key: K, value: V) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def drop(self, predicate: Any) -> int:
+        doomed = [k for k in self._items if predicate(k)]
+        for k in doomed:
+            del self._items[k]
+        return len(doomed)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._items
+
+
+def text_hash(path: str, text: str) -> str:
+    return hashlib.sha256(f"{path}\0{text}".encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+@dataclass
+class Snapshot:
+    """One version of an open document, as the scheduler sees it."""
+
+    uri: str
+    path: str
+    version: int | None
+    text: str
+    root: str | None
+    can_run: bool  # a real file (not untitled:) the engine may run
+
+    @property
+    def hash(self) -> str:
+        return text_hash(self.path, self.text)
+
+
+@dataclass
+class Run:
+    """A dynamic run in flight for one document text."""
+
+    uri: str
+    key: tuple[Any, ...]
+    cancel: threading.Event = field(default_factory=threading.Event)
+    task: asyncio.Task[None] | None = None
+
+
+class Scheduler:
+    """Static and dynamic analyses of the open documents of one server."""
+
+    def __init__(self, server: GristServer) -> None:
+        self.server = server
+        self.static_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-static")
+        self.dynamic_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-dynamic")
+        self.static_results: LRU[str, list[Verdict]] = LRU(256)
+        self.dynamic_results: LRU[tuple[Any, ...], list[Verdict]] = LRU(64)
+        self._static_tasks: dict[str, asyncio.Task[None]] = {}
+        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._runs: dict[str, Run] = {}
+        self._gate: asyncio.Lock | None = None  # one engine run at a time: the cores are shared
+        self.runs_started = 0  # engine runs actually started (exposed for logging)
+        self._warned_no_engine = False
+
+    # --- results ---------------------------------------------------------------
+
+    def dynamic_key(self, snap: Snapshot) -> tuple[Any, ...]:
+        return (snap.hash, self.server.settings.engine_key())
+
+    def verdicts_for(self, snap: Snapshot) -> list[Verdict] | None:
+        """The best verdicts for exactly this text, or None while none are ready."""
+        if self.server.dynamic_allowed(snap):
+            dynamic = self.dynamic_results.get(self.dynamic_key(snap))
+            if dynamic is not None:
+                return dynamic
+        return self.static_results.get(snap.hash)
+
+    # --- static ----------------------------------------------------------------
+
+    def kick_static(self, uri: str) -> None:
+        """Analyse the current text of ``uri`` soon; bursts of edits share one task."""
+        task = self._static_tasks.get(uri)
+        if task is not None and not task.done():
+            return  # the running task re-reads the latest text before it finishes
+        self._static_tasks[uri] = asyncio.ensure_future(self._static(uri))
+
+    async def _static(self, uri: str) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            snap = self.server.snapshot(uri)
+            if snap is None:
+                return
+            key = snap.hash
+            if key not in self.static_results:
+                try:
+                    verdicts = await loop.run_in_executor(self.static_pool, core.analyze, snap.path, snap.text)
+                except Exception as exc:  # the analyzer promises not to raise; if it does, say so
+                    self.server.log_exception(f"static analysis of {snap.path} failed", exc)
+                    verdicts = [core.internal_error(snap.path, exc)]
+                self.static_results.put(key, verdicts)
+            latest = self.server.snapshot(uri)
+            if latest is None:
+                return
+            if latest.hash == key:
+                self.server.publish(uri)
+                return
+            # The text changed while we analysed: go again on the newest text.
+
+    # --- dynamic ---------------------------------------------------------------
+
+    def text_changed(self, uri: str) -> None:
+        """A new text: stop a run on an older one (its answer would be stale)."""
+        snap = self.server.snapshot(uri)
+        run = self._runs.get(uri)
+        if run is not None and (snap is None or run.key != self.dynamic_key(snap)):
+            run.cancel.set()
+
+    def schedule_dynamic(self, uri: str, delay: float) -> None:
+        """Run the engine on ``uri`` after ``delay`` seconds without further edits."""
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        snap = self.server.snapshot(uri)
+        if snap is None or not self.server.dynamic_allowed(snap):
+            return
+        loop = asyncio.get_running_loop()
+        self._timers[uri] = loop.call_later(max(0.0, delay), self._start_dynamic, uri)
+
+    def _start_dynamic(self, uri: str) -> None:
+        self._timers.pop(uri, None)
+        snap = self.server.snapshot(uri)
+        if snap is None or not self.server.dynamic_allowed(snap):
+            return
+        if not self.server.config_ready:
+            # didOpen can arrive before configuration: never run code on default settings
+            # that a workspace setting might forbid. The server reschedules when ready.
+            return
+        key = self.dynamic_key(snap)
+        if key in self.dynamic_results:
+            self.server.publish(uri)
+            return
+        current = self._runs.get(uri)
+        if current is not None:
+            if current.key == key and not current.cancel.is_set():
+                return  # already working on exactly this text
+            current.cancel.set()
+        run = Run(uri=uri, key=key)
+        self._runs[uri] = run
+        run.task = asyncio.ensure_future(self._dynamic(run, snap))
+
+    async def _dynamic(self, run: Run, snap: Snapshot) -> None:
+        loop = asyncio.get_running_loop()
+        if self._gate is None:
+            self._gate = asyncio.Lock()
+        try:
+            static = self.static_results.get(snap.hash)
+            if static is not None and not core.needs_engine(static):
+                # Nothing to confirm: the static verdicts are the whole answer.
+                self.dynamic_results.put(run.key, static)
+                self.server.publish(run.uri)
+                return
+            if not core.engine_available():
+                if not self._warned_no_engine:
+                    self._warned_no_engine = True
+                    self.server.log("the dynamic engine (grist_lsp.dynamic.engine) is not installed: static diagnostics only")
+                return
+            async with self._gate:
+                if run.cancel.is_set():
+                    return
+                self.runs_started += 1
+                progress = await self.server.begin_progress(f"GRIST: running {snap.path.rsplit('/', 1)[-1]}", run.cancel)
+                outcome = "cancelled"
+                try:
+                    verdicts = await loop.run_in_executor(
+                        self.dynamic_pool,
+                        core.confirm_file,
+                        snap.path,
+                        snap.text,
+                        self.server.settings,
+                        snap.root,
+                        progress.report_threadsafe,
+                        run.cancel,
+                    )
+                    if run.cancel.is_set():
+                        return
+                    outcome = "done"
+                except core.Cancelled:
+                    return
+                except Exception as exc:
+                    outcome = "failed"
+                    self.server.log_exception(f"the dynamic check of {snap.path} failed", exc)
+                    verdicts = list(self.static_results.get(snap.hash) or []) + [core.internal_error(snap.path, exc)]
+                finally:
+                    progress.end(outcome)
+            self.dynamic_results.put(run.key, verdicts)
+            # publish() re-reads the current text: results for an older text are not shown.
+            self.server.publish(run.uri)
+        except Exception as exc:  # never let a run take the server down
+            self.server.log_exception("dynamic scheduling failed", exc)
+        finally:
+            if self._runs.get(run.uri) is run:
+                del self._runs[run.uri]
+
+    def running(self, uri: str) -> bool:
+        run = self._runs.get(uri)
+        return run is not None and not run.cancel.is_set()
+
+    # --- lifecycle -------------------------------------------------------------
+
+    def forget(self, uri: str) -> None:
+        """Drop cached results of the current text of ``uri`` (re-check) and stop its run."""
+        snap = self.server.snapshot(uri)
+        if snap is None:
+            return
+        self.static_results.drop(lambda k: k == snap.hash)
+        self.dynamic_results.drop(lambda k: k[0] == snap.hash)
+        run = self._runs.get(uri)
+        if run is not None:
+            run.cancel.set()
+
+    def close(self, uri: str) -> None:
+        timer = self._timers.pop(uri, None)
+        if timer is not None:
+            timer.cancel()
+        run = self._runs.get(uri)
+        if run is not None:
+            run.cancel.set()
+
+    def cancel_all(self) -> None:
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        for run in self._runs.values():
+            run.cancel.set()
+
+    def shutdown(self) -> None:
+        self.cancel_all()
+        self.static_pool.shutdown(wait=False, cancel_futures=True)
+        self.dynamic_pool.shutdown(wait=False, cancel_futures=True)

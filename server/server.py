@@ -1,0 +1,466 @@
+"""The grist language server: pygls wiring, handlers, publishing, and ``main()``.
+
+State lives on the ``GristServer`` instance (settings, open documents, what was
+published, the scheduler); handlers are registered on an instance built by
+``create_server`` so several servers can live in one process (tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import functools
+import inspect
+import traceback
+import uuid
+from pathlib import Path
+from typing import Any, Callable
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from grist_lsp import __version__
+from grist_lsp.model import Status, Verdict
+from grist_lsp.server import actions, core, diagnostics
+from grist_lsp.server.scheduler import Scheduler, Snapshot
+from grist_lsp.server.settings import DYNAMIC_FIELDS, Settings, client_trust, merge_settings
+
+CLIENT_REQUEST_TIMEOUT = 10.0  # seconds to wait for the client's configuration/progress answers
+
+
+class ProgressReporter:
+    """Work-done progress of one engine run. A token is used once, then forgotten."""
+
+    def __init__(self, server: GristServer, token: str | None) -> None:
+        self.server = server
+        self.token = token
+        self._loop = asyncio.get_running_loop()
+        self._last_percentage = -1
+        self._ended = False
+
+    def report_threadsafe(self, message: str, fraction: float) -> None:
+        """The engine's ``progress(message, fraction)`` callback, called from its thread."""
+        if self.token is None or self._ended:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._report, str(message), float(fraction))
+        except RuntimeError:
+            pass  # the loop is closing: the server is shutting down
+
+    def _report(self, message: str, fraction: float) -> None:
+        if self.token is None or self._ended:
+            return
+        percentage = max(0, min(100, int(fraction * 100)))
+        self._last_percentage = max(self._last_percentage, percentage)
+        self.server.work_done_progress.report(
+            self.token,
+            types.WorkDoneProgressReport(message=message, percentage=self._last_percentage),
+        )
+
+    def end(self, outcome: str) -> None:
+        if self.token is None or self._ended:
+            return
+        self._ended = True
+        self.server.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=outcome))
+        self.server.work_done_progress.tokens.pop(self.token, None)
+
+
+class GristServer(LanguageServer):
+    """The language server and everything it knows about the session."""
+
+    def __init__(self) -> None:
+        super().__init__("grist-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.client_trusted = True
+        self.config_ready = False
+        self.open_uris: set[str] = set()
+        # uri -> (version, text hash, what was published): code actions read this.
+        self.published: dict[str, tuple[int | None, str, list[diagnostics.Published]]] = {}
+        self.scheduler = Scheduler(self)
+
+    # --- client capabilities ---------------------------------------------------
+
+    def _capability(self, path: str) -> Any:
+        node: Any = self.client_capabilities
+        for part in path.split("."):
+            node = getattr(node, part, None) if node is not None else None
+        return node
+
+    @property
+    def encoding(self) -> str:
+        encoding = self.workspace.position_encoding or types.PositionEncodingKind.Utf16
+        return getattr(encoding, "value", encoding)
+
+    # --- documents ---------------------------------------------------------------
+
+    def snapshot(self, uri: str) -> Snapshot | None:
+        """The current text of an open document, or None if it is not open."""
+        if uri not in self.open_uris:
+            return None
+        doc = self.workspace.get_text_document(uri)
+        can_run = uri.startswith("file:")
+        path = (to_fs_path(uri) if can_run else None) or unquote(uri)
+        return Snapshot(uri=uri, path=path, version=doc.version, text=doc.source, root=self.root_for(path), can_run=can_run)
+
+    def root_for(self, path: str) -> str | None:
+        """The workspace folder holding ``path`` (longest match), else the workspace root."""
+        best: str | None = None
+        for folder in self.workspace.folders.values():
+            folder_path = to_fs_path(folder.uri)
+            if folder_path and (path == folder_path or path.startswith(folder_path.rstrip("/") + "/")):
+                if best is None or len(folder_path) > len(best):
+                    best = folder_path
+        return best or self.workspace.root_path or (str(Path(path).parent) if path else None)
+
+    def dynamic_allowed(self, snap: Snapshot) -> bool:
+        """Never run the user's code unless every switch says yes."""
+        return snap.can_run and self.settings.dynamic_allowed(self.client_trusted)
+
+    def publish(self, uri: str) -> None:
+        snap = self.snapshot(uri)
+        if snap is None:
+            return
+        verdicts = self.scheduler.verdicts_for(snap)
+        if verdicts is None:
+            return  # the static pass of this text has not finished: keep what is shown
+        published = diagnostics.build(
+            verdicts, snap.text, self.encoding, self.settings, document_path=snap.path, root=snap.root
+        )
+        self.published[uri] = (snap.version, snap.hash, published)
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=[p.diagnostic for p in published], version=snap.version)
+        )
+
+    def find_verdict(self, uri: str, key: str) -> Verdict | None:
+        """The verdict with site ``key`` as published for the current text of ``uri``."""
+        snap = self.snapshot(uri)
+        entry = self.published.get(uri)
+        if snap is None or entry is None or entry[1] != snap.hash:
+            return None
+        return next((p.verdict for p in entry[2] if p.verdict.site.key == key), None)
+
+    # --- settings ----------------------------------------------------------------
+
+    def apply_payload(self, payload: Any) -> None:
+        """Apply a settings payload (and the client's trust statement, if it makes one)."""
+        trusted = client_trust(payload)
+        self.apply_settings(merge_settings(self.settings, payload), self.client_trusted if trusted is None else trusted)
+
+    def apply_settings(self, new: Settings, trusted: bool) -> None:
+        old, self.settings = self.settings, new
+        old_trusted, self.client_trusted = self.client_trusted, trusted
+        if old == new and old_trusted == trusted:
+            return
+        if old_trusted != trusted or any(getattr(old, f) != getattr(new, f) for f in DYNAMIC_FIELDS):
+            # Runs started under the old settings may no longer be allowed or wanted.
+            self.scheduler.cancel_all()
+        self.log(f"settings: {new}; workspace trusted: {trusted}")
+        for uri in sorted(self.open_uris):
+            self.publish(uri)
+            self.scheduler.schedule_dynamic(uri, 0.0)
+
+    async def register_configuration_changes(self) -> None:
+        """Ask to be told when ``grist.*`` changes (clients that register dynamically)."""
+        if not self._capability("workspace.did_change_configuration.dynamic_registration"):
+            return
+        registration = types.Registration(
+            id=str(uuid.uuid4()),
+            method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+            register_options={"section": "grist"},
+        )
+        try:
+            await asyncio.wait_for(
+                self.client_register_capability_async(types.RegistrationParams(registrations=[registration])),
+                CLIENT_REQUEST_TIMEOUT,
+            )
+        except Exception as exc:
+            self.log(f"client/registerCapability failed ({exc}); settings changes need a restart", types.MessageType.Warning)
+
+    async def pull_configuration(self) -> None:
+        """Ask the client for the ``grist`` section, when it can answer."""
+        if not self._capability("workspace.configuration"):
+            return
+        try:
+            result = await asyncio.wait_for(
+                self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section="grist")])
+                ),
+                CLIENT_REQUEST_TIMEOUT,
+            )
+        except Exception as exc:
+            self.log_exception("workspace/configuration failed; keeping the current settings", exc)
+            return
+        if result and isinstance(result[0], dict):
+            self.apply_payload(result[0])
+
+    # --- progress and logging ----------------------------------------------------
+
+    async def begin_progress(self, title: str, cancel: Any) -> ProgressReporter:
+        """Create a fresh token and begin; falls back to silence if the client cannot show it."""
+        if not self._capability("window.work_done_progress"):
+            return ProgressReporter(self, None)
+        token = f"grist/{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_REQUEST_TIMEOUT)
+        except Exception as exc:
+            self.log_exception("window/workDoneProgress/create failed", exc)
+            return ProgressReporter(self, None)
+        self.work_done_progress.begin(
+            token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="searching for a failing input", percentage=0)
+        )
+        future = self.work_done_progress.tokens.get(token)
+        if future is not None:
+            # The user pressed "cancel" on the progress notification: stop the workers.
+            future.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+        return ProgressReporter(self, token)
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        try:
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+        except Exception:
+            pass  # no client to tell (tests, shutdown): nothing else to do
+
+    def log_exception(self, context: str, exc: BaseException) -> None:
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        self.log(f"{context}: {exc}\n{text}", types.MessageType.Error)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # pygls' default pops up a message box; a log line is enough and never blocks.
+        self.log(f"grist-lsp internal error ({getattr(source, '__name__', source)}): {error}", types.MessageType.Error)
+
+
+def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Log a handler's exception to the client instead of losing it."""
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def run_async(ls: GristServer, *args: Any) -> Any:
+            try:
+                return await fn(ls, *args)
+            except Exception as exc:
+                ls.log_exception(f"{fn.__name__} failed", exc)
+                return None
+
+        return run_async
+
+    @functools.wraps(fn)
+    def run(ls: GristServer, *args: Any) -> Any:
+        try:
+            return fn(ls, *args)
+        except Exception as exc:
+            ls.log_exception(f"{fn.__name__} failed", exc)
+            return None
+
+    return run
+
+
+def _uri_argument(args: tuple[Any, ...]) -> str | None:
+    """Commands get ``[uri]``, ``[{"uri": ...}]`` or nothing, depending on the client."""
+    for arg in args:
+        if isinstance(arg, list) and arg:
+            return _uri_argument(tuple(arg))
+        if isinstance(arg, str) and ":" in arg:
+            return arg
+        if isinstance(arg, dict) and isinstance(arg.get("uri"), str):
+            return arg["uri"]
+    return None
+
+
+def create_server() -> GristServer:
+    """A server with every handler registered."""
+    server = GristServer()
+
+    @server.feature(types.INITIALIZE)
+    @guarded
+    def initialize(ls: GristServer, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        trusted = client_trust(options)
+        ls.client_trusted = True if trusted is None else trusted
+        ls.settings = merge_settings(ls.settings, options)
+
+    @server.feature(types.INITIALIZED)
+    @guarded
+    async def initialized(ls: GristServer, params: types.InitializedParams) -> None:
+        try:
+            await ls.register_configuration_changes()
+            await ls.pull_configuration()
+        finally:
+            ls.config_ready = True
+            if not ls.client_trusted:
+                ls.log("the workspace is not trusted: static analysis only, no code is run")
+            for uri in sorted(ls.open_uris):
+                ls.publish(uri)
+                ls.scheduler.schedule_dynamic(uri, 0.0)
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @guarded
+    async def did_change_configuration(ls: GristServer, params: types.DidChangeConfigurationParams) -> None:
+        if isinstance(params.settings, dict):
+            ls.apply_payload(params.settings)
+        # Pull as well: VS Code sends null settings under the pull model.
+        await ls.pull_configuration()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    @guarded
+    def did_open(ls: GristServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.open_uris.add(uri)
+        ls.scheduler.kick_static(uri)
+        ls.scheduler.schedule_dynamic(uri, 0.0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    @guarded
+    def did_change(ls: GristServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.scheduler.kick_static(uri)
+        ls.scheduler.text_changed(uri)
+        ls.scheduler.schedule_dynamic(uri, ls.settings.debounce)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    @guarded
+    def did_save(ls: GristServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.scheduler.schedule_dynamic(params.text_document.uri, 0.0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    @guarded
+    def did_close(ls: GristServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.scheduler.close(uri)
+        ls.open_uris.discard(uri)
+        ls.published.pop(uri, None)
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, actions.REPRODUCER_KIND, actions.RECHECK_KIND],
+            resolve_provider=False,
+        ),
+    )
+    @guarded
+    def code_action(ls: GristServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        snap = ls.snapshot(uri)
+        entry = ls.published.get(uri)
+        if snap is None or entry is None or entry[1] != snap.hash:
+            return []  # diagnostics for an older text: their spans would edit the wrong place
+        document_changes = bool(ls._capability("workspace.workspace_edit.document_changes"))
+
+        def propose(verdict: Verdict) -> list:
+            try:
+                return core.propose(snap.text, verdict)
+            except Exception as exc:
+                ls.log_exception("proposing a fix failed", exc)
+                return []
+
+        return actions.code_actions(
+            entry[2],
+            params.range,
+            uri,
+            snap.version,
+            snap.text,
+            ls.encoding,
+            only=params.context.only,
+            document_changes=document_changes,
+            propose=propose,
+        )
+
+    @server.command(actions.RECHECK)
+    @guarded
+    def recheck(ls: GristServer, *args: Any) -> None:
+        uri = _uri_argument(args)
+        targets = [uri] if uri is not None else sorted(ls.open_uris)
+        for target in targets:
+            if target not in ls.open_uris:
+                ls.log(f"grist.recheck: {target} is not open", types.MessageType.Warning)
+                continue
+            ls.scheduler.forget(target)
+            ls.scheduler.kick_static(target)
+            ls.scheduler.schedule_dynamic(target, 0.0)
+
+    @server.command(actions.CREATE_REPRODUCER)
+    @guarded
+    async def create_reproducer(ls: GristServer, *args: Any) -> dict[str, Any] | None:
+        uri = _uri_argument(args)
+        key = args[1] if len(args) > 1 and isinstance(args[1], str) else None
+        snap = ls.snapshot(uri) if uri else None
+        verdict = ls.find_verdict(uri, key) if (uri and key) else None
+        if snap is None or verdict is None or verdict.status is not Status.CONFIRMED or verdict.witness is None:
+            ls.window_show_message(
+                types.ShowMessageParams(
+                    type=types.MessageType.Warning,
+                    message="GRIST: this finding is out of date or has no failing input; re-check the file and try again.",
+                )
+            )
+            return None
+        return await _write_reproducer(ls, snap, verdict)
+
+    @server.command(actions.STATUS)
+    @guarded
+    def status(ls: GristServer, *args: Any) -> dict[str, Any]:
+        """What the server is doing, for "GRIST: show status" and for tests."""
+        return {
+            "version": __version__,
+            "trusted": ls.client_trusted,
+            "dynamic_allowed": ls.settings.dynamic_allowed(ls.client_trusted),
+            "engine_available": core.engine_available(),
+            "engine_runs": ls.scheduler.runs_started,
+            "open_documents": len(ls.open_uris),
+            "config_ready": ls.config_ready,
+            "settings": dataclasses.asdict(ls.settings),
+            "position_encoding": ls.encoding,
+        }
+
+    @server.feature(types.SHUTDOWN)
+    def shutdown(ls: GristServer, params: None) -> None:
+        ls.scheduler.shutdown()
+
+    return server
+
+
+async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -> dict[str, Any] | None:
+    loop = asyncio.get_running_loop()
+    assert verdict.witness is not None
+    files = await loop.run_in_executor(None, core.reproducer, verdict.site, verdict.witness)
+    target = actions.reproducer_path(snap.path, verdict.site.span.start_line, snap.root, exists=Path.exists)
+    source = actions.payload_notice(sorted(files.payloads)) + files.source
+
+    def write_payloads() -> None:
+        # Binary tensors cannot travel in a WorkspaceEdit: they go straight to disk.
+        for name, data in files.payloads.items():
+            path = target.parent / Path(name).name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+
+    await loop.run_in_executor(None, write_payloads)
+    target_uri = target.as_uri()
+    resource_create = "create" in [
+        getattr(op, "value", op) for op in (ls._capability("workspace.workspace_edit.resource_operations") or [])
+    ]
+    if ls._capability("workspace.apply_edit") and resource_create:
+        result = await ls.workspace_apply_edit_async(
+            types.ApplyWorkspaceEditParams(
+                edit=actions.reproducer_edit(target_uri, source, resource_operations=True),
+                label="GRIST: create reproducer test",
+            )
+        )
+        if not result.applied:
+            ls.log(f"the editor did not create {target}: {result.failure_reason}", types.MessageType.Warning)
+            return None
+    else:
+        # The client cannot create files through an edit: write it ourselves.
+        await loop.run_in_executor(None, lambda: (target.parent.mkdir(parents=True, exist_ok=True), target.write_text(source, encoding="utf-8")))
+    if ls._capability("window.show_document.support"):
+        await ls.window_show_document_async(types.ShowDocumentParams(uri=target_uri, take_focus=True))
+    return {"uri": target_uri}
+
+
+def main() -> None:
+    """Serve LSP on stdin/stdout until the client says exit."""
+    create_server().start_io()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""The language server over stdio, driven by pytest-lsp with VS Code's recorded capabilities.
+
+Each test starts a real server process (``python -m grist_lsp.server.server``),
+initializes it the way VS Code does, and checks what an editor would show:
+diagnostic ranges (in UTF-16 units), codes, severities, code actions, the edits
+commands send back, and work-done progress around engine runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any, Callable, Union
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+
+pytestmark = pytest.mark.asyncio
+
+WAIT = 60.0  # seconds before a wait gives up: a failure guard, not a speed assertion
+
+BUGGY = '''import torch
+
+
+def loss(logits):
+    p = torch.softmax(logits, dim=-1)
+    return -torch.log(p).mean()
+'''
+
+# The emoji is one code point but two UTF-16 code units; "é" is one of each.
+UNICODE = '''import torch
+
+
+def f(x):
+    s = "é😀"; y = torch.log(x)
+    return y
+'''
+
+
+def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+    client.diagnostics[params.uri] = params.diagnostics
+    client.publications.append(params)  # type: ignore[attr-defined]
+
+
+def _record_apply_edit(client: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+    client.applied_edits.append(params)  # type: ignore[attr-defined]
+    return types.ApplyWorkspaceEditResult(applied=True)
+
+
+def _record_registration(client: LanguageClient, params: types.RegistrationParams) -> None:
+    client.registrations.extend(params.registrations)  # type: ignore[attr-defined]
+
+
+def converter():
+    """lsprotocol reads any ``{"command": ...}`` as a Command; VS Code (like the spec) tells a
+    CodeAction by its ``command`` being an object. Do the same so actions keep their kind."""
+    conv = default_converter()
+
+    def action_or_command(obj: dict, _: Any) -> types.Command | types.CodeAction:
+        if isinstance(obj.get("command"), str):
+            return conv.structure(obj, types.Command)
+        return conv.structure(obj, types.CodeAction)
+
+    conv.register_structure_hook(Union[types.Command, types.CodeAction], action_or_command)
+    return conv
+
+
+def make_client() -> LanguageClient:
+    """pytest-lsp's client, also recording every publication (with its version) and applyEdit."""
+    client = LanguageClient(converter_factory=converter)
+    client.publications = []  # type: ignore[attr-defined]
+    client.applied_edits = []  # type: ignore[attr-defined]
+    client.registrations = []  # type: ignore[attr-defined]
+    register_lsp_features(
+        client,
+        {
+            **DEFAULT_CLIENT_FEATURES,
+            types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: _record_publish,
+            types.WORKSPACE_APPLY_EDIT: _record_apply_edit,
+            types.CLIENT_REGISTER_CAPABILITY: _record_registration,
+        },
+    )
+    return client
+
+
+CONFIG = ClientServerConfig(
+    server_command=[sys.executable, "-m", "grist_lsp.server.server"],
+    client_factory=make_client,
+)
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def start(client: LanguageClient, root: Path, options: dict[str, Any] | None = None) -> None:
+    await client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("visual-studio-code"),
+            root_uri=root.as_uri(),
+            workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+            initialization_options=options,
+        )
+    )
+
+
+def open_file(client: LanguageClient, path: Path, text: str, version: int = 1) -> str:
+    path.write_text(text, encoding="utf-8")
+    uri = path.as_uri()
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(
+            text_document=types.TextDocumentItem(uri=uri, language_id="python", version=version, text=text)
+        )
+    )
+    return uri
+
+
+def replace_text(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+        )
+    )
+
+
+async def wait_for(client: LanguageClient, check: Callable[[], bool], what: str) -> None:
+    """Wait for publications until ``check`` holds."""
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while not check():
+        remaining = deadline - asyncio.get_running_loop().time()
+        if remaining <= 0:
+            raise AssertionError(f"timed out waiting for {what}; last publications: {client.publications[-3:]}")
+        try:
+            await asyncio.wait_for(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), remaining)
+        except asyncio.TimeoutError:
+            pass
+
+
+def published_for(client: LanguageClient, uri: str, version: int) -> list[types.Diagnostic] | None:
+    """The diagnostics last published for ``uri`` if they were published for ``version``."""
+    mine = [p for p in client.publications if p.uri == uri]
+    if not mine or mine[-1].version != version:
+        return None
+    return list(mine[-1].diagnostics)
+
+
+def utf16(text: str) -> int:
+    return len(text.encode("utf-16-le")) // 2
+
+
+def position_of(text: str, needle: str) -> types.Position:
+    """The LSP (UTF-16) position where ``needle`` starts in ``text``."""
+    for row, line in enumerate(text.split("\n")):
+        col = line.find(needle)
+        if col >= 0:
+            return types.Position(line=row, character=utf16(line[:col]))
+    raise AssertionError(f"{needle!r} not in text")
+
+
+async def status(client: LanguageClient) -> dict[str, Any]:
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(command="grist.status"))
+
+
+# --- static diagnostics --------------------------------------------------------
+
+async def test_open_publishes_static_warning_at_the_op(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    uri = open_file(client, tmp_path / "model.py", BUGGY)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics for version 1")
+
+    diagnostics = published_for(client, uri, 1)
+    logs = [d for d in diagnostics if d.code == KINDS["log"].code]
+    assert len(logs) == 1, diagnostics
+    d = logs[0]
+    assert d.range.start == position_of(BUGGY, "torch.log(p)")
+    assert d.range.end.line == d.range.start.line and d.range.end.character > d.range.start.character
+    assert d.severity == types.DiagnosticSeverity.Warning
+    assert d.source == "grist"
+    assert d.code_description.href.endswith("README.md#rule-codes")
+    assert "log" in d.message
+    assert d.data["status"] == "possible" and d.data["verdict"]["site"]["kind"] == "log"
+
+
+async def test_columns_are_utf16_code_units(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    uri = open_file(client, tmp_path / "uni.py", UNICODE)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics")
+
+    (d,) = [d for d in published_for(client, uri, 1) if d.code == KINDS["log"].code]
+    line = UNICODE.split("\n")[4]
+    code_points = line.index("torch.log")
+    assert d.range.start == types.Position(line=4, character=code_points + 1)  # the emoji counts twice
+    assert d.range.start == position_of(UNICODE, "torch.log(x)")
+
+
+async def test_change_updates_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    uri = open_file(client, tmp_path / "model.py", BUGGY)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "first diagnostics")
+
+    fixed = BUGGY.replace("-torch.log(p).mean()", "(-torch.sqrt(p).mean())")
+    replace_text(client, uri, fixed, version=2)
+    await wait_for(client, lambda: published_for(client, uri, 2) is not None, "diagnostics for version 2")
+
+    codes = {d.code for d in published_for(client, uri, 2)}
+    assert KINDS["log"].code not in codes
+    # sqrt of a softmax output is in range: either proved safe (hidden) or still reported as sqrt.
+    assert codes <= {KINDS["sqrt"].code}
+
+
+async def test_hundred_rapid_edits_end_with_the_last_texts_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    uri = open_file(client, tmp_path / "model.py", "import torch\n")
+    lines = ["import torch", "", "", "def f(x):"]
+    for version in range(2, 102):
+        # Each edit adds one more unsafe op; only the last text's sites may remain.
+        lines.append(f"    y{version} = torch.log(x + {version})" if version % 2 else f"    y{version} = x / {version}")
+        replace_text(client, uri, "\n".join(lines) + "\n", version)
+    final_text = "\n".join(lines) + "\n"
+    await wait_for(client, lambda: published_for(client, uri, 101) is not None, "diagnostics for version 101")
+
+    final = published_for(client, uri, 101)
+    # Versions only grow: nothing older was published after the newest one.
+    versions = [p.version for p in client.publications if p.uri == uri]
+    assert versions == sorted(versions)
+    rows = {d.range.start.line for d in final}
+    log_rows = {row for row, line in enumerate(final_text.split("\n")) if "torch.log(" in line}
+    assert log_rows <= rows  # every log(x + k) of the final text is reported on its own line
+    assert len(lines) - 1 in rows  # including the one the very last edit added
+    op_rows = {row for row, line in enumerate(final_text.split("\n")) if "torch.log(" in line or " / " in line}
+    assert rows <= op_rows  # and nothing points at a line of an older text
+    assert (await status(client))["open_documents"] == 1  # the server still answers
+
+
+async def test_syntax_error_gives_error_diagnostic_and_server_keeps_answering(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    broken = "import torch\n\ndef f(x:\n    return torch.log(x)\n"
+    uri = open_file(client, tmp_path / "broken.py", broken)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics")
+
+    (d,) = published_for(client, uri, 1)
+    assert d.code == ERROR_CODE
+    assert d.severity == types.DiagnosticSeverity.Error
+    assert d.range.start.line in (2, 3)  # the parser's line: the open parenthesis or the line after it
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=d.range,
+            context=types.CodeActionContext(diagnostics=[d]),
+        )
+    )
+    assert [a.title for a in actions] == ["Re-check this file"]  # no fix for a file that does not parse
+
+    replace_text(client, uri, BUGGY, version=2)
+    await wait_for(client, lambda: published_for(client, uri, 2) is not None, "diagnostics after the fix")
+    assert [d.code for d in published_for(client, uri, 2)] == [KINDS["log"].code]
+
+
+async def test_settings_hide_possible_and_disable(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}, "showPossible": False})
+    uri = open_file(client, tmp_path / "model.py", BUGGY)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics")
+    assert published_for(client, uri, 1) == []
+
+    # Settings that arrive later (didChangeConfiguration) re-publish the same text.
+    count = len(client.publications)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"grist": {"showPossible": True, "dynamic": {"enable": False}}})
+    )
+    await wait_for(client, lambda: len(client.publications) > count and bool(client.publications[-1].diagnostics), "re-publication")
+    assert [d.code for d in client.publications[-1].diagnostics] == [KINDS["log"].code]
+
+
+# --- trust ---------------------------------------------------------------------
+
+async def test_untrusted_workspace_never_runs_code(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"workspaceTrusted": False, "budget": 2})
+    uri = open_file(client, tmp_path / "model.py", BUGGY + "\nloss(torch.tensor([[103.0, 0.0]]))\n")
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="grist.recheck", arguments=[uri]))
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "static diagnostics")
+
+    state = await status(client)
+    assert state["trusted"] is False and state["dynamic_allowed"] is False
+    assert state["engine_runs"] == 0
+    assert client.progress_reports == {}
+    (d,) = [d for d in published_for(client, uri, 1) if d.code == KINDS["log"].code]
+    assert d.severity == types.DiagnosticSeverity.Warning
