@@ -109,6 +109,9 @@ class Witness:
     reproducer: str | None = None  # path of the emitted pytest file, when written
     reproducer_source: str | None = None  # the pytest file's text, when generated
     payload: str | None = None  # path of the .pt file holding large tensors, if any
+    # Parameter moves replay needs: "param#<k>" (k-th parameter in order of first use in the run) -> delta
+    # added to it; weights_moved gives the same moves by readable name.
+    weight_deltas: dict[str, TensorValue] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -176,6 +179,7 @@ def witness_from_json(d: dict | None) -> Witness | None:
             **d,
             "inputs": {k: TensorValue(**v) for k, v in d["inputs"].items()},
             "operand": _tensor_value(d.get("operand")),
+            "weight_deltas": {k: TensorValue(**v) for k, v in d.get("weight_deltas", {}).items()},
         }
     )
 
