@@ -1,0 +1,395 @@
+"""Render a Witness as a self-contained pytest file that fails while the bug is there.
+
+Two shapes of file, chosen by how the witness entered the program:
+
+* **plain torch** (``entry:`` witnesses, and ``probe:`` ones, when no weight moved): the file
+  imports the program, calls the entry (or builds the probed module with the same seed) with
+  the witness's inputs written out as ``torch.tensor([...], dtype=...)`` (large ones loaded from
+  a ``.pt`` file beside it), and watches the op at the site with a twenty-line
+  ``TorchFunctionMode``: the test fails when the op turns finite operands into NaN/INF (or, for
+  a backward-phase witness, when its local gradient is non-finite). Needs only torch and pytest.
+* **replay** (``script:`` and ``test:`` witnesses, or moved weights): those need the engine's
+  substitution machinery (tensors keyed by creation site, weight deltas), so the file calls
+  ``grist_lsp.dynamic.replay.replay`` and asserts the witness no longer reproduces. That file
+  needs grist-lsp installed where it runs.
+
+The site is found at run time by function and line *relative to the function's first line*,
+so a fix that adds an import at the top of the file does not make the test pass by moving the
+op away from a hard-coded line.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import os
+import re
+import textwrap
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
+from grist_lsp.model import Site, TensorValue, Witness, to_json
+
+# Tensors with at most this many elements are written inline; larger ones go to the .pt file.
+INLINE_ELEMENTS = 64
+
+
+@dataclass
+class Reproducer:
+    """A pytest file (``source``, to be saved as ``filename``) and the payload files it loads."""
+
+    filename: str
+    source: str
+    payloads: dict[str, bytes] = field(default_factory=dict)
+
+
+def reproducer_filename(site: Site) -> str:
+    stem = re.sub(r"\W", "_", Path(site.file).stem)
+    return f"test_grist_{stem}_{site.span.start_line}_{site.kind}.py"
+
+
+def render_reproducer(site: Site, witness: Witness, directory: str | None = None) -> Reproducer:
+    """The reproducer for ``witness`` at ``site``.
+
+    ``directory``: where the file will be written; paths to the program are then written
+    relative to it (the pair can move together). Without it they are absolute.
+    """
+    filename = reproducer_filename(site)
+    kind, _, _ = witness.entry.partition(":")
+    weights_moved = any(v for v in witness.weights_moved.values())
+    payload_tensors = _payload_tensors(witness)
+    missing = [n for n, tv in witness.inputs.items() if tv.values is None and n not in payload_tensors]
+    if kind in ("entry", "probe") and not weights_moved and not missing:
+        return _render_plain(site, witness, filename, directory, payload_tensors)
+    return _render_replay(site, witness, filename, directory)
+
+
+def write_reproducer(site: Site, witness: Witness, directory: str) -> str:
+    """Write the reproducer (and its payloads) into ``directory``; returns the test file's path."""
+    os.makedirs(directory, exist_ok=True)
+    repro = render_reproducer(site, witness, directory)
+    for name, data in repro.payloads.items():
+        Path(directory, name).write_bytes(data)
+    path = os.path.join(directory, repro.filename)
+    Path(path).write_text(repro.source, encoding="utf-8")
+    return path
+
+
+# --- pieces shared by both shapes -------------------------------------------------------
+
+def _docstring(site: Site, witness: Witness, how: str) -> str:
+    kind = KINDS.get(site.kind)
+    title = kind.title if kind else site.kind
+    where = f"{Path(site.file).name}:{site.span.start_line}:{site.span.start_col + 1}"
+    op = site.op or site.kind
+    moved = ", ".join(f"{k} by {v:.3g}" for k, v in witness.weights_moved.items() if v)
+    summary = (f"`{site.text.strip()}` ({op}) gives {witness.result} in the {witness.phase} pass when the "
+               f"program is entered as {witness.entry} with the inputs below (found by grist-lsp's search, "
+               f"seed {witness.seed}{'; weights moved: ' + moved if moved else ''}). This test fails while "
+               f"the bug is there and passes once it is fixed.")
+    lines = [f"Reproducer for {rule_code(site.kind)} ({title}) at {where}.", "",
+             *textwrap.wrap(summary, 96, break_long_words=False, break_on_hyphens=False), "",
+             *textwrap.wrap(how, 96, break_long_words=False, break_on_hyphens=False)]
+    return '"""' + "\n".join(lines).rstrip() + '\n"""\n'
+
+
+def _program_path_expr(path: str, directory: str | None) -> str:
+    """Python code for the program's path: relative to the reproducer when we know where it goes."""
+    absolute = os.path.abspath(path)
+    if directory is not None:
+        rel = os.path.relpath(absolute, os.path.abspath(directory))
+        return f"(Path(__file__).parent / {rel.replace(os.sep, '/')!r}).resolve()"
+    return f"Path({absolute!r})"
+
+
+def _test_name(site: Site) -> str:
+    stem = re.sub(r"\W", "_", Path(site.file).stem)
+    return f"test_{site.kind}_at_{stem}_line_{site.span.start_line}_is_finite"
+
+
+def _payload_tensors(witness: Witness) -> dict[str, Any]:
+    """name -> tensor from the witness's .pt payload ({} without one)."""
+    if not witness.payload or not os.path.exists(witness.payload):
+        return {}
+    import torch
+
+    data = torch.load(witness.payload, map_location="cpu", weights_only=True)
+    if isinstance(data, dict):
+        inputs = data.get("inputs", data)
+        return {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
+    return {}
+
+
+def _runtime_names(site: Site) -> list[str]:
+    """Every catalogue name of the site's kind: the runtime name may differ from the source's
+    spelling (``x / y`` is traced as ``torch.Tensor.div``), and matching the kind at the site's
+    line is what identifies the op."""
+    return sorted(op.name for op in OPS if op.kind == site.kind)
+
+
+def _function_start(site: Site) -> tuple[str, int] | None:
+    """(qualified name, first line as ``co_firstlineno`` counts it) of the site's function."""
+    if not site.function:
+        return None
+    try:
+        tree = ast.parse(Path(site.file).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+
+    def walk(body: list[ast.stmt], code_prefix: str, plain_prefix: str) -> tuple[str, int] | None:
+        # ``co_qualname`` spells nested functions ``outer.<locals>.inner``; the site may name
+        # them either way
+        for node in body:
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            code_qual, plain_qual = code_prefix + node.name, plain_prefix + node.name
+            is_function = not isinstance(node, ast.ClassDef)
+            if is_function and site.function in (code_qual, plain_qual) \
+                    and node.lineno <= site.span.start_line <= (node.end_lineno or node.lineno):
+                return code_qual, min([node.lineno] + [d.lineno for d in node.decorator_list])
+            found = walk(node.body, code_qual + (".<locals>." if is_function else "."), plain_qual + ".")
+            if found:
+                return found
+        return None
+
+    return walk(tree.body, "", "")
+
+
+# --- tensors as code ---------------------------------------------------------------------
+
+def _literal(value: Any) -> str:
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "float('nan')"
+        if math.isinf(value):
+            return "float('inf')" if value > 0 else "float('-inf')"
+        return repr(value)
+    return repr(value)
+
+
+def _dtype_expr(dtype: str) -> str:
+    name = dtype.replace("torch.", "")
+    return f"torch.{name}" if re.fullmatch(r"\w+", name) else "torch.float32"
+
+
+def _tensor_expr(name: str, tv: TensorValue, payload_file: str | None) -> str:
+    if tv.values is not None and _count(tv.values) <= INLINE_ELEMENTS:
+        text = f"torch.tensor({_literal(tv.values)}, dtype={_dtype_expr(tv.dtype)})"
+        if list(tv.shape) and _count(tv.values) == 0:
+            text += f".reshape({list(tv.shape)})"
+        return text
+    return f"PAYLOAD[{name!r}]"
+
+
+def _count(values: Any) -> int:
+    if isinstance(values, list):
+        return sum(_count(v) for v in values) if values and isinstance(values[0], list) else len(values)
+    return 1
+
+
+# --- plain torch reproducer ---------------------------------------------------------------
+
+_WATCH = '''
+class WatchSite(TorchFunctionMode):
+    """Sees every torch call; keeps the ones made by the op at the site."""
+
+    def __init__(self, backward: bool) -> None:
+        super().__init__()
+        self.backward = backward
+        self.bad: list[str] = []
+
+    def at_site(self) -> bool:
+        frame = sys._getframe(2)
+        while frame is not None and Path(frame.f_code.co_filename).resolve() != PROGRAM:
+            frame = frame.f_back
+        if frame is None or frame.f_code.co_qualname != SITE_FUNCTION:
+            return False
+        return frame.f_lineno - frame.f_code.co_firstlineno in SITE_LINES
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if resolve_name(func) not in OPS or not self.at_site():
+            return out
+        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        if not all(torch.isfinite(a).all() for a in operands if a.is_floating_point()):
+            return out  # NaN/INF arriving from upstream belongs to an earlier op
+        if not self.backward:
+            if isinstance(out, torch.Tensor) and not torch.isfinite(out).all():
+                self.bad.append(f"{resolve_name(func)} returned {out.flatten()[:8].tolist()}")
+            return out
+        # backward witness: the op's own gradient (at this evaluation) must be finite
+        leaves = [a.detach().requires_grad_() if a.is_floating_point() else a for a in args]
+        with torch.enable_grad():
+            local = func(*leaves, **kwargs)
+            wrt = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
+            if isinstance(local, torch.Tensor) and local.requires_grad and wrt:
+                grads = torch.autograd.grad(local.sum(), wrt, allow_unused=True)
+                for g in grads:
+                    if g is not None and not torch.isfinite(g).all():
+                        self.bad.append(f"the gradient of {resolve_name(func)} is {g.flatten()[:8].tolist()}")
+        return out
+'''
+
+_LOAD = '''
+def load_program(path: Path):
+    """Import the program file the way `python -c "import <module>"` would from its root."""
+    root, parts = path.parent, [path.stem]
+    while (root / "__init__.py").exists():  # a package module: import it under its dotted name
+        parts.insert(0, root.name)
+        root = root.parent
+    sys.path.insert(0, str(root))
+    return importlib.import_module(".".join(parts))
+'''
+
+
+def _render_plain(site: Site, witness: Witness, filename: str, directory: str | None,
+                  payload_tensors: dict[str, Any]) -> Reproducer:
+    kind, _, rest = witness.entry.partition(":")
+    payload_name = Path(filename).with_suffix(".pt").name
+    needs_payload = [n for n, tv in witness.inputs.items()
+                     if tv.values is None or _count(tv.values) > INLINE_ELEMENTS]
+    payloads: dict[str, bytes] = {}
+    if needs_payload:
+        import io
+
+        import torch
+
+        buf = io.BytesIO()
+        tensors = {}
+        for n in needs_payload:
+            if n in payload_tensors:
+                tensors[n] = payload_tensors[n]
+            else:
+                tv = witness.inputs[n]
+                tensors[n] = torch.tensor(tv.values, dtype=getattr(torch, tv.dtype.replace("torch.", "")))
+        torch.save(tensors, buf)
+        payloads[payload_name] = buf.getvalue()
+
+    function = _function_start(site)
+    if function is not None:
+        qualname, first = function
+        lines = range(site.span.start_line - first, site.span.end_line - first + 1)
+    else:  # module level (or the file is not readable): absolute lines in <module>
+        qualname, lines = "<module>", range(site.span.start_line - 1, site.span.end_line)
+
+    out: list[str] = []
+    how = ("It needs only torch and pytest: the op is watched with a TorchFunctionMode and"
+           " found by its function and its line within that function.")
+    out.append(_docstring(site, witness, how))
+    out.append("import importlib\nimport sys\nfrom pathlib import Path\n\nimport torch\n"
+               "from torch.overrides import TorchFunctionMode, resolve_name\n")
+    if kind == "entry":
+        entry_file, _, entry_func = rest.rpartition(":")
+        out.append(f"PROGRAM = {_program_path_expr(site.file, directory)}")
+        if os.path.abspath(entry_file) != os.path.abspath(site.file):
+            out.append(f"ENTRY_FILE = {_program_path_expr(entry_file, directory)}")
+        else:
+            out.append("ENTRY_FILE = PROGRAM")
+        out.append(f"ENTRY = {entry_func!r}  # returns (callable, args) or (callable, args, kwargs)")
+    else:
+        m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
+        if not m:
+            return _render_replay(site, witness, filename, directory)
+        out.append(f"PROGRAM = {_program_path_expr(site.file, directory)}")
+        out.append(f"PROBED = {m.group(2)!r}")
+        ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
+        out.append(f"CONSTRUCTOR_ARGS = {tuple(ctor) if isinstance(ctor, tuple) else (ctor,)!r}")
+        out.append(f"SEED = {witness.seed}  # the module's initial weights come from this seed")
+    out.append(f"SITE_FUNCTION = {qualname!r}")
+    out.append(f"SITE_LINES = {list(lines)!r}  # the op's lines, counted from the function's first line")
+    out.append(f"OPS = {set(_runtime_names(site))!r}  # runtime names of {site.kind} ops")
+    out.append(f"BACKWARD = {witness.phase == 'backward'}")
+    out.append("")
+    if needs_payload:
+        out.append(f"PAYLOAD = torch.load(Path(__file__).with_name({payload_name!r}), weights_only=True)")
+    out.append("INPUTS = {  # the values the search found")
+    for name, tv in witness.inputs.items():
+        out.append(f"    {name!r}: {_tensor_expr(name, tv, payload_name)},")
+    out.append("}")
+    out.append(_WATCH)
+    out.append(_LOAD)
+    if kind == "entry":
+        out.append('''
+def call_program() -> None:
+    made = getattr(load_program(ENTRY_FILE), ENTRY)()
+    fn, args = made[0], list(made[1]) if isinstance(made[1], (list, tuple)) else [made[1]]
+    kwargs = dict(made[2]) if len(made) == 3 else {}
+    # inputs are named by the callable's parameters (`arg<i>` when it has no names)
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    for i in range(len(args)):
+        name = names[i] if i < len(names) and not names[i].startswith("*") else f"arg{i}"
+        if name in INPUTS:
+            args[i] = INPUTS[name].clone()
+    for name in kwargs:
+        if name in INPUTS:
+            kwargs[name] = INPUTS[name].clone()
+    fn(*args, **kwargs)
+''')
+        out[1] = out[1].replace("import importlib\n", "import importlib\nimport inspect\n")
+    else:
+        out.append('''
+def call_program() -> None:
+    torch.manual_seed(SEED)
+    random.seed(SEED)
+    obj = getattr(load_program(PROGRAM), PROBED)
+    if isinstance(obj, type):
+        obj = obj(*CONSTRUCTOR_ARGS)
+    obj(**{name: value.clone() for name, value in INPUTS.items()})
+''')
+        out[1] = out[1].replace("import importlib\n", "import importlib\nimport random\n")
+    out.append(f'''
+def {_test_name(site)}() -> None:
+    watch = WatchSite(BACKWARD)
+    with watch:
+        call_program()
+    assert not watch.bad, f"{site.op or site.kind} at {Path(site.file).name}:{site.span.start_line}: {{watch.bad[0]}}"
+''')
+    source = "\n".join(out)
+    return Reproducer(filename=filename, source=source, payloads=payloads)
+
+
+# --- replay reproducer ---------------------------------------------------------------------
+
+def _render_replay(site: Site, witness: Witness, filename: str, directory: str | None) -> Reproducer:
+    payloads: dict[str, bytes] = {}
+    w = to_json(witness)
+    w["reproducer"] = None
+    w["reproducer_source"] = None
+    payload_line = ""
+    if witness.payload and os.path.exists(witness.payload):
+        payload_name = Path(filename).with_suffix(".pt").name
+        payloads[payload_name] = Path(witness.payload).read_bytes()
+        w["payload"] = None
+        payload_line = f'WITNESS["payload"] = str(Path(__file__).with_name({payload_name!r}))\n'
+    s = to_json(site)
+    s["file"] = "__PROGRAM__"
+    how = ("It needs grist-lsp installed (`pip install grist-lsp`): entering the program this way"
+           " substitutes tensors by their creation site and moves weights, which only the engine's"
+           " replay does.")
+    source = (
+        _docstring(site, witness, how)
+        + "import json\nfrom pathlib import Path\n\n"
+        + "from grist_lsp.dynamic.replay import replay\n"
+        + "from grist_lsp.model import site_from_json, witness_from_json\n\n"
+        + f"PROGRAM = {_program_path_expr(site.file, directory)}\n"
+        + f"SITE = json.loads({json.dumps(json.dumps(s))})\n"
+        + 'SITE["file"] = str(PROGRAM)\n'
+        + f"WITNESS = json.loads({json.dumps(json.dumps(w))})\n"
+        + payload_line
+        + f"\n\ndef {_test_name(site)}() -> None:\n"
+        + "    result = replay(site_from_json(SITE), witness_from_json(WITNESS))\n"
+        + f'    assert not result.reproduced, f"{site.op or site.kind} at {Path(site.file).name}:'
+        + f'{site.span.start_line} still gives {{result.result}}: {{result.detail}}"\n'
+    )
+    return Reproducer(filename=filename, source=source, payloads=payloads)
