@@ -8,7 +8,6 @@ position units.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Callable
 
@@ -121,17 +120,20 @@ def code_actions(
 
 # --- reproducer files --------------------------------------------------------
 
-def reproducer_path(document_path: str, line: int, root: str | None, exists: Callable[[Path], bool]) -> Path:
-    """Where a reproducer test goes: ``tests/`` of the workspace if there is one, else beside the file."""
-    source = Path(document_path)
-    stem = re.sub(r"\W", "_", source.stem)
-    folder = source.parent
+def reproducer_folder(document_path: str, root: str | None) -> Path:
+    """Where reproducer tests go: the workspace's ``tests/`` if it has one, else beside the file."""
     if root is not None and (Path(root) / "tests").is_dir():
-        folder = Path(root) / "tests"
-    candidate = folder / f"test_grist_{stem}_line{line}.py"
+        return Path(root) / "tests"
+    return Path(document_path).parent
+
+
+def free_name(folder: Path, filename: str, exists: Callable[[Path], bool]) -> Path:
+    """``folder/filename``, or ``name_2.py``, ``name_3.py`` ... if taken: never overwrite a test."""
+    candidate = folder / filename
+    stem, suffix = candidate.stem, candidate.suffix
     counter = 2
     while exists(candidate):
-        candidate = folder / f"test_grist_{stem}_line{line}_{counter}.py"
+        candidate = folder / f"{stem}_{counter}{suffix}"
         counter += 1
     return candidate
 

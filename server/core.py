@@ -118,23 +118,19 @@ def propose(text: str, verdict: Verdict) -> list[Fix]:
 
 @dataclasses.dataclass
 class ReproducerFiles:
-    """What "Create reproducer test" writes: the pytest source and binary payloads by name."""
+    """What "Create reproducer test" writes: a pytest file and binary payloads by name."""
 
+    filename: str
     source: str
     payloads: dict[str, bytes]
 
 
-def reproducer(site: Site, witness: Witness) -> ReproducerFiles:
+def reproducer(site: Site, witness: Witness, directory: str) -> ReproducerFiles:
+    """Render (not write) the reproducer for a file that will live in ``directory``."""
     from grist_lsp.dynamic.reproducer import render_reproducer
 
-    rendered = render_reproducer(site, witness)
-    payloads: dict[str, bytes] = {}
-    for attr in ("payloads", "files", "payload"):
-        value = getattr(rendered, attr, None)
-        if isinstance(value, dict):
-            payloads = {str(k): bytes(v) for k, v in value.items() if isinstance(v, (bytes, bytearray))}
-            break
-    return ReproducerFiles(source=rendered.source, payloads=payloads)
+    rendered = render_reproducer(site, witness, directory)
+    return ReproducerFiles(filename=rendered.filename, source=rendered.source, payloads=dict(rendered.payloads))
 
 
 def internal_error(path: str, exc: BaseException) -> Verdict:

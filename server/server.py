@@ -423,8 +423,9 @@ def create_server() -> GristServer:
 async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -> dict[str, Any] | None:
     loop = asyncio.get_running_loop()
     assert verdict.witness is not None
-    files = await loop.run_in_executor(None, core.reproducer, verdict.site, verdict.witness)
-    target = actions.reproducer_path(snap.path, verdict.site.span.start_line, snap.root, exists=Path.exists)
+    folder = actions.reproducer_folder(snap.path, snap.root)
+    files = await loop.run_in_executor(None, core.reproducer, verdict.site, verdict.witness, str(folder))
+    target = actions.free_name(folder, files.filename, exists=Path.exists)
     source = actions.payload_notice(sorted(files.payloads)) + files.source
 
     def write_payloads() -> None:

@@ -297,3 +297,54 @@ async def test_untrusted_workspace_never_runs_code(client: LanguageClient, tmp_p
     assert client.progress_reports == {}
     (d,) = [d for d in published_for(client, uri, 1) if d.code == KINDS["log"].code]
     assert d.severity == types.DiagnosticSeverity.Warning
+
+
+# --- code actions and commands ---------------------------------------------------
+
+async def code_actions_at(client: LanguageClient, uri: str, diagnostic: types.Diagnostic) -> list[Any]:
+    return list(
+        await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri),
+                range=diagnostic.range,
+                context=types.CodeActionContext(diagnostics=[diagnostic]),
+            )
+        )
+        or []
+    )
+
+
+async def test_code_actions_offer_fix_and_recheck(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    uri = open_file(client, tmp_path / "model.py", BUGGY)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics")
+    (d,) = [d for d in published_for(client, uri, 1) if d.code == KINDS["log"].code]
+
+    actions = await code_actions_at(client, uri, d)
+    fixes = [a for a in actions if a.kind == types.CodeActionKind.QuickFix]
+    assert fixes, actions
+    fix = fixes[0]
+    # Static-only: the rewrite is offered but not verified, so it is not the preferred action.
+    assert not fix.is_preferred and "not verified" in fix.title
+    (change,) = fix.edit.document_changes
+    assert change.text_document.uri == uri and change.text_document.version == 1
+    (edit,) = change.edits
+    assert edit.range.start == d.range.start
+    assert "torch.log(" in edit.new_text and edit.new_text != "torch.log(p)"
+
+    recheck = [a for a in actions if a.command is not None and a.command.command == "grist.recheck"]
+    assert [a.title for a in recheck] == ["Re-check this file"]
+    assert list(recheck[0].command.arguments) == [uri]
+    assert not [a for a in actions if a.command is not None and a.command.command == "grist.createReproducer"]
+
+
+async def test_recheck_command_republishes_current_text(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    uri = open_file(client, tmp_path / "model.py", BUGGY)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics")
+    count = len(client.publications)
+
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="grist.recheck", arguments=[uri]))
+    await wait_for(client, lambda: len(client.publications) > count, "re-publication after grist.recheck")
+    assert client.publications[-1].version == 1
+    assert [d.code for d in client.publications[-1].diagnostics] == [KINDS["log"].code]
