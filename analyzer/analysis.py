@@ -1,0 +1,163 @@
+"""The static pass' public API: source text or a file in, one Verdict per Site out.
+
+``analyze_source`` parses, builds the dataflow graph, finds the sites and
+decides each one from its operand's range: ``safe`` only when the range
+proves the operand stays out of the kind's invalid region, else ``possible``.
+``analyze_file`` reads a file first and turns unreadable input (binary,
+undecodable, too large) into one ``error`` verdict. Neither raises.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import os
+import re
+import tokenize
+import warnings
+
+from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
+from grist_lsp.analyzer.dataflow import build_dataflow
+from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.positions import SourceLines
+from grist_lsp.analyzer.ranges import TOP, Fact, RangeAnalysis, describe, static_safe
+from grist_lsp.analyzer.sites import Candidate, find_sites
+from grist_lsp.model import Status, Verdict, file_error
+
+MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are almost surely generated data, not code
+
+# Lower precision anywhere in the file: analyse every op at the lowest one (conservative).
+_HALF = re.compile(r"float16|\.half\(\)|autocast|\bhalf\b")
+_BF16 = re.compile(r"bfloat16")
+
+
+def file_dtype(text: str) -> str:
+    """The dtype the ranges are rounded to: float32 unless the file mentions a lower precision."""
+    if _HALF.search(text):
+        return "float16"
+    if _BF16.search(text):
+        return "bfloat16"
+    return "float32"
+
+
+def analyze_source(path: str, text: str) -> list[Verdict]:
+    """Static verdicts for one module's text, sorted by position. Never raises."""
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a BOM is not part of the code; columns count from after it
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our findings
+            tree = ast.parse(text, filename=path)
+    except SyntaxError as e:
+        line = e.lineno or 1
+        col = max((e.offset or 1) - 1, 0)
+        return [file_error(path, f"{path}:{line}: syntax error: {e.msg}; fix the syntax to analyse this file",
+                           line, col)]
+    except (ValueError, RecursionError, MemoryError) as e:
+        return [file_error(path, f"{path}:1: cannot parse ({type(e).__name__}: {e}); "
+                                 "the file is not analysable Python source")]
+    try:
+        return _analyze_tree(path, text, tree)
+    except RecursionError:
+        return [file_error(path, f"{path}:1: nesting too deep for the static pass; "
+                                 "split the deepest expression to analyse this file")]
+
+
+def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:
+    lines = SourceLines(text)
+    flow = build_dataflow(tree)
+    resolver = Resolver(flow)
+    dtype = file_dtype(text)
+    ranges = RangeAnalysis(flow, resolver, dtype)
+    verdicts = [_verdict(c, ranges, dtype) for c in find_sites(path, lines, tree, flow, resolver, ranges)]
+    verdicts.sort(key=lambda v: (v.site.span, v.site.op))
+    return verdicts
+
+
+def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
+    site = c.site
+    kind = KINDS[site.kind]
+    label = site.operand
+    if c.safe_keyword is not None:
+        reason = f"{c.safe_keyword} is passed, so a single element gives 0, not NaN"
+        return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
+    if kind.region.shape is not None:
+        reason = f"depends on shapes ({kind.region.text}), which the static pass cannot bound"
+        return Verdict(site, Status.POSSIBLE, reason,
+                       message=f"{site.op}: possible {kind.title}; {reason}")
+    try:
+        fact = ranges.fact(c.operand) if c.operand is not None else TOP
+    except RecursionError:
+        fact = TOP
+    if site.kind == "pow":
+        return _pow_verdict(c, fact, ranges, dtype)
+    if static_safe(fact, kind.region, dtype):
+        reason = f"{label} {describe(fact)}: {fact.why}" if fact.why else f"{label} {describe(fact)}"
+        return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
+    reason = _unsafe_reason(label, fact, kind.region.text, dtype)
+    return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+
+
+def _unsafe_reason(label: str, fact: Fact, region: str, dtype: str) -> str:
+    if not fact.known:
+        return f"no range known for the {label}" + (f" ({fact.why})" if fact.why else "")
+    return f"{label} {describe(fact)} ({fact.why or 'range'}), which reaches {region} in {dtype}"
+
+
+def _pow_verdict(c: Candidate, base: Fact, ranges: RangeAnalysis, dtype: str) -> Verdict:
+    site = c.site
+    kind = KINDS["pow"]
+    exp = ranges.fact(c.exponent) if c.exponent is not None else TOP
+    exponent = exp.lo if exp.is_point else None
+    if exponent is not None:
+        test = pow_region_applies(exponent)
+        pieces = [(base.lo, base.hi)]
+        if base.nonzero and base.lo <= 0 <= base.hi:
+            pieces = [p for p in ((base.lo, min(base.hi, -1e-45)), (max(base.lo, 1e-45), base.hi)) if p[0] <= p[1]]
+        if base.pytype == "bottom" or all(test(lo, hi) for lo, hi in pieces):
+            reason = f"base {describe(base)} ({base.why or 'range'}) with exponent {exponent:g}"
+            return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
+        reason = _unsafe_reason("base", base, kind.region.text, dtype) + f" with exponent {exponent:g}"
+    else:
+        reason = "exponent is not a known constant" + (
+            f"; base {describe(base)}" if base.known else "; no range known for the base")
+    return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+
+
+def _decode(path: str, data: bytes) -> str | Verdict:
+    """The text of a source file, honouring a PEP 263 coding cookie, or an error verdict."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        return file_error(path, f"{path}:1: {e}; declare a valid encoding or save the file as UTF-8")
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as e:
+        line = data[: getattr(e, "start", 0)].count(b"\n") + 1
+        return file_error(path, f"{path}:{line}: cannot decode as {encoding} ({e.__class__.__name__}); "
+                                "save the file as UTF-8 or declare its encoding with a coding cookie", line)
+    return text
+
+
+def analyze_file(path: str) -> list[Verdict]:
+    """Read and analyse one file; unreadable or non-source files give one error verdict."""
+    try:
+        size = os.path.getsize(path)
+        if size > MAX_FILE_BYTES:
+            return [file_error(path, f"{path}:1: file is {size} bytes, over the static pass' limit of "
+                                     f"{MAX_FILE_BYTES}; exclude it or split it")]
+        with open(path, "rb") as fh:
+            data = fh.read()
+    except OSError as e:
+        return [file_error(path, f"{path}:1: cannot read the file ({e.strerror or e}); check the path "
+                                 "and permissions")]
+    if not data.strip():
+        return []
+    if b"\0" in data:
+        line = data[: data.index(b"\0")].count(b"\n") + 1
+        return [file_error(path, f"{path}:{line}: binary file (NUL byte); only Python source can be analysed",
+                           line)]
+    text = _decode(path, data)
+    if isinstance(text, Verdict):
+        return [text]
+    return analyze_source(path, text)

@@ -1,0 +1,625 @@
+"""Dataflow graph of one module: which definitions may reach which uses.
+
+A networkx ``DiGraph`` per module. Nodes:
+
+* ``("def", k)``: a definition (assignment, augmented assignment, tuple
+  unpacking, parameter, loop/with target, import, def/class, ``self.x = ...``
+  class attribute, in-place mutation); attribute ``info`` holds a ``Def``.
+* ``("use", id(node))``: a read of a name (``ast.Name``) or of ``self.x``
+  (``ast.Attribute``); edges come from every definition that may reach it.
+* ``("arg", id(expr))``: an argument expression passed by an in-file call; edges
+  go to the callee's parameter definitions (interprocedural, same file).
+* ``("ret", id(func))``: a function's return; edges come from each returned
+  expression (``("expr", id(e))``) and go to ``("call", id(call))`` nodes.
+
+Reaching definitions are flow-sensitive inside one scope (statements in order,
+branches merged, loop bodies visited twice so back edges reach), and
+flow-insensitive across scopes (a function sees every module-level definition
+of a global, a closure every definition in its enclosing function). Aliasing
+through containers or second names is not tracked.
+
+``sources(expr)`` answers the range analysis' question "what may flow into
+this expression".
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from typing import Iterable
+
+import networkx as nx
+
+_FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+_BUILTINS = frozenset(dir(builtins))
+
+Env = dict[str, frozenset[int]]
+
+
+@dataclass
+class Def:
+    """One definition of a name (or of a class attribute, for ``how == "attr"``).
+
+    ``value`` depends on ``how``: the assigned expression (``assign``,
+    ``unpack``, ``attr``, ``walrus``), the ``AugAssign`` statement (``aug``),
+    the default expression or None (``param``), the iterable (``for``), the
+    ``FunctionDef``/``ClassDef`` (``function``/``class``), the mutating
+    statement (``mutate``), None otherwise. ``path`` locates a name inside a
+    tuple target; ``qualified`` is the imported name for ``import``.
+    """
+
+    key: int
+    name: str
+    how: str
+    value: ast.AST | None
+    node: ast.AST
+    path: tuple[int, ...] = ()
+    qualified: str | None = None
+    owner: ast.AST | None = None  # the function a parameter belongs to
+    param_index: int = -1  # position among the function's parameters
+    annotation: ast.expr | None = None
+
+
+@dataclass
+class Scope:
+    node: ast.AST
+    kind: str  # "module", "function", "class", "lambda"
+    parent: Scope | None
+    qualname: str | None
+    locals: set[str] = field(default_factory=set)
+    defs: dict[str, list[int]] = field(default_factory=dict)  # every def of a name in this scope
+    class_node: ast.ClassDef | None = None  # for methods: the class whose body defines them
+    self_name: str | None = None  # for methods: the first parameter's name
+    globals: set[str] = field(default_factory=set)
+
+
+@dataclass
+class FunctionInfo:
+    node: ast.AST
+    qualname: str
+    class_node: ast.ClassDef | None
+    params: list[Def]
+    callers: list[ast.Call] = field(default_factory=list)
+    open_params: bool = False  # some call passes *args / **kwargs: parameters get anything
+
+
+class DataFlow:
+    """The graph and the questions asked of it (built by ``build_dataflow``)."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
+        self.graph: nx.DiGraph = nx.DiGraph()
+        self.defs: list[Def] = []
+        self.functions: dict[int, FunctionInfo] = {}  # id(FunctionDef) -> info
+        self.classes: dict[int, ast.ClassDef] = {}
+        self.class_attrs: dict[tuple[int, str], list[int]] = {}
+        self.class_methods: dict[tuple[int, str], ast.AST] = {}
+        self.call_targets: dict[int, ast.AST] = {}  # id(Call) -> FunctionDef it calls
+        self.enclosing: dict[int, str | None] = {}  # id(FunctionDef/ClassDef) -> dotted name
+        self.method_class: dict[int, ast.ClassDef] = {}  # id(FunctionDef) -> class it is a method of
+        self.self_names: dict[int, str] = {}  # id(method) -> name of its self parameter
+        self._parent_scope: dict[int, Scope] = {}
+
+    # --- questions ---------------------------------------------------------
+
+    def defs_reaching(self, node: ast.AST) -> list[Def]:
+        """Definitions that may reach a use (``ast.Name`` load or ``self.x`` attribute)."""
+        key = ("use", id(node))
+        if key not in self.graph:
+            return []
+        return [self.graph.nodes[p]["info"] for p in self.graph.predecessors(key) if p[0] == "def"]
+
+    def is_use(self, node: ast.AST) -> bool:
+        return ("use", id(node)) in self.graph
+
+    def param_arguments(self, d: Def) -> list[ast.expr]:
+        """Argument expressions that in-file calls pass to a parameter definition."""
+        key = ("def", d.key)
+        return [self.graph.nodes[p]["expr"] for p in self.graph.predecessors(key) if p[0] == "arg"]
+
+    def function_info(self, func: ast.AST | None) -> FunctionInfo | None:
+        return self.functions.get(id(func)) if func is not None else None
+
+    def callee(self, call: ast.Call) -> ast.AST | None:
+        """The in-file function a call reaches (``__init__`` for a class), or None."""
+        return self.call_targets.get(id(call))
+
+    def returns_of(self, func: ast.AST) -> list[ast.expr]:
+        key = ("ret", id(func))
+        if key not in self.graph:
+            return []
+        return [self.graph.nodes[p]["expr"] for p in self.graph.predecessors(key)]
+
+    def sources(self, expr: ast.AST) -> list[ast.AST | Def]:
+        """What may flow into ``expr``: its definitions for a name or ``self.x``, the
+        returned expressions for a call of an in-file function, else nothing."""
+        if self.is_use(expr):
+            return list(self.defs_reaching(expr))
+        if isinstance(expr, ast.Call) and id(expr) in self.call_targets:
+            return list(self.returns_of(self.call_targets[id(expr)]))
+        return []
+
+
+def build_dataflow(tree: ast.Module) -> DataFlow:
+    """Build the dataflow graph of one parsed module."""
+    flow = DataFlow(tree)
+    _Builder(flow).run()
+    return flow
+
+
+def _assigned_names(body: Iterable[ast.stmt], params: Iterable[str] = ()) -> tuple[set[str], set[str]]:
+    """Names local to a function/class body (Python's scoping rule) and its global/nonlocal names."""
+    local: set[str] = set(params)
+    declared: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        n = stack.pop()
+        if isinstance(n, (ast.Global, ast.Nonlocal)):
+            declared.update(n.names)
+            continue
+        if isinstance(n, (*_FUNCS, ast.ClassDef)):
+            local.add(n.name)
+            # decorators and defaults run in this scope, bodies do not
+            stack.extend(n.decorator_list)
+            if isinstance(n, _FUNCS):
+                stack.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
+            else:
+                stack.extend(n.bases)
+            continue
+        if isinstance(n, ast.Lambda):
+            stack.extend(n.args.defaults)
+            continue
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            local.add(n.id)
+        elif isinstance(n, (ast.Import, ast.ImportFrom)):
+            for a in n.names:
+                local.add((a.asname or a.name).split(".")[0])
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            local.add(n.name)
+        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
+            local.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            local.add(n.rest)
+        stack.extend(ast.iter_child_nodes(n))
+    return local - declared, declared
+
+
+class _Builder:
+    def __init__(self, flow: DataFlow) -> None:
+        self.flow = flow
+        self.g = flow.graph
+        self.pending: list[tuple[ast.AST, Scope]] = []  # nested functions to walk after their parent
+        self.nonlocal_uses: list[tuple[ast.AST, str, Scope]] = []
+        self.calls: list[tuple[ast.Call, Scope]] = []
+        self.attr_uses: list[tuple[ast.Attribute, int]] = []
+
+    # --- driver -------------------------------------------------------------
+
+    def run(self) -> None:
+        tree = self.flow.tree
+        local, declared = _assigned_names(tree.body)
+        module = Scope(tree, "module", None, None, locals=local, globals=declared)
+        self.module = module
+        self._block(tree.body, {}, module)
+        # Bodies run after their enclosing scope is complete, so closures and
+        # globals see every definition of the enclosing scope.
+        while self.pending:
+            node, parent = self.pending.pop(0)
+            self._function(node, parent)
+        for use, name, scope in self.nonlocal_uses:
+            for key in self._lookup_outer(name, scope):
+                self.g.add_edge(("def", key), ("use", id(use)))
+        for attr, cls_id in self.attr_uses:
+            for key in self.flow.class_attrs.get((cls_id, attr.attr), []):
+                self.g.add_edge(("def", key), ("use", id(attr)))
+        for call, scope in self.calls:
+            self._link_call(call, scope)
+
+    def _lookup_outer(self, name: str, scope: Scope) -> list[int]:
+        s = scope.parent if name not in scope.globals else self.module
+        while s is not None:
+            if s.kind == "class":  # class bodies are not visible from methods
+                s = s.parent
+                continue
+            if name in s.defs or name in s.locals or s.kind == "module":
+                return s.defs.get(name, [])
+            s = s.parent
+        return []
+
+    # --- definitions ----------------------------------------------------------
+
+    def _new_def(self, scope: Scope, name: str, how: str, value: ast.AST | None, node: ast.AST,
+                 **kw: object) -> int:
+        key = len(self.flow.defs)
+        d = Def(key, name, how, value, node, **kw)  # type: ignore[arg-type]
+        self.flow.defs.append(d)
+        self.g.add_node(("def", key), info=d)
+        target = self.module if name in scope.globals else scope
+        target.defs.setdefault(name, []).append(key)
+        return key
+
+    def _bind(self, target: ast.AST, env: Env, scope: Scope, how: str, value: ast.AST | None,
+              path: tuple[int, ...] = ()) -> None:
+        if isinstance(target, ast.Name):
+            key = self._new_def(scope, target.id, how if not path else "unpack", value, target, path=path)
+            env[target.id] = frozenset({key})
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for i, elt in enumerate(target.elts):
+                if isinstance(elt, ast.Starred):
+                    self._bind(elt.value, env, scope, "unknown", None)
+                else:
+                    self._bind(elt, env, scope, how, value, path + (i,))
+        elif isinstance(target, ast.Starred):
+            self._bind(target.value, env, scope, "unknown", None)
+        elif isinstance(target, ast.Attribute):
+            self._expr(target.value, env, scope)
+            if (scope.class_node is not None and isinstance(target.value, ast.Name)
+                    and target.value.id == scope.self_name):
+                key = self._new_def(Scope(target, "attr", None, None), target.attr,
+                                    "attr" if not path else "unknown", value if not path else None, target)
+                self.flow.class_attrs.setdefault((id(scope.class_node), target.attr), []).append(key)
+        elif isinstance(target, ast.Subscript):
+            self._expr(target, env, scope, store_ok=True)
+            # `x[i] = v` changes what x holds: a new definition joining old and new values
+            base = target.value
+            if isinstance(base, ast.Name) and base.id in env:
+                key = self._new_def(scope, base.id, "mutate", value, target)
+                old = env.get(base.id, frozenset())
+                self._link_mutation(key, old, target)
+                env[base.id] = frozenset({key})
+
+    def _link_mutation(self, key: int, old: frozenset[int], node: ast.AST) -> None:
+        # The previous definitions flow into the mutated one (a synthetic use).
+        use = ("use", id(node))
+        for k in old:
+            self.g.add_edge(("def", k), use)
+        self.g.add_edge(use, ("def", key))
+
+    # --- statements -------------------------------------------------------------
+
+    def _block(self, body: list[ast.stmt], env: Env, scope: Scope) -> Env:
+        for stmt in body:
+            env = self._stmt(stmt, env, scope)
+        return env
+
+    @staticmethod
+    def _merge(*envs: Env) -> Env:
+        out: Env = {}
+        for e in envs:
+            for k, v in e.items():
+                out[k] = out.get(k, frozenset()) | v
+        return out
+
+    def _stmt(self, s: ast.stmt, env: Env, scope: Scope) -> Env:
+        if isinstance(s, ast.Assign):
+            self._expr(s.value, env, scope)
+            for t in s.targets:
+                self._bind(t, env, scope, "assign", s.value)
+        elif isinstance(s, ast.AnnAssign):
+            if s.value is not None:
+                self._expr(s.value, env, scope)
+                self._bind(s.target, env, scope, "assign", s.value)
+            elif isinstance(s.target, ast.Name):
+                env.setdefault(s.target.id, frozenset())
+        elif isinstance(s, ast.AugAssign):
+            self._expr(s.value, env, scope)
+            t = s.target
+            if isinstance(t, ast.Name):
+                self._use(t, env, scope)
+                key = self._new_def(scope, t.id, "aug", s, t)
+                env[t.id] = frozenset({key})
+            elif isinstance(t, ast.Attribute):
+                self._expr(t, env, scope)
+                if (scope.class_node is not None and isinstance(t.value, ast.Name)
+                        and t.value.id == scope.self_name):
+                    key = self._new_def(Scope(t, "attr", None, None), t.attr, "aug", s, t)
+                    self.flow.class_attrs.setdefault((id(scope.class_node), t.attr), []).append(key)
+            else:
+                self._bind(t, env, scope, "aug", s)
+        elif isinstance(s, ast.Expr):
+            self._expr(s.value, env, scope)
+            self._inplace_call(s.value, env, scope)
+        elif isinstance(s, ast.Return):
+            if s.value is not None:
+                self._expr(s.value, env, scope)
+                if scope.kind in ("function", "lambda"):
+                    self.g.add_node(("expr", id(s.value)), expr=s.value)
+                    self.g.add_edge(("expr", id(s.value)), ("ret", id(scope.node)))
+        elif isinstance(s, ast.If):
+            self._expr(s.test, env, scope)
+            a = self._block(s.body, dict(env), scope)
+            b = self._block(s.orelse, dict(env), scope)
+            env = self._merge(a, b)
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            self._expr(s.iter, env, scope)
+            entry = dict(env)
+            first = dict(entry)
+            self._bind(s.target, first, scope, "for", s.iter)
+            after1 = self._block(s.body, first, scope)
+            second = self._merge(entry, after1)
+            self._bind(s.target, second, scope, "for", s.iter)
+            after2 = self._block(s.body, second, scope)
+            env = self._merge(entry, after1, after2)
+            env = self._merge(env, self._block(s.orelse, dict(env), scope))
+        elif isinstance(s, ast.While):
+            self._expr(s.test, env, scope)
+            after1 = self._block(s.body, dict(env), scope)
+            second = self._merge(env, after1)
+            self._expr(s.test, second, scope)
+            after2 = self._block(s.body, second, scope)
+            env = self._merge(env, after1, after2)
+            env = self._merge(env, self._block(s.orelse, dict(env), scope))
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                self._expr(item.context_expr, env, scope)
+                if item.optional_vars is not None:
+                    self._bind(item.optional_vars, env, scope, "unknown", None)
+            env = self._block(s.body, env, scope)
+        elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            body = self._block(s.body, dict(env), scope)
+            anywhere = self._merge(env, body)  # an exception can leave the body at any point
+            outs = [self._block(s.orelse, dict(body), scope)]
+            for h in s.handlers:
+                henv = dict(anywhere)
+                if h.type is not None:
+                    self._expr(h.type, henv, scope)
+                if h.name:
+                    key = self._new_def(scope, h.name, "unknown", None, h)
+                    henv[h.name] = frozenset({key})
+                outs.append(self._block(h.body, henv, scope))
+            env = self._merge(*outs)
+            if s.finalbody:
+                env = self._block(s.finalbody, self._merge(env, anywhere), scope)
+        elif isinstance(s, _FUNCS):
+            for d in s.decorator_list:
+                self._expr(d, env, scope)
+            for d in s.args.defaults + [k for k in s.args.kw_defaults if k is not None]:
+                self._expr(d, env, scope)
+            key = self._new_def(scope, s.name, "function", s, s)
+            env[s.name] = frozenset({key})
+            self.pending.append((s, scope))
+        elif isinstance(s, ast.ClassDef):
+            for b in s.bases:
+                self._expr(b, env, scope)
+            for d in s.decorator_list:
+                self._expr(d, env, scope)
+            self._class(s, scope)
+            key = self._new_def(scope, s.name, "class", s, s)
+            env[s.name] = frozenset({key})
+        elif isinstance(s, ast.Import):
+            for a in s.names:
+                if a.asname:
+                    key = self._new_def(scope, a.asname, "import", None, s, qualified=a.name)
+                    env[a.asname] = frozenset({key})
+                else:
+                    top = a.name.split(".")[0]
+                    key = self._new_def(scope, top, "import", None, s, qualified=top)
+                    env[top] = frozenset({key})
+        elif isinstance(s, ast.ImportFrom):
+            mod = ("." * s.level) + (s.module or "")
+            for a in s.names:
+                if a.name == "*":
+                    continue
+                name = a.asname or a.name
+                key = self._new_def(scope, name, "import", None, s, qualified=f"{mod}.{a.name}")
+                env[name] = frozenset({key})
+        elif isinstance(s, ast.Match):
+            self._expr(s.subject, env, scope)
+            outs = [dict(env)]
+            for case in s.cases:
+                cenv = dict(env)
+                for n in ast.walk(case.pattern):
+                    name = getattr(n, "name", None) or getattr(n, "rest", None)
+                    if isinstance(name, str):
+                        key = self._new_def(scope, name, "unknown", None, n)
+                        cenv[name] = frozenset({key})
+                if case.guard is not None:
+                    self._expr(case.guard, cenv, scope)
+                outs.append(self._block(case.body, cenv, scope))
+            env = self._merge(*outs)
+        elif isinstance(s, (ast.Global, ast.Nonlocal, ast.Pass, ast.Break, ast.Continue)):
+            pass
+        else:  # Delete, Raise, Assert, ...: only uses
+            for child in ast.iter_child_nodes(s):
+                if isinstance(child, ast.expr):
+                    self._expr(child, env, scope)
+        return env
+
+    def _inplace_call(self, e: ast.expr, env: Env, scope: Scope) -> None:
+        """`x.clamp_(...)`, `x.zero_()`: an in-place method redefines x."""
+        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr.endswith("_")
+                and not e.func.attr.startswith("_") and isinstance(e.func.value, ast.Name)
+                and e.func.value.id in env):
+            name = e.func.value.id
+            key = self._new_def(scope, name, "mutate", e, e)
+            self._link_mutation(key, env.get(name, frozenset()), e.func.value)
+            env[name] = frozenset({key})
+
+    # --- scopes -----------------------------------------------------------------
+
+    def _class(self, node: ast.ClassDef, parent: Scope) -> None:
+        self.flow.classes[id(node)] = node
+        qual = f"{parent.qualname}.{node.name}" if parent.qualname else node.name
+        self.flow.enclosing[id(node)] = qual
+        local, declared = _assigned_names(node.body)
+        scope = Scope(node, "class", parent, qual, locals=local, globals=declared)
+        env: Env = {}
+        for stmt in node.body:
+            if isinstance(stmt, _FUNCS):
+                self.flow.class_methods[(id(node), stmt.name)] = stmt
+                self.flow.method_class[id(stmt)] = node
+            env = self._stmt(stmt, env, scope)
+        # Class-body assignments are class attributes, readable as self.x
+        for name, keys in scope.defs.items():
+            for k in keys:
+                if self.flow.defs[k].how not in ("function", "class", "import"):
+                    self.flow.class_attrs.setdefault((id(node), name), []).append(k)
+
+    def _function(self, node: ast.AST, parent: Scope) -> None:
+        assert isinstance(node, (*_FUNCS, ast.Lambda))
+        args = node.args
+        positional = args.posonlyargs + args.args
+        all_params = positional + ([args.vararg] if args.vararg else []) + args.kwonlyargs + (
+            [args.kwarg] if args.kwarg else [])
+        body = node.body if isinstance(node, _FUNCS) else [ast.Return(value=node.body)]
+        local, declared = _assigned_names(body, [p.arg for p in all_params])
+        name = node.name if isinstance(node, _FUNCS) else "<lambda>"
+        qual = f"{parent.qualname}.{name}" if parent.qualname else name
+        cls = self.flow.method_class.get(id(node)) if parent.kind == "class" else None
+        is_static = isinstance(node, _FUNCS) and any(
+            isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
+        scope = Scope(node, "function" if isinstance(node, _FUNCS) else "lambda", parent, qual,
+                      locals=local, globals=declared)
+        if cls is not None and positional and not is_static:
+            scope.class_node = cls
+            scope.self_name = positional[0].arg
+            self.flow.self_names[id(node)] = positional[0].arg
+        if isinstance(node, _FUNCS):
+            self.flow.enclosing[id(node)] = qual
+        env: Env = {}
+        params: list[Def] = []
+        n_pos = len(positional)
+        defaults: list[ast.expr | None] = [None] * (n_pos - len(args.defaults)) + list(args.defaults)
+        for i, p in enumerate(positional):
+            key = self._new_def(scope, p.arg, "param", defaults[i], p, owner=node, param_index=i,
+                                annotation=p.annotation)
+            params.append(self.flow.defs[key])
+            env[p.arg] = frozenset({key})
+        for p, d in zip(args.kwonlyargs, args.kw_defaults):
+            key = self._new_def(scope, p.arg, "param", d, p, owner=node, param_index=-1,
+                                annotation=p.annotation)
+            params.append(self.flow.defs[key])
+            env[p.arg] = frozenset({key})
+        for p in (args.vararg, args.kwarg):
+            if p is not None:
+                key = self._new_def(scope, p.arg, "unknown", None, p)
+                env[p.arg] = frozenset({key})
+        self.flow.functions[id(node)] = FunctionInfo(node, qual, cls, params)
+        # Make the parent scope of a function discoverable (for enclosing names of sites)
+        self._block(body, env, scope)
+
+    # --- expressions --------------------------------------------------------------
+
+    def _use(self, n: ast.Name, env: Env, scope: Scope) -> None:
+        key = ("use", id(n))
+        self.g.add_node(key)
+        if n.id in env:
+            for k in env[n.id]:
+                self.g.add_edge(("def", k), key)
+        elif n.id not in scope.locals or n.id in scope.globals:
+            self.nonlocal_uses.append((n, n.id, scope))
+            if scope.kind == "module" and n.id in scope.defs:
+                pass  # a module-level read before its definition: unbound, no edges
+
+    def _expr(self, e: ast.AST, env: Env, scope: Scope, store_ok: bool = False) -> None:
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, ast.Name):
+                if isinstance(n.ctx, ast.Load):
+                    self._use(n, env, scope)
+                continue
+            if isinstance(n, ast.Lambda):
+                for d in n.args.defaults:
+                    stack.append(d)
+                self.pending.append((n, scope))
+                continue
+            if isinstance(n, _COMPS):
+                self._comprehension(n, env, scope)
+                continue
+            if isinstance(n, ast.NamedExpr):
+                self._expr(n.value, env, scope)
+                target_scope = scope
+                key = self._new_def(target_scope, n.target.id, "walrus", n.value, n.target)
+                env[n.target.id] = frozenset({key})
+                continue
+            if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                if (scope.class_node is not None and isinstance(n.value, ast.Name)
+                        and n.value.id == scope.self_name):
+                    self.g.add_node(("use", id(n)))
+                    self.attr_uses.append((n, id(scope.class_node)))
+            if isinstance(n, ast.Call):
+                self.calls.append((n, scope))
+            stack.extend(ast.iter_child_nodes(n))
+
+    def _comprehension(self, n: ast.AST, env: Env, scope: Scope) -> None:
+        inner = dict(env)
+        for i, gen in enumerate(n.generators):  # type: ignore[attr-defined]
+            self._expr(gen.iter, inner if i else env, scope)
+            self._bind_comp(gen.target, inner, scope, gen.iter)
+            for cond in gen.ifs:
+                self._expr(cond, inner, scope)
+        if isinstance(n, ast.DictComp):
+            self._expr(n.key, inner, scope)
+            self._expr(n.value, inner, scope)
+        else:
+            self._expr(n.elt, inner, scope)  # type: ignore[attr-defined]
+        # walrus targets inside a comprehension bind in the enclosing scope
+        for k, v in inner.items():
+            if k not in env and any(self.flow.defs[d].how == "walrus" for d in v):
+                env[k] = v
+
+    def _bind_comp(self, target: ast.AST, env: Env, scope: Scope, iterable: ast.expr) -> None:
+        for n in ast.walk(target):
+            if isinstance(n, ast.Name):
+                key = len(self.flow.defs)
+                d = Def(key, n.id, "for" if n is target else "unknown", iterable if n is target else None, n)
+                self.flow.defs.append(d)
+                self.g.add_node(("def", key), info=d)
+                env[n.id] = frozenset({key})
+
+    # --- calls within the file -----------------------------------------------------
+
+    def _resolve_callee(self, call: ast.Call, scope: Scope) -> tuple[ast.AST | None, bool]:
+        """The FunctionDef a call reaches and whether its first parameter is bound (self)."""
+        f = call.func
+        if isinstance(f, ast.Name):
+            defs = [self.g.nodes[p]["info"] for p in self.g.predecessors(("use", id(f)))
+                    if p[0] == "def"] if ("use", id(f)) in self.g else []
+            targets = {id(d.value): d for d in defs if d.how in ("function", "class")}
+            if len(targets) != 1 or len(defs) != 1:
+                return None, False
+            d = defs[0]
+            if d.how == "function":
+                return d.value, False
+            init = self.flow.class_methods.get((id(d.value), "__init__"))
+            return init, True
+        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and scope.class_node is not None
+                and f.value.id == scope.self_name):
+            m = self.flow.class_methods.get((id(scope.class_node), f.attr))
+            if m is not None:
+                return m, not any(isinstance(d, ast.Name) and d.id == "staticmethod"
+                                  for d in getattr(m, "decorator_list", []))
+        return None, False
+
+    def _link_call(self, call: ast.Call, scope: Scope) -> None:
+        callee, bound = self._resolve_callee(call, scope)
+        if callee is None:
+            return
+        info = self.flow.functions.get(id(callee))
+        if info is None:
+            return
+        self.flow.call_targets[id(call)] = callee
+        info.callers.append(call)
+        self.g.add_edge(("ret", id(callee)), ("call", id(call)))
+        positional = [p for p in info.params if p.param_index >= 0]
+        offset = 1 if bound else 0
+        by_name = {p.name: p for p in info.params}
+        for i, a in enumerate(call.args):
+            if isinstance(a, ast.Starred):
+                info.open_params = True
+                break
+            j = i + offset
+            if j < len(positional):
+                self._arg_edge(a, positional[j])
+        for kw in call.keywords:
+            if kw.arg is None:
+                info.open_params = True
+            elif kw.arg in by_name:
+                self._arg_edge(kw.value, by_name[kw.arg])
+
+    def _arg_edge(self, expr: ast.expr, param: Def) -> None:
+        self.g.add_node(("arg", id(expr)), expr=expr)
+        self.g.add_edge(("arg", id(expr)), ("def", param.key))

@@ -1,0 +1,58 @@
+"""Source positions for the static pass: CPython's UTF-8 byte columns -> model.Span.
+
+The parser (``ast``) reports the same line/column pairs CPython stores in
+``co_positions`` (the tracer matches runtime events by them), but columns are
+UTF-8 byte offsets; the data model wants 0-based code points. This module owns
+that conversion and the source text of a span.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from grist_lsp.model import Span
+
+# CPython's tokenizer breaks lines on \n, \r\n and a lone \r only (not on the
+# other characters str.splitlines() knows, such as \x0c or \u2028).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass
+class SourceLines:
+    """The lines of one source text, with byte->code-point column conversion."""
+
+    text: str
+    lines: list[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.lines = _LINE_BREAK.split(self.text)
+
+    def line(self, lineno: int) -> str:
+        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+    def col(self, lineno: int, byte_col: int) -> int:
+        """Code-point column of a UTF-8 byte offset on a 1-based line."""
+        text = self.line(lineno)
+        if text.isascii():
+            return byte_col
+        return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+    def span(self, node: ast.AST) -> Span:
+        start_line = node.lineno  # type: ignore[attr-defined]
+        end_line = node.end_lineno or start_line  # type: ignore[attr-defined]
+        return Span(
+            start_line,
+            self.col(start_line, node.col_offset),  # type: ignore[attr-defined]
+            end_line,
+            self.col(end_line, node.end_col_offset or 0),  # type: ignore[attr-defined]
+        )
+
+    def text_of(self, span: Span) -> str:
+        if span.start_line == span.end_line:
+            return self.line(span.start_line)[span.start_col:span.end_col]
+        parts = [self.line(span.start_line)[span.start_col:]]
+        parts += [self.line(n) for n in range(span.start_line + 1, span.end_line)]
+        parts.append(self.line(span.end_line)[:span.end_col])
+        return "\n".join(parts)

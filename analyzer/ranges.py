@@ -1,0 +1,1016 @@
+"""Value ranges: an interval + sign abstraction of expressions over the dataflow graph.
+
+A ``Fact`` is a closed interval ``[lo, hi]`` of floats (``±inf`` allowed), a
+``nonzero`` flag (the sign part: ``torch.where(d == 0, 1, d)`` straddles zero
+yet never is zero), the Python-level type when known (``num`` for Python
+numbers, ``str``, ``tensor``, ``object`` ...; the site finder uses it to skip
+``"%d" % n`` and ``n / 2``), and ``why``: a few words on where the range comes
+from, used in verdict reasons.
+
+Everything is conservative: an unknown expression is ``TOP``; endpoints are
+rounded outward to the analysed dtype (``p + 1e-10`` stays above 0 in float32
+but not in float16, where 1e-10 rounds to 0); a cycle through the graph (a loop
+redefining a name) is cut with ``TOP``. The analysis is per expression,
+memoised, and on demand: only the operands of sites are ever evaluated.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import struct
+from dataclasses import dataclass, field, replace
+
+from grist_lsp.analyzer.catalogue import Region, dtype_limits
+from grist_lsp.analyzer.dataflow import DataFlow, Def
+from grist_lsp.analyzer.names import Resolver
+
+INF = math.inf
+# How far F.normalize / F.cosine_similarity outputs stray past +-1 by rounding
+# (measured: cosine_similarity of near-parallel float32 vectors reaches 1 + 3.6e-7).
+UNIT_SLOP = 1e-6
+MAX_DEPTH = 150  # evaluation depth before giving up with TOP (never a RecursionError)
+
+# machine epsilon (torch.finfo(dtype).eps), distinct from the catalogue's fix eps
+_MACHINE_EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
+_SMALLEST_SUBNORMAL = {"float16": 2.0 ** -24, "bfloat16": 2.0 ** -133, "float32": 2.0 ** -149,
+                       "float64": 5e-324}
+
+
+@dataclass(frozen=True)
+class Fact:
+    lo: float = -INF
+    hi: float = INF
+    nonzero: bool = False
+    pytype: str = "unknown"  # num | str | tensor | object | module | none | unknown | bottom
+    why: str = ""
+
+    @property
+    def known(self) -> bool:
+        return self.lo != -INF or self.hi != INF or self.nonzero
+
+    @property
+    def is_point(self) -> bool:
+        return self.lo == self.hi and self.pytype != "bottom"
+
+    def with_type(self, pytype: str) -> Fact:
+        return replace(self, pytype=pytype)
+
+
+TOP = Fact()
+BOTTOM = Fact(INF, -INF, True, "bottom", "unreachable")
+
+
+def join(facts: list[Fact], why: str | None = None) -> Fact:
+    live = [f for f in facts if f.pytype != "bottom"]
+    if not live:
+        return BOTTOM if facts else TOP
+    types = {f.pytype for f in live}
+    whys = []
+    for f in live:
+        if f.why and f.why not in whys:
+            whys.append(f.why)
+    return Fact(
+        min(f.lo for f in live), max(f.hi for f in live), all(f.nonzero for f in live),
+        types.pop() if len(types) == 1 else "unknown",
+        why if why is not None else (whys[0] if len(whys) == 1 else " or ".join(whys[:3])),
+    )
+
+
+# --- rounding to the analysed dtype ------------------------------------------------
+
+_FORMATS = {"float16": ("<e", "<H", 16), "float32": ("<f", "<I", 32)}
+
+
+def _ordinal(v: float, dtype: str) -> int:
+    """Floats of a dtype as consecutive integers (negative floats negative)."""
+    ffmt, ifmt, nbits = _FORMATS[dtype]
+    bits = struct.unpack(ifmt, struct.pack(ffmt, v))[0]
+    sign = 1 << (nbits - 1)
+    return -(bits & (sign - 1)) if bits & sign else bits
+
+
+def _from_ordinal(o: int, dtype: str) -> float:
+    ffmt, ifmt, nbits = _FORMATS[dtype]
+    bits = ((-o) | (1 << (nbits - 1))) if o < 0 else o
+    return struct.unpack(ffmt, struct.pack(ifmt, bits))[0]
+
+
+def _nearest(v: float, dtype: str) -> float:
+    try:
+        return struct.unpack(_FORMATS[dtype][0], struct.pack(_FORMATS[dtype][0], v))[0]
+    except OverflowError:
+        return math.copysign(INF, v)
+
+
+def round_down(v: float, dtype: str) -> float:
+    """The largest value of ``dtype`` <= v (what a computed lower bound can really be)."""
+    if math.isnan(v):
+        return -INF
+    if math.isinf(v) or dtype == "float64":
+        return v
+    if dtype == "bfloat16":
+        o = _ordinal(round_down(v, "float32"), "float32")
+        r = _from_ordinal((o // 65536) * 65536, "float32") if o >= 0 else -_from_ordinal(
+            -((o // 65536) * 65536), "float32")
+        return r
+    r = _nearest(v, dtype)
+    if r > v:
+        r = -INF if math.isinf(r) and r > 0 and v < 0 else _from_ordinal(_ordinal(r, dtype) - 1, dtype)
+    if math.isinf(r) and r > 0:  # v above the dtype's max rounds to max, then overflows in arithmetic
+        return _from_ordinal(_ordinal(dtype_limits(dtype).max, dtype), dtype)
+    return r
+
+
+def round_up(v: float, dtype: str) -> float:
+    if math.isnan(v):
+        return INF
+    return -round_down(-v, dtype)
+
+
+# --- arithmetic ----------------------------------------------------------------------
+
+def _safe(fn, *args: float, default: float = math.nan) -> float:
+    try:
+        return float(fn(*args))
+    except (OverflowError, ValueError, ZeroDivisionError):
+        return default
+
+
+def _corners(values: list[float]) -> tuple[float, float]:
+    vals = [0.0 if math.isnan(v) else v for v in values]
+    return min(vals), max(vals)
+
+
+def _square(f: Fact) -> tuple[float, float]:
+    lo, hi = f.lo, f.hi
+    a, b = _safe(lambda x: x * x, lo, default=INF), _safe(lambda x: x * x, hi, default=INF)
+    if lo <= 0.0 <= hi:
+        return 0.0, max(a, b)
+    return min(a, b), max(a, b)
+
+
+def pow_interval(base: Fact, c: float) -> tuple[float, float] | None:
+    """Range of base ** c for a constant exponent; None when unknown."""
+    if c == 0:
+        return 1.0, 1.0
+    p = lambda x: _safe(lambda v: math.pow(v, c), x, default=INF)  # noqa: E731
+    if float(c).is_integer():
+        n = int(c)
+        if n > 0 and n % 2 == 0:
+            lo, hi = _square(base)
+            return (p(math.sqrt(lo)) if lo > 0 else 0.0), (INF if hi == INF else p(max(abs(base.lo), abs(base.hi))))
+        if n > 0:
+            return p(base.lo) if base.lo != -INF else -INF, p(base.hi) if base.hi != INF else INF
+        # negative integer power: 1 / x**|n|
+        if base.lo > 0:
+            return p(base.hi) if base.hi != INF else 0.0, p(base.lo)
+        if base.hi < 0 and n % 2 == 0:
+            return p(base.lo) if base.lo != -INF else 0.0, p(base.hi)
+        if base.hi < 0:
+            return p(base.hi), p(base.lo) if base.lo != -INF else 0.0
+        return (0.0, INF) if n % 2 == 0 else None
+    lo = max(base.lo, 0.0)
+    if base.hi < 0:
+        return None
+    if c > 0:
+        return p(lo), (INF if base.hi == INF else p(base.hi))
+    if lo > 0:
+        return (0.0 if base.hi == INF else p(base.hi)), p(lo)
+    return 0.0, INF
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def fmt(v: float) -> str:
+    if v == INF:
+        return "inf"
+    if v == -INF:
+        return "-inf"
+    return f"{v:.7g}"
+
+
+def describe(f: Fact) -> str:
+    """``>= 1e-08``, ``in [0, 1]``, ``!= 0`` ... for verdict reasons."""
+    if f.pytype == "bottom":
+        return "unreachable"
+    parts = []
+    if f.lo == -INF and f.hi == INF:
+        parts.append("unbounded")
+    elif f.hi == INF:
+        parts.append(f">= {fmt(f.lo)}")
+    elif f.lo == -INF:
+        parts.append(f"<= {fmt(f.hi)}")
+    elif f.lo == f.hi or abs(f.hi - f.lo) <= 1e-6 * abs(f.lo):  # a constant, widened by rounding
+        parts.append(f"== {fmt(f.lo)}")
+    else:
+        parts.append(f"in [{fmt(f.lo)}, {fmt(f.hi)}]")
+    if f.nonzero and f.lo <= 0 <= f.hi:
+        parts.append("and != 0")
+    return " ".join(parts)
+
+
+def static_safe(f: Fact, region: Region, dtype: str) -> bool:
+    """Region.static_safe over a fact, splitting a nonzero interval around 0."""
+    if f.pytype == "bottom":
+        return True
+    if f.nonzero and f.lo <= 0.0 <= f.hi:
+        tiny = _SMALLEST_SUBNORMAL.get(dtype, 5e-324)
+        pieces = []
+        if f.lo < 0:
+            pieces.append((f.lo, min(f.hi, -tiny)))
+        if f.hi > 0:
+            pieces.append((max(f.lo, tiny), f.hi))
+        return bool(pieces) and all(region.static_safe(lo, hi, dtype) for lo, hi in pieces)
+    return region.static_safe(f.lo, f.hi, dtype)
+
+
+# --- short names of the calls we know, by what they do to a range --------------------
+
+_IDENTITY = frozenset("""detach clone contiguous float double half bfloat16 to cpu cuda view reshape flatten
+squeeze unsqueeze permute transpose t expand expand_as repeat view_as reshape_as type_as requires_grad_
+flip roll narrow select index_select gather masked_select movedim unflatten repeat_interleave
+squeeze_ unsqueeze_ detach_ max min amax amin median nanmedian mean nanmean quantile nanquantile
+sort msort topk kthvalue cummax cummin mode take take_along_dim diagonal diag tile broadcast_to
+expand_copy chunk split unbind tensor_split hsplit vsplit""".split())
+_STACK = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
+_WITH_INDICES = frozenset({"max", "min", "median", "nanmedian", "mode", "sort", "topk", "kthvalue",
+                           "cummax", "cummin"})
+_UNIT = {"softmax": "softmax", "sigmoid": "sigmoid", "expit": "sigmoid", "softmin": "softmin",
+         "hardsigmoid": "hardsigmoid", "gumbel_softmax": "gumbel_softmax", "rand": "rand",
+         "rand_like": "rand", "bernoulli": "bernoulli", "one_hot": "one_hot", "eye": "eye",
+         "dropout_mask": "mask"}
+_SYMMETRIC_UNIT = {"tanh": "tanh", "sin": "sin", "cos": "cos", "softsign": "softsign", "sign": "sign",
+                   "sgn": "sign", "erf": "erf"}
+_NORMS = frozenset({"norm", "vector_norm", "matrix_norm", "dist", "cdist", "pairwise_distance",
+                    "frobenius_norm", "nuclear_norm", "std", "var", "hypot"})
+_NONNEG_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy",
+                            "binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss",
+                            "multilabel_soft_margin_loss", "hinge_embedding_loss"})
+_NUM_RESULT = frozenset({"numel", "dim", "ndimension", "nelement", "size", "element_size", "__len__"})
+_TORCH_ROOTS = ("torch.", "numpy.", "math.", "builtins.", "np.")
+_CONSTANTS = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.inf": INF,
+              "numpy.pi": math.pi, "numpy.e": math.e, "numpy.inf": INF, "torch.pi": math.pi,
+              "torch.e": math.e, "torch.inf": INF}
+_INT_TYPES = frozenset({"int", "float", "bool"})
+
+
+@dataclass
+class RangeAnalysis:
+    """On-demand range facts for the expressions of one module."""
+
+    flow: DataFlow
+    resolver: Resolver
+    dtype: str = "float32"
+    _memo: dict[int, Fact] = field(default_factory=dict)
+    _active: set[int] = field(default_factory=set)
+    _dumps: dict[int, str] = field(default_factory=dict)
+    _depth: int = 0
+
+    # --- entry points --------------------------------------------------------
+
+    def fact(self, e: ast.AST | None) -> Fact:
+        if e is None:
+            return TOP
+        key = id(e)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        if key in self._active or self._depth > MAX_DEPTH:
+            return TOP  # a cycle (loop-carried redefinition) or a very long chain
+        self._active.add(key)
+        self._depth += 1
+        try:
+            f = self._eval(e)
+        finally:
+            self._depth -= 1
+            self._active.discard(key)
+        self._memo[key] = f
+        return f
+
+    # --- helpers -----------------------------------------------------------------
+
+    def _num(self, v: float, why: str | None = None, pytype: str = "num") -> Fact:
+        return Fact(round_down(v, self.dtype), round_up(v, self.dtype), v != 0, pytype,
+                    why if why is not None else fmt(v))
+
+    def _iv(self, lo: float, hi: float, why: str, pytype: str = "unknown", nonzero: bool = False) -> Fact:
+        lo, hi = round_down(lo, self.dtype), round_up(hi, self.dtype)
+        return Fact(lo, hi, nonzero or lo > 0 or hi < 0, pytype, _short(why))
+
+    def _dump(self, e: ast.AST) -> str:
+        key = id(e)
+        if key not in self._dumps:
+            self._dumps[key] = ast.dump(e)
+        return self._dumps[key]
+
+    def same(self, a: ast.AST, b: ast.AST) -> bool:
+        return type(a) is type(b) and self._dump(a) == self._dump(b)
+
+    def _text(self, e: ast.AST) -> str:
+        try:
+            return _short(ast.unparse(e), 40)
+        except Exception:  # unparse is best effort on odd trees; words only
+            return "expression"
+
+    # --- evaluation ------------------------------------------------------------------
+
+    def _eval(self, e: ast.AST) -> Fact:
+        if isinstance(e, ast.Constant):
+            v = e.value
+            if isinstance(v, bool):
+                return Fact(float(v), float(v), v, "num", repr(v))
+            if isinstance(v, (int, float)):
+                return self._num(float(_safe(float, v, default=INF if v > 0 else -INF)))
+            if isinstance(v, (str, bytes)):
+                return Fact(pytype="str")
+            if v is None:
+                return Fact(pytype="none")
+            return TOP
+        if isinstance(e, ast.JoinedStr):
+            return Fact(pytype="str")
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set)):
+            elts = [self.fact(x) for x in e.elts if not isinstance(x, ast.Starred)]
+            if not elts or len(elts) != len(e.elts):
+                return Fact(pytype="object")
+            return join(elts).with_type("object")
+        if isinstance(e, (ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda)):
+            return Fact(pytype="object")
+        if isinstance(e, ast.Name):
+            return self._name(e)
+        if isinstance(e, ast.Attribute):
+            return self._attribute(e)
+        if isinstance(e, ast.Subscript):
+            return self._subscript(e)
+        if isinstance(e, ast.UnaryOp):
+            f = self.fact(e.operand)
+            if isinstance(e.op, ast.USub):
+                return replace(f, lo=-f.hi, hi=-f.lo, why=f"-{f.why}" if f.why else "")
+            if isinstance(e.op, ast.UAdd):
+                return f
+            if isinstance(e.op, ast.Not):
+                return Fact(0.0, 1.0, False, "num", "bool")
+            return Fact(pytype=f.pytype)
+        if isinstance(e, ast.BinOp):
+            return self._binop(self.fact(e.left), e.op, self.fact(e.right), e)
+        if isinstance(e, ast.BoolOp):
+            return join([self.fact(v) for v in e.values])
+        if isinstance(e, ast.Compare):
+            kinds = {self.fact(x).pytype for x in [e.left, *e.comparators]}
+            return Fact(0.0, 1.0, False, "num" if kinds == {"num"} else "unknown", "comparison")
+        if isinstance(e, ast.IfExp):
+            return join([self.refine(e.body, e.test, True), self.refine(e.orelse, e.test, False)])
+        if isinstance(e, ast.NamedExpr):
+            return self.fact(e.value)
+        if isinstance(e, ast.Call):
+            return self._call(e)
+        if isinstance(e, ast.Await):
+            return TOP
+        return TOP
+
+    def _name(self, e: ast.Name) -> Fact:
+        qn = self.resolver.qualified_name(e)
+        if qn is not None:
+            if qn in _CONSTANTS:
+                return self._num(_CONSTANTS[qn], e.id)
+            return Fact(pytype="module" if not qn.startswith("builtins.") else "object")
+        defs = self.flow.defs_reaching(e)
+        if not defs:
+            return TOP
+        facts = [self.def_fact(d) for d in defs]
+        return join(facts)
+
+    def def_fact(self, d: Def) -> Fact:
+        """The range of the value a definition binds."""
+        how = d.how
+        if how in ("assign", "walrus", "attr"):
+            return self.fact(d.value)
+        if how == "unpack":
+            v = d.value
+            for i in d.path:
+                if isinstance(v, (ast.Tuple, ast.List)) and i < len(v.elts) and not any(
+                        isinstance(x, ast.Starred) for x in v.elts):
+                    v = v.elts[i]
+                else:
+                    return TOP
+            return self.fact(v)
+        if how == "aug":
+            s = d.value
+            assert isinstance(s, ast.AugAssign)
+            prior = self.fact(s.target) if isinstance(s.target, ast.Name) else TOP
+            return self._binop(prior, s.op, self.fact(s.value), s)
+        if how == "param":
+            return self._param(d)
+        if how == "for":
+            return self._loop_target(d.value)
+        if how == "import":
+            return Fact(pytype="module")
+        if how in ("function", "class"):
+            return Fact(pytype="object")
+        if how == "mutate":
+            return self._mutation(d)
+        return TOP
+
+    def _param(self, d: Def) -> Fact:
+        info = self.flow.function_info(d.owner)
+        pytype = self._annotation_type(d.annotation)
+        if info is None:
+            return Fact(pytype=pytype)
+        if info.class_node is not None and d.param_index == 0 and self.flow.self_names.get(id(d.owner)) == d.name:
+            tensor_class = any(self._is_tensor_base(b) for b in info.class_node.bases)
+            return Fact(pytype="tensor" if tensor_class else "object", why="self")
+        if info.open_params:
+            return Fact(pytype=pytype)
+        sources = [a for a in self.flow.param_arguments(d)]
+        name = getattr(d.owner, "name", "<lambda>")
+        # Callers outside this file can pass anything to a public function; a
+        # private or nested one is only called from here.
+        private = name.startswith("_") and not name.startswith("__") or self._nested(d.owner) or name == "<lambda>"
+        if d.value is not None:
+            sources.append(d.value)
+        elif not private or not sources:
+            return Fact(pytype=pytype)
+        f = join([self.fact(s) for s in sources])
+        if pytype != "unknown" and f.pytype == "unknown":
+            f = f.with_type(pytype)
+        return f
+
+    def _nested(self, func: ast.AST | None) -> bool:
+        qual = self.flow.enclosing.get(id(func)) if func is not None else None
+        info = self.flow.function_info(func)
+        if qual is None or info is None:
+            return False
+        return qual.count(".") > (1 if info.class_node is not None else 0)
+
+    def _is_tensor_base(self, b: ast.expr) -> bool:
+        qn = self.resolver.qualified_name(b)
+        return qn in ("torch.Tensor", "torch.nn.Parameter", "torch.nn.parameter.Parameter")
+
+    def _annotation_type(self, a: ast.expr | None) -> str:
+        if a is None:
+            return "unknown"
+        if isinstance(a, ast.Name) and a.id in _INT_TYPES:
+            return "num"
+        if isinstance(a, ast.Name) and a.id == "str":
+            return "str"
+        qn = self.resolver.qualified_name(a)
+        if qn in ("torch.Tensor", "torch.FloatTensor"):
+            return "tensor"
+        return "unknown"
+
+    def _loop_target(self, it: ast.AST | None) -> Fact:
+        if isinstance(it, ast.Call) and self.resolver.qualified_name(it.func) == "builtins.range":
+            args = [self.fact(a) for a in it.args]
+            if len(args) == 1:
+                return Fact(0.0, max(args[0].hi - 1, 0.0), False, "num", "range index")
+            if len(args) >= 2:
+                lo = min(args[0].lo, args[1].lo)
+                hi = max(args[0].hi, args[1].hi)
+                return Fact(lo, hi, False, "num", "range index")
+            return Fact(pytype="num")
+        if isinstance(it, (ast.List, ast.Tuple)):
+            return join([self.fact(x) for x in it.elts]) if it.elts else TOP
+        return TOP
+
+    def _mutation(self, d: Def) -> Fact:
+        node = d.node
+        if isinstance(node, ast.Subscript):
+            prior = join([self.def_fact(p) for p in self.flow.defs_reaching(node)])
+            return join([prior, self.fact(d.value)])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            prior = join([self.def_fact(p) for p in self.flow.defs_reaching(node.func.value)])
+            name = node.func.attr[:-1]
+            if name == "zero":
+                return self._num(0.0, "zero_()").with_type("tensor")
+            if name == "fill":
+                return self._arg_fact(node, 0, "value").with_type("tensor")
+            got = self._known_call(name, prior, node, list(node.args), method=True)
+            return got if got is not None else TOP
+        return TOP
+
+    def _attribute(self, e: ast.Attribute) -> Fact:
+        qn = self.resolver.qualified_name(e)
+        if qn is not None:
+            if qn in _CONSTANTS:
+                return self._num(_CONSTANTS[qn], qn.split(".")[-1])
+            if qn.startswith("torch.") and qn.split(".")[-1] in ("float16", "float32", "float64", "bfloat16",
+                                                                  "half", "double", "float", "long", "int"):
+                return Fact(pytype="object", why=qn)
+            return Fact(pytype="module")
+        if self.flow.is_use(e):  # self.x in a method
+            defs = self.flow.defs_reaching(e)
+            if not defs:
+                return TOP
+            f = join([self.def_fact(d) for d in defs])
+            return f
+        if isinstance(e.value, ast.Call) and self.resolver.qualified_name(e.value.func) in (
+                "torch.finfo", "numpy.finfo"):
+            dtype = self._dtype_arg(e.value)
+            if e.attr == "eps":
+                v = _MACHINE_EPS.get(dtype, _MACHINE_EPS["float32"])
+                return self._num(v, f"finfo({dtype}).eps")
+            if e.attr in ("tiny", "smallest_normal"):
+                return self._num(dtype_limits(dtype).tiny, f"finfo({dtype}).tiny")
+            if e.attr == "max":
+                return self._num(dtype_limits(dtype).max, f"finfo({dtype}).max")
+            if e.attr == "min":
+                return self._num(-dtype_limits(dtype).max, f"finfo({dtype}).min")
+            return TOP
+        if e.attr in ("T", "mT", "H", "mH", "data", "real"):
+            return self.fact(e.value)
+        if e.attr == "values" and isinstance(e.value, ast.Call) and self._call_short(e.value) in _WITH_INDICES:
+            return self._first_input(e.value)
+        if e.attr in ("shape", "dtype", "device"):
+            return Fact(pytype="object")
+        if e.attr in ("ndim", "itemsize"):
+            return Fact(0.0, INF, False, "num", e.attr)
+        return TOP
+
+    def _dtype_arg(self, call: ast.Call) -> str:
+        arg = call.args[0] if call.args else None
+        qn = self.resolver.qualified_name(arg) if arg is not None else None
+        if qn:
+            return dtype_limits(qn).name
+        return self.dtype
+
+    def _subscript(self, e: ast.Subscript) -> Fact:
+        v = e.value
+        if isinstance(v, ast.Attribute) and v.attr == "shape":
+            return Fact(0.0, INF, False, "num", "shape")
+        if isinstance(v, ast.Call) and self._call_short(v) in _WITH_INDICES and self._has_dim(v):
+            s = e.slice
+            if isinstance(s, ast.Constant) and s.value == 0:
+                return self._first_input(v)
+            return TOP
+        f = self.fact(v)
+        if f.pytype == "str":
+            return f
+        if f.pytype in ("module", "none"):
+            return TOP
+        # Boolean-mask indexing selects the elements the mask admits: x[x > 0] > 0.
+        s = e.slice
+        if isinstance(s, (ast.Compare, ast.BoolOp, ast.BinOp, ast.UnaryOp)):
+            f = self.refine(v, s, True)
+        return replace(f, pytype="unknown" if f.pytype == "object" else f.pytype)
+
+    # --- operators -------------------------------------------------------------------
+
+    def _binop(self, a: Fact, op: ast.operator, b: Fact, node: ast.AST | None) -> Fact:
+        ptype = self._result_type(a, b, op)
+        if ptype == "str":
+            return Fact(pytype="str")
+        why_op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.Mod: "%",
+                  ast.FloorDiv: "//", ast.MatMult: "@"}.get(type(op), "?")
+        left_why = a.why or (self._text(node.left) if isinstance(node, ast.BinOp) else "?")
+        right_why = b.why or (self._text(node.right) if isinstance(node, ast.BinOp) else "?")
+        why = f"{left_why} {why_op} {right_why}"
+        if isinstance(op, ast.Add):
+            return self._iv(_nan_to(a.lo + b.lo, -INF), _nan_to(a.hi + b.hi, INF), why, ptype)
+        if isinstance(op, ast.Sub):
+            if node is not None and isinstance(node, ast.BinOp) and self.same(node.left, node.right):
+                return self._iv(0.0, 0.0, why, ptype)
+            return self._iv(_nan_to(a.lo - b.hi, -INF), _nan_to(a.hi - b.lo, INF), why, ptype)
+        if isinstance(op, ast.Mult):
+            if node is not None and isinstance(node, ast.BinOp) and self.same(node.left, node.right):
+                lo, hi = _square(a)
+                return self._iv(lo, hi, f"square of {a.why or '?'}", ptype)
+            lo, hi = _corners([a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi])
+            return self._iv(lo, hi, why, ptype)
+        if isinstance(op, ast.Div):
+            return self._divide(a, b, why, ptype)
+        if isinstance(op, ast.Pow):
+            if b.is_point:
+                r = pow_interval(a, b.lo)
+                if r is not None:
+                    return self._iv(r[0], r[1], why, ptype)
+            if a.lo >= 1 and b.lo >= 0:
+                return self._iv(1.0, INF, why, ptype)
+            if a.lo > 0:
+                return self._iv(0.0, INF, why, ptype)
+            return Fact(pytype=ptype)
+        if isinstance(op, ast.Mod):
+            if b.lo > 0:  # Python and torch.remainder take the divisor's sign
+                return self._iv(0.0, b.hi, why, ptype)
+            return Fact(pytype=ptype)
+        if isinstance(op, ast.FloorDiv):
+            if b.lo > 0 and a.lo >= 0:
+                return self._iv(0.0, INF if a.hi == INF else math.floor(a.hi / b.lo), why, ptype)
+            return Fact(pytype=ptype)
+        return Fact(pytype=ptype)
+
+    def _divide(self, a: Fact, b: Fact, why: str, ptype: str) -> Fact:
+        if b.lo > 0 or b.hi < 0:
+            inv = [1.0 / b.lo if b.lo not in (0.0, -INF, INF) else 0.0,
+                   1.0 / b.hi if b.hi not in (0.0, -INF, INF) else 0.0]
+            lo, hi = _corners([x * y for x in (a.lo, a.hi) for y in inv])
+            return self._iv(lo, hi, why, ptype)
+        if a.lo >= 0 and b.lo >= 0:
+            return self._iv(0.0, INF, why, ptype)
+        return Fact(pytype=ptype)
+
+    @staticmethod
+    def _result_type(a: Fact, b: Fact, op: ast.operator) -> str:
+        if isinstance(op, ast.Mod) and a.pytype == "str":
+            return "str"
+        if isinstance(op, ast.Add) and a.pytype == "str" and b.pytype == "str":
+            return "str"
+        if a.pytype == "num" and b.pytype == "num":
+            return "num"
+        if "tensor" in (a.pytype, b.pytype):
+            return "tensor"
+        return "unknown"
+
+    # --- guards -------------------------------------------------------------------------
+
+    def refine(self, expr: ast.AST, cond: ast.AST, truth: bool) -> Fact:
+        """The range of ``expr`` where ``cond`` is ``truth`` (torch.where, masks, x if c else y)."""
+        f = self.fact(expr)
+        return self._apply(f, expr, cond, truth)
+
+    def _apply(self, f: Fact, expr: ast.AST, cond: ast.AST, truth: bool) -> Fact:
+        if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, (ast.Not, ast.Invert)):
+            return self._apply(f, expr, cond.operand, not truth)
+        if isinstance(cond, ast.Call) and isinstance(cond.func, ast.Attribute) and cond.func.attr in (
+                "logical_not", "bitwise_not") and not cond.args:
+            return self._apply(f, expr, cond.func.value, not truth)
+        conj = (truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitAnd)) or (
+            truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.And))
+        disj = (not truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitOr)) or (
+            not truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.Or))
+        if conj or disj:
+            parts = cond.values if isinstance(cond, ast.BoolOp) else [cond.left, cond.right]
+            for p in parts:
+                f = self._apply(f, expr, p, truth)
+            return f
+        if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
+            return f
+        left, op, right = cond.left, cond.ops[0], cond.comparators[0]
+        flip = {ast.Gt: ast.Lt, ast.Lt: ast.Gt, ast.GtE: ast.LtE, ast.LtE: ast.GtE, ast.Eq: ast.Eq,
+                ast.NotEq: ast.NotEq}
+        if type(op) not in flip:
+            return f
+        if self.same(right, expr) and not self.same(left, expr):
+            left, right, op = right, left, flip[type(op)]()
+        if self.same(left, expr):
+            c = self.fact(right)
+            return self._constrain(f, type(op), c, truth, f"guarded by {self._text(cond)}")
+        # |x| > c with c >= 0 says x != 0
+        if self._is_abs_of(left, expr) and isinstance(op, (ast.Gt, ast.GtE)) and truth:
+            c = self.fact(right)
+            if c.lo > 0 or (isinstance(op, ast.Gt) and c.lo >= 0):
+                return replace(f, nonzero=True, why=f"guarded by {self._text(cond)}")
+        return f
+
+    def _is_abs_of(self, e: ast.AST, expr: ast.AST) -> bool:
+        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "abs" and not e.args:
+            return self.same(e.func.value, expr)
+        if isinstance(e, ast.Call) and len(e.args) == 1 and self._call_short(e) in ("abs", "absolute"):
+            return self.same(e.args[0], expr)
+        return False
+
+    @staticmethod
+    def _constrain(f: Fact, op: type, c: Fact, truth: bool, why: str) -> Fact:
+        lo, hi, nz = f.lo, f.hi, f.nonzero
+        if not truth:
+            op = {ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
+                  ast.NotEq: ast.Eq}[op]
+        if op in (ast.Gt, ast.GtE):
+            lo = max(lo, c.lo)
+            nz = nz or c.lo > 0 or (op is ast.Gt and c.lo >= 0)
+        elif op in (ast.Lt, ast.LtE):
+            hi = min(hi, c.hi)
+            nz = nz or c.hi < 0 or (op is ast.Lt and c.hi <= 0)
+        elif op is ast.Eq:
+            lo, hi = max(lo, c.lo), min(hi, c.hi)
+        elif op is ast.NotEq:
+            nz = nz or (c.lo == 0.0 and c.hi == 0.0)
+        if lo > hi:
+            return BOTTOM
+        return Fact(lo, hi, nz, f.pytype, why)
+
+    # --- calls ------------------------------------------------------------------------------
+
+    def _call_short(self, call: ast.Call) -> str | None:
+        """The last name of a torch/numpy/math/builtin function or of any method."""
+        qn = self.resolver.qualified_name(call.func)
+        if qn is not None:
+            return qn.rsplit(".", 1)[-1] if qn.startswith(_TORCH_ROOTS) else None
+        if isinstance(call.func, ast.Attribute):
+            return call.func.attr
+        return None
+
+    def _has_dim(self, call: ast.Call) -> bool:
+        qn = self.resolver.qualified_name(call.func)
+        method = qn is None
+        extra = call.args if method else call.args[1:]
+        if any(k.arg == "dim" for k in call.keywords):
+            return True
+        return bool(extra) and self.fact(extra[0]).pytype == "num"
+
+    def _first_input(self, call: ast.Call) -> Fact:
+        qn = self.resolver.qualified_name(call.func)
+        if qn is None and isinstance(call.func, ast.Attribute):
+            return self.fact(call.func.value)
+        return self.fact(call.args[0]) if call.args else TOP
+
+    def _arg(self, call: ast.Call, index: int, keyword: str | None) -> ast.expr | None:
+        if keyword is not None:
+            for k in call.keywords:
+                if k.arg == keyword:
+                    return k.value
+        if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+            return call.args[index]
+        return None
+
+    def _arg_fact(self, call: ast.Call, index: int, keyword: str | None) -> Fact:
+        a = self._arg(call, index, keyword)
+        return self.fact(a) if a is not None else TOP
+
+    def _call(self, e: ast.Call) -> Fact:
+        callee = self.flow.callee(e)
+        if callee is not None:
+            if getattr(callee, "name", None) == "__init__":
+                return Fact(pytype="object", why="instance")
+            rets = self.flow.returns_of(callee)
+            return join([self.fact(r) for r in rets], None) if rets else Fact(pytype="none")
+        qn = self.resolver.qualified_name(e.func)
+        if qn is not None:
+            if qn.startswith(_TORCH_ROOTS):
+                short = qn.rsplit(".", 1)[-1]
+                root = qn.split(".")[0]
+                if short in ("Tensor", "FloatTensor", "DoubleTensor", "tensor", "as_tensor", "from_numpy",
+                             "asarray", "array") and root in ("torch", "numpy"):
+                    return self._arg_fact(e, 0, "data").with_type("tensor")
+                args = list(e.args[1:])
+                inp = self._arg_fact(e, 0, "input") if e.args or e.keywords else TOP
+                got = self._known_call(short, inp, e, args, method=False, root=root)
+                if got is not None:
+                    if root in ("math",) or (root == "builtins" and got.pytype == "unknown" and
+                                             inp.pytype == "num" and short in ("abs", "max", "min", "round", "sum", "pow")):
+                        return got.with_type("num")
+                    return got
+                if root == "builtins":
+                    if short in ("int", "float", "len", "round", "bool"):
+                        return Fact(pytype="num")
+                    if short in ("str", "repr", "format"):
+                        return Fact(pytype="str")
+                    return Fact(pytype="object")
+                return Fact(pytype="tensor" if root == "torch" else "unknown")
+            return TOP  # some other library's function
+        if isinstance(e.func, ast.Attribute):
+            recv = self.fact(e.func.value)
+            if recv.pytype == "str":
+                return Fact(pytype="str")
+            got = self._known_call(e.func.attr, recv, e, list(e.args), method=True)
+            return got if got is not None else TOP
+        return TOP
+
+    def _known_call(self, name: str, inp: Fact, call: ast.Call, args: list[ast.expr], *, method: bool,
+                    root: str = "torch") -> Fact | None:
+        """Transfer function of a known torch function/method by its short name, else None.
+
+        ``inp`` is the range of the tensor operated on (the receiver of a method,
+        the first argument of a function); ``args`` are the remaining positional
+        arguments.
+        """
+        T = "num" if root == "math" else "tensor" if inp.pytype in ("tensor", "unknown") and root != "builtins" \
+            else inp.pytype
+        kw = {k.arg: k.value for k in call.keywords if k.arg}
+
+        def arg(i: int, key: str | None) -> ast.expr | None:
+            if key in kw:
+                return kw[key]
+            return args[i] if i < len(args) and not isinstance(args[i], ast.Starred) else None
+
+        if root == "builtins":
+            if name == "abs":
+                return self._abs(inp, T)
+            if name in ("max", "min") and len(call.args) >= 2:
+                facts = [self.fact(a) for a in call.args]
+                pick = max if name == "max" else min
+                f = Fact(pick(x.lo for x in facts), pick(x.hi for x in facts), False,
+                         "num" if all(x.pytype == "num" for x in facts) else "unknown",
+                         f"{name}({', '.join(x.why or '?' for x in facts)})")
+                return replace(f, nonzero=f.lo > 0 or f.hi < 0)
+            if name in ("max", "min") and len(call.args) == 1:
+                return replace(self.fact(call.args[0]), pytype="unknown")
+            if name in ("float", "int") and call.args and isinstance(call.args[0], ast.Constant) and isinstance(
+                    call.args[0].value, str):
+                v = _safe(float, call.args[0].value)
+                return self._num(v) if not math.isnan(v) else Fact(pytype="num")
+            if name in ("float", "int"):
+                return replace(inp, pytype="num")
+            if name == "len":
+                return Fact(0.0, INF, False, "num", "len")
+            if name == "sum":
+                return self._sum(inp, "unknown")
+            if name == "pow" and len(call.args) == 2:
+                return self._binop(inp, ast.Pow(), self.fact(call.args[1]), None)
+            return None
+        if name in _IDENTITY:
+            if name in ("max", "min") and not method and args and self.fact(args[0]).pytype == "tensor":
+                other = self.fact(args[0])
+                pick = max if name == "max" else min
+                return Fact(pick(inp.lo, other.lo), pick(inp.hi, other.hi), False, T,
+                            f"{name}imum of {inp.why or '?'} and {other.why or '?'}")
+            if name in _WITH_INDICES and self._has_dim(call):
+                return Fact(pytype="object")  # (values, indices): see _subscript
+            return replace(inp, pytype=T if inp.pytype != "bottom" else inp.pytype)
+        if name in _STACK:
+            seq = self._arg(call, -1 if method else 0, "tensors")
+            if method or seq is None:
+                return TOP
+            return replace(self.fact(seq), pytype="tensor")
+        if name in _UNIT:
+            return Fact(0.0, 1.0, False, T, f"{_UNIT[name]} output")
+        if name in _SYMMETRIC_UNIT:
+            if name in ("sin", "cos") and (inp.lo == -INF or inp.hi == INF):
+                return Fact(-1.0, 1.0, False, T, f"{name} output")  # sin(inf) is NaN: upstream's NaN
+            return Fact(-1.0, 1.0, inp.nonzero and name in ("tanh", "sign", "softsign", "erf"), T,
+                        f"{_SYMMETRIC_UNIT[name]} output")
+        if name in ("exp", "exp2", "expm1"):
+            base = {"exp": math.exp, "exp2": lambda v: 2.0 ** v, "expm1": math.expm1}[name]
+            lo = _safe(base, inp.lo, default=0.0 if inp.lo < 0 else INF) if inp.lo != -INF else (
+                -1.0 if name == "expm1" else 0.0)
+            hi = _safe(base, inp.hi, default=INF) if inp.hi != INF else INF
+            return self._iv(lo, hi, f"{name} of {inp.why or 'a value'}", T)
+        if name in ("log", "log2", "log10", "log1p"):
+            fn = {"log": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p}[name]
+            shift = 1.0 if name == "log1p" else 0.0
+            lo = _safe(fn, inp.lo, default=-INF) if inp.lo + shift > 0 else -INF
+            hi = _safe(fn, inp.hi, default=INF) if inp.hi + shift > 0 else -INF
+            if inp.hi == INF:
+                hi = INF
+            if hi == -INF:
+                return Fact(pytype=T)
+            return self._iv(lo, hi, f"{name} of {inp.why or 'a value'}", T)
+        if name == "sqrt":
+            hi = math.sqrt(inp.hi) if inp.hi > 0 else 0.0
+            lo = math.sqrt(inp.lo) if inp.lo > 0 else 0.0
+            return self._iv(lo, hi, f"sqrt of {inp.why or 'a value'}", T, nonzero=inp.lo > 0)
+        if name == "rsqrt":
+            if inp.lo > 0:
+                return self._iv(1.0 / math.sqrt(inp.hi) if inp.hi != INF else 0.0, 1.0 / math.sqrt(inp.lo),
+                                "rsqrt", T)
+            return Fact(0.0, INF, False, T, "rsqrt")
+        if name in ("abs", "absolute", "fabs"):
+            return self._abs(inp, T)
+        if name == "square":
+            lo, hi = _square(inp)
+            return self._iv(lo, hi, f"square of {inp.why or 'a value'}", T)
+        if name in ("relu", "relu_", "relu6", "hardtanh", "threshold"):
+            if name == "hardtanh":
+                lo_c = self.fact(arg(0, "min_val")) if arg(0, "min_val") is not None else self._num(-1.0)
+                hi_c = self.fact(arg(1, "max_val")) if arg(1, "max_val") is not None else self._num(1.0)
+                return self._clamp(inp, lo_c, hi_c, T, "hardtanh")
+            top = 6.0 if name == "relu6" else INF
+            return Fact(max(inp.lo, 0.0), min(max(inp.hi, 0.0), top), inp.lo > 0, T, "relu output")
+        if name in ("softplus",):
+            return Fact(0.0, INF, False, T, "softplus output")
+        if name in ("elu", "selu", "celu", "gelu", "silu", "mish", "hardswish", "leaky_relu", "prelu", "rrelu"):
+            if inp.lo >= 0:
+                return Fact(0.0 if name != "selu" else 0.0, INF, False, T, f"{name} output")
+            if name in ("gelu", "silu", "mish", "hardswish", "elu", "celu") and not call.args[1:] and not kw:
+                return Fact(-1.0, INF, False, T, f"{name} output")
+            return Fact(pytype=T)
+        if name in ("clamp", "clip", "clamp_", "clip_"):
+            lo_c = arg(0, "min")
+            hi_c = arg(1, "max")
+            return self._clamp(inp, self.fact(lo_c) if lo_c is not None else None,
+                               self.fact(hi_c) if hi_c is not None else None, T, "clamp")
+        if name in ("clamp_min", "clamp_min_"):
+            a = arg(0, "min")
+            return self._clamp(inp, self.fact(a) if a is not None else TOP, None, T, "clamp_min")
+        if name in ("clamp_max", "clamp_max_"):
+            a = arg(0, "max")
+            return self._clamp(inp, None, self.fact(a) if a is not None else TOP, T, "clamp_max")
+        if name in ("maximum", "fmax", "minimum", "fmin"):
+            other = self.fact(arg(0, "other"))
+            pick = max if name in ("maximum", "fmax") else min
+            f = Fact(pick(inp.lo, other.lo), pick(inp.hi, other.hi), False, T,
+                     f"{name}({inp.why or '?'}, {other.why or '?'})")
+            return replace(f, nonzero=f.lo > 0 or f.hi < 0)
+        if name == "where":
+            if method:  # x.where(cond, y) == torch.where(cond, x, y)
+                cond, a_expr, b_expr = arg(0, "condition"), call.func.value, arg(1, "other")  # type: ignore[union-attr]
+            else:
+                cond = self._arg(call, 0, "condition")
+                a_expr, b_expr = self._arg(call, 1, "input"), self._arg(call, 2, "other")
+            if cond is None or a_expr is None or b_expr is None:
+                return Fact(pytype=T)
+            f = join([self.refine(a_expr, cond, True), self.refine(b_expr, cond, False)])
+            return replace(f, pytype="tensor", why=f"torch.where({self._text(cond)}, ...)")
+        if name in ("masked_fill", "masked_fill_"):
+            mask, value = arg(0, "mask"), arg(1, "value")
+            recv = call.func.value if method and isinstance(call.func, ast.Attribute) else self._arg(call, 0, "input")
+            kept = self.refine(recv, mask, False) if (recv is not None and mask is not None) else inp
+            f = join([kept, self.fact(value) if value is not None else TOP])
+            return replace(f, pytype="tensor", why=f"masked_fill with {self.fact(value).why or '?'}")
+        if name == "nan_to_num":
+            return join([inp, self._num(0.0)]).with_type(T)
+        if name in _NORMS or (name == "norm" and root == "linalg"):
+            return Fact(0.0, INF, False, T, "std" if name == "std" else "variance" if name == "var" else "norm")
+        if name == "normalize":
+            return Fact(-1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T, "F.normalize output (|x| <= 1 up to rounding)")
+        if name == "cosine_similarity":
+            return Fact(-1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T,
+                        "cosine similarity (can exceed 1 by rounding)")
+        if name in ("ones", "ones_like", "new_ones"):
+            return self._num(1.0, "ones", "tensor")
+        if name in ("zeros", "zeros_like", "new_zeros"):
+            return self._num(0.0, "zeros", "tensor")
+        if name in ("full", "full_like", "new_full"):
+            v = self._arg(call, 1, "fill_value") if not method else arg(1, "fill_value")
+            return replace(self.fact(v), pytype="tensor", why="full") if v is not None else Fact(pytype=T)
+        if name == "arange" and not method:
+            nums = [self.fact(a) for a in call.args[:2]]
+            if len(nums) == 1:
+                return Fact(min(0.0, nums[0].lo), max(nums[0].hi, 0.0), False, "tensor", "arange")
+            if len(nums) == 2:
+                return Fact(min(nums[0].lo, nums[1].lo), max(nums[0].hi, nums[1].hi), False, "tensor", "arange")
+            return Fact(pytype="tensor")
+        if name == "linspace" and not method and len(call.args) >= 2:
+            a, b = self.fact(call.args[0]), self.fact(call.args[1])
+            return Fact(min(a.lo, b.lo), max(a.hi, b.hi), False, "tensor", "linspace")
+        if name in ("randint", "randint_like"):
+            ints = [self.fact(a) for a in call.args[(1 if method or name == "randint_like" else 0):]
+                    if self.fact(a).pytype == "num"][:2]
+            if len(ints) == 1:
+                return Fact(0.0, max(ints[0].hi - 1, 0.0), False, "tensor", "randint")
+            if len(ints) == 2:
+                return Fact(ints[0].lo, max(ints[1].hi - 1, ints[0].lo), False, "tensor", "randint")
+            return Fact(pytype="tensor")
+        if name in ("triu", "tril"):
+            return join([inp, self._num(0.0)]).with_type(T)
+        if name in ("pow", "float_power"):
+            e = arg(0, "exponent")
+            return self._binop(inp, ast.Pow(), self.fact(e), None).with_type(T) if e is not None else Fact(pytype=T)
+        if name in ("mul", "multiply"):
+            return self._binop(inp, ast.Mult(), self.fact(arg(0, "other")), None).with_type(T)
+        if name in ("add", "sub", "subtract") and "alpha" not in kw:
+            op = ast.Add() if name == "add" else ast.Sub()
+            return self._binop(inp, op, self.fact(arg(0, "other")), None).with_type(T)
+        if name in ("div", "divide", "true_divide") and "rounding_mode" not in kw:
+            return self._binop(inp, ast.Div(), self.fact(arg(0, "other")), None).with_type(T)
+        if name in ("neg", "negative"):
+            return replace(inp, lo=-inp.hi, hi=-inp.lo, pytype=T)
+        if name == "reciprocal":
+            return self._divide(self._num(1.0), inp, f"1 / {inp.why or '?'}", T)
+        if name in ("sum", "nansum", "cumsum"):
+            return self._sum(inp, T)
+        if name in ("prod", "cumprod"):
+            return Fact(0.0, INF, False, T, "product") if inp.lo >= 0 else Fact(pytype=T)
+        if name in ("item", "tolist"):
+            return replace(inp, pytype="num" if name == "item" else "object")
+        if name in _NUM_RESULT:
+            return Fact(0.0, INF, False, "num", name)
+        if name in ("floor", "ceil", "round", "trunc"):
+            lo = math.floor(inp.lo) if inp.lo not in (-INF, INF) else inp.lo
+            hi = math.ceil(inp.hi) if inp.hi not in (-INF, INF) else inp.hi
+            return Fact(float(lo), float(hi), False, T, name)
+        if name in ("logsumexp",):
+            return Fact(inp.lo, INF, False, T, "logsumexp")
+        if name in ("log_softmax", "logsigmoid"):
+            return Fact(-INF, 0.0, False, T, f"{name} output")
+        if name in _NONNEG_LOSSES:
+            return Fact(0.0, INF, False, T, name)
+        if name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
+            return Fact(0.0, INF, False, T, "dropout of a non-negative value") if inp.lo >= 0 else Fact(pytype=T)
+        if name == "sqrt" or name == "isfinite":
+            return None
+        return None
+
+    def _abs(self, inp: Fact, T: str) -> Fact:
+        if inp.lo >= 0:
+            lo, hi = inp.lo, inp.hi
+        elif inp.hi <= 0:
+            lo, hi = -inp.hi, -inp.lo
+        else:
+            lo, hi = 0.0, max(-inp.lo, inp.hi)
+        return Fact(lo, hi, inp.nonzero or lo > 0, T, f"abs of {inp.why}" if inp.why else "abs")
+
+    def _sum(self, inp: Fact, T: str) -> Fact:
+        # an empty sum is 0, so even a positive range only gives >= 0
+        if inp.lo >= 0:
+            return Fact(0.0, INF, False, T, f"sum of {inp.why or 'non-negative values'}")
+        if inp.hi <= 0:
+            return Fact(-INF, 0.0, False, T, "sum of non-positive values")
+        return Fact(pytype=T)
+
+    def _clamp(self, inp: Fact, lo_c: Fact | None, hi_c: Fact | None, T: str, name: str) -> Fact:
+        lo, hi = inp.lo, inp.hi
+        parts = []
+        if lo_c is not None:
+            lo, hi = max(lo, lo_c.lo), max(hi, lo_c.lo)
+            parts.append(f"min={lo_c.why or '?'}")
+        if hi_c is not None:
+            lo, hi = min(lo, hi_c.hi), min(hi, hi_c.hi)
+            parts.append(f"max={hi_c.why or '?'}")
+        nz = (lo > 0 or hi < 0) or (inp.nonzero and (lo_c is None or lo_c.hi <= 0) and (hi_c is None or hi_c.lo >= 0))
+        return Fact(lo, hi, nz, T, f"{name}({', '.join(parts)})")
+
+
+def _nan_to(v: float, default: float) -> float:
+    return default if math.isnan(v) else v

@@ -1,0 +1,236 @@
+"""The site finder: every candidate unsafe operation in one module.
+
+Walks the syntax tree once and reports, as ``Candidate``s carrying a
+``model.Site``:
+
+* calls whose callee resolves (through import aliases) to a catalogue row:
+  ``torch.log(x)``, ``th.special.log1p(x)``, ``math.sqrt(v)``, ``np.log(a)``;
+* Tensor methods on any receiver that is not known to be something else
+  (a module, a string, a Python number, ``self`` of a non-tensor class):
+  ``x.log()``, ``(a - b).sqrt()``, ``self.fc(x).exp()``, ``x.log_()``;
+* operators ``/ // % **`` and ``/= //= %= **=`` unless both sides are known
+  Python numbers, the left side is a string (``"%d" % n``) or a path-like
+  object, or the exponent is a non-negative integer literal; a number on the
+  left and a tensor (or unknown) on the right is the reflected form
+  (``1 / x`` -> ``torch.Tensor.__rtruediv__``, operand ``x``).
+
+``Site.span`` is the whole expression (the call, the binary operation, the
+augmented assignment statement) exactly as CPython's ``co_positions`` reports
+it for the CALL/BINARY_OP instruction, so the tracer can match events to
+sites. ``SAFE_FORMS`` are never sites. ``safe_when`` keywords (``correction=0``)
+are recorded on the candidate for the verdict.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from grist_lsp.analyzer.catalogue import (AUGMENTED_OPERATORS, BINARY_OPERATORS, KINDS, OP_TABLE,
+                                          REFLECTED_OPERATORS, SAFE_FORMS, Op)
+from grist_lsp.analyzer.dataflow import DataFlow
+from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.positions import SourceLines
+from grist_lsp.analyzer.ranges import RangeAnalysis
+from grist_lsp.model import Site
+
+_OPERATOR_NAMES = {ast.Div: "Divide", ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power"}
+_AUG_NAMES = {ast.Div: "DivideAssign", ast.FloorDiv: "FloorDivideAssign", ast.Mod: "ModuloAssign",
+              ast.Pow: "PowerAssign"}
+_NOT_TENSOR = frozenset({"num", "str", "module", "object", "none"})
+
+
+@dataclass
+class Candidate:
+    """A site plus what the verdict needs: the operand expression (None when the
+    operand is implicit), the exponent for pow, and a ``safe_when`` match."""
+
+    site: Site
+    node: ast.AST
+    operand: ast.AST | None
+    exponent: ast.AST | None = None
+    safe_keyword: str | None = None  # e.g. "correction=0"
+
+
+def _is_const(e: ast.AST) -> bool:
+    """A numeric constant expression (no names, no calls): 2, -1.5, 2 * 3."""
+    if isinstance(e, ast.Constant):
+        return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        return _is_const(e.operand)
+    if isinstance(e, ast.BinOp):
+        return _is_const(e.left) and _is_const(e.right)
+    return False
+
+
+def _const_value(e: ast.AST) -> float | None:
+    if not _is_const(e):
+        return None
+    try:
+        v = eval(compile(ast.Expression(body=e), "<const>", "eval"), {"__builtins__": {}})  # noqa: S307
+        return float(v)
+    except (ArithmeticError, ValueError, TypeError, OverflowError):
+        return None
+
+
+def _nonneg_int_literal(e: ast.AST) -> bool:
+    v = _const_value(e) if not isinstance(e, ast.UnaryOp) else None
+    return v is not None and v >= 0 and float(v).is_integer()
+
+
+class SiteFinder(ast.NodeVisitor):
+    """One pass over the module; ``find_sites`` is the entry point."""
+
+    def __init__(self, path: str, lines: SourceLines, flow: DataFlow, resolver: Resolver,
+                 ranges: RangeAnalysis) -> None:
+        self.path = path
+        self.lines = lines
+        self.flow = flow
+        self.resolver = resolver
+        self.ranges = ranges
+        self.scope: list[str] = []
+        self.found: list[Candidate] = []
+
+    # --- scopes -------------------------------------------------------------
+
+    def _scoped(self, node: ast.AST, name: str) -> None:
+        self.scope.append(name)
+        self.generic_visit(node)
+        self.scope.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        self._scoped(node, node.name)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        self._scoped(node, node.name)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._scoped(node, node.name)
+
+    # --- sites -----------------------------------------------------------------
+
+    def _add(self, node: ast.AST, op: Op, operand: ast.AST | None, exponent: ast.AST | None = None,
+             safe_keyword: str | None = None) -> None:
+        span = self.lines.span(node)
+        site = Site(file=self.path, span=span, op=op.name, kind=op.kind, operand=op.operand_label,
+                    text=self.lines.text_of(span), function=".".join(self.scope) or None)
+        self.found.append(Candidate(site, node, operand, exponent, safe_keyword))
+
+    @staticmethod
+    def _arg(call: ast.Call, index: int, keyword: str | None) -> ast.expr | None:
+        for k in call.keywords:
+            if keyword is not None and k.arg == keyword:
+                return k.value
+        for a in call.args[: index + 1]:
+            if isinstance(a, ast.Starred):
+                return None
+        return call.args[index] if 0 <= index < len(call.args) else None
+
+    @staticmethod
+    def _safe_keyword(op: Op, call: ast.Call) -> str | None:
+        for k in call.keywords:
+            for key, value in op.safe_when:
+                if k.arg == key and isinstance(k.value, ast.Constant) and type(k.value.value) is type(value) \
+                        and k.value.value == value:
+                    return f"{key}={value!r}"
+        return None
+
+    def visit_Call(self, node: ast.Call) -> None:
+        self.generic_visit(node)
+        qn = self.resolver.qualified_name(node.func)
+        if qn is not None:
+            if qn in SAFE_FORMS:
+                return
+            op = OP_TABLE.get(qn)
+            if op is None:
+                return
+            if node.args and all(_is_const(a) for a in node.args) and not node.keywords:
+                return  # math.log(10000.0): a constant, computed once, no tensor involved
+            operand = self._arg(node, op.operand_index, op.operand_keyword)
+            exponent = self._arg(node, op.aux_index, op.aux_keyword) if op.aux_index is not None else None
+            if exponent is not None and _nonneg_int_literal(exponent):
+                return
+            self._add(node, op, operand, exponent, self._safe_keyword(op, node))
+            return
+        if not isinstance(node.func, ast.Attribute):
+            return
+        op = OP_TABLE.get(f"torch.Tensor.{node.func.attr}")
+        if op is None or op.name in SAFE_FORMS:
+            return
+        receiver = node.func.value
+        if self.ranges.fact(receiver).pytype in _NOT_TENSOR:
+            return
+        if self.flow.callee(node) is not None:
+            return  # self.log(...) calling a method defined in this file
+        if self._elementwise(op) and (node.args or any(k.arg not in ("out",) for k in node.keywords)):
+            return  # logger.log("msg", x): Tensor.log takes no arguments
+        # For methods, argument index 0 is the tensor itself.
+        operand = receiver if op.operand_index == 0 else self._arg(node, op.operand_index - 1, op.operand_keyword)
+        exponent = None
+        if op.aux_index is not None:
+            exponent = self._arg(node, op.aux_index - 1, op.aux_keyword)
+            if exponent is not None and _nonneg_int_literal(exponent):
+                return
+        self._add(node, op, operand, exponent, self._safe_keyword(op, node))
+
+    @staticmethod
+    def _elementwise(op: Op) -> bool:
+        """Unary elementwise Tensor methods take no positional arguments (logit's eps aside)."""
+        region = KINDS[op.kind].region
+        return op.operand_index == 0 and op.aux_index is None and region.shape is None and op.kind != "logit"
+
+    def _skip_operator(self, left: ast.AST, right: ast.AST, op: ast.operator) -> bool:
+        if _is_const(left) and _is_const(right):
+            return True
+        lf, rf = self.ranges.fact(left), self.ranges.fact(right)
+        if lf.pytype == "num" and rf.pytype == "num":
+            return True
+        if "str" in (lf.pytype, rf.pytype) or isinstance(left, ast.JoinedStr):
+            return True  # "%d" % n, path / "name"
+        if lf.pytype in ("object", "module", "none"):
+            return True  # Path(...) / name and other objects' own operators
+        if isinstance(op, ast.Pow) and _nonneg_int_literal(right):
+            return True
+        return False
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        self.generic_visit(node)
+        name = _OPERATOR_NAMES.get(type(node.op))
+        if name is None or self._skip_operator(node.left, node.right, node.op):
+            return
+        left = self.ranges.fact(node.left)
+        reflected = _is_const(node.left) or left.pytype == "num"
+        if reflected:
+            op = OP_TABLE[REFLECTED_OPERATORS[name]]
+            self._add(node, op, node.right)
+            return
+        op = OP_TABLE[BINARY_OPERATORS[name]]
+        if op.kind == "pow":
+            self._add(node, op, node.left, node.right)
+        else:
+            self._add(node, op, node.right)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self.generic_visit(node)
+        name = _AUG_NAMES.get(type(node.op))
+        if name is None:
+            return
+        target_read = node.target
+        if isinstance(node.target, ast.Name) and not self.flow.is_use(node.target):
+            target_read = None
+        if target_read is not None and self._skip_operator(target_read, node.value, node.op):
+            return
+        op = OP_TABLE[AUGMENTED_OPERATORS[name]]
+        if op.kind == "pow":
+            self._add(node, op, node.target, node.value)
+        else:
+            self._add(node, op, node.value)
+
+
+def find_sites(path: str, lines: SourceLines, tree: ast.Module, flow: DataFlow, resolver: Resolver,
+               ranges: RangeAnalysis) -> list[Candidate]:
+    """Every candidate site of the module, in source order."""
+    finder = SiteFinder(path, lines, flow, resolver, ranges)
+    finder.visit(tree)
+    finder.found.sort(key=lambda c: (c.site.span, c.site.op))
+    return finder.found
