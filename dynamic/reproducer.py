@@ -59,7 +59,7 @@ def render_reproducer(site: Site, witness: Witness, directory: str | None = None
     """
     filename = reproducer_filename(site)
     kind, _, _ = witness.entry.partition(":")
-    weights_moved = any(v for v in witness.weights_moved.values())
+    weights_moved = any(v for v in witness.weights_moved.values()) or bool(witness.weight_deltas)
     payload_tensors = _payload_tensors(witness)
     missing = [n for n, tv in witness.inputs.items() if tv.values is None and n not in payload_tensors]
     if kind in ("entry", "probe") and not weights_moved and not missing:
@@ -111,16 +111,16 @@ def _test_name(site: Site) -> str:
 
 
 def _payload_tensors(witness: Witness) -> dict[str, Any]:
-    """name -> tensor from the witness's .pt payload ({} without one)."""
-    if not witness.payload or not os.path.exists(witness.payload):
-        return {}
-    import torch
+    """name -> tensor for the inputs too large to be inline in the witness (``TensorValue.file``)."""
+    found: dict[str, Any] = {}
+    for name, tv in witness.inputs.items():
+        if tv.values is None and tv.file and os.path.exists(tv.file):
+            import torch
 
-    data = torch.load(witness.payload, map_location="cpu", weights_only=True)
-    if isinstance(data, dict):
-        inputs = data.get("inputs", data)
-        return {k: v for k, v in inputs.items() if isinstance(v, torch.Tensor)}
-    return {}
+            data = torch.load(tv.file, map_location="cpu", weights_only=True)
+            if isinstance(data, torch.Tensor):
+                found[name] = data
+    return found
 
 
 def _runtime_names(site: Site) -> list[str]:
@@ -161,6 +161,8 @@ def _function_start(site: Site) -> tuple[str, int] | None:
 # --- tensors as code ---------------------------------------------------------------------
 
 def _literal(value: Any) -> str:
+    if isinstance(value, str) and value in ("nan", "inf", "-inf"):  # how witnesses carry non-finite floats
+        return f"float({value!r})"
     if isinstance(value, list):
         return "[" + ", ".join(_literal(v) for v in value) + "]"
     if isinstance(value, bool):
@@ -174,12 +176,21 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
+def _finite_floats(values: Any) -> Any:
+    """Witness values with the "nan"/"inf" strings turned back into floats."""
+    if isinstance(values, list):
+        return [_finite_floats(v) for v in values]
+    return float(values) if isinstance(values, str) else values
+
+
 def _dtype_expr(dtype: str) -> str:
     name = dtype.replace("torch.", "")
     return f"torch.{name}" if re.fullmatch(r"\w+", name) else "torch.float32"
 
 
 def _tensor_expr(name: str, tv: TensorValue, payload_file: str | None) -> str:
+    if tv.dtype.startswith("python:"):  # a number passed as an argument (dim=1, eps=0.0)
+        return _literal(tv.values)
     if tv.values is not None and _count(tv.values) <= INLINE_ELEMENTS:
         text = f"torch.tensor({_literal(tv.values)}, dtype={_dtype_expr(tv.dtype)})"
         if list(tv.shape) and _count(tv.values) == 0:
@@ -239,6 +250,10 @@ class WatchSite(TorchFunctionMode):
 '''
 
 _LOAD = '''
+def fresh(value):
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
 def load_program(path: Path):
     """Import the program file the way `python -c "import <module>"` would from its root."""
     root, parts = path.parent, [path.stem]
@@ -254,8 +269,8 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
                   payload_tensors: dict[str, Any]) -> Reproducer:
     kind, _, rest = witness.entry.partition(":")
     payload_name = Path(filename).with_suffix(".pt").name
-    needs_payload = [n for n, tv in witness.inputs.items()
-                     if tv.values is None or _count(tv.values) > INLINE_ELEMENTS]
+    needs_payload = [n for n, tv in witness.inputs.items() if not tv.dtype.startswith("python:")
+                     and (tv.values is None or _count(tv.values) > INLINE_ELEMENTS)]
     payloads: dict[str, bytes] = {}
     if needs_payload:
         import io
@@ -269,7 +284,8 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
                 tensors[n] = payload_tensors[n]
             else:
                 tv = witness.inputs[n]
-                tensors[n] = torch.tensor(tv.values, dtype=getattr(torch, tv.dtype.replace("torch.", "")))
+                values = _finite_floats(tv.values)
+                tensors[n] = torch.tensor(values, dtype=getattr(torch, tv.dtype.replace("torch.", ""))).reshape(tv.shape)
         torch.save(tensors, buf)
         payloads[payload_name] = buf.getvalue()
 
@@ -330,10 +346,10 @@ def call_program() -> None:
     for i in range(len(args)):
         name = names[i] if i < len(names) and not names[i].startswith("*") else f"arg{i}"
         if name in INPUTS:
-            args[i] = INPUTS[name].clone()
+            args[i] = fresh(INPUTS[name])
     for name in kwargs:
         if name in INPUTS:
-            kwargs[name] = INPUTS[name].clone()
+            kwargs[name] = fresh(INPUTS[name])
     fn(*args, **kwargs)
 ''')
         out[1] = out[1].replace("import importlib\n", "import importlib\nimport inspect\n")
@@ -345,9 +361,12 @@ def call_program() -> None:
     obj = getattr(load_program(PROGRAM), PROBED)
     if isinstance(obj, type):
         obj = obj(*CONSTRUCTOR_ARGS)
-    obj(**{name: value.clone() for name, value in INPUTS.items()})
+    # inputs are named by the parameters of forward (or of the function)
+    params = list(inspect.signature(obj.forward if isinstance(obj, torch.nn.Module) else obj).parameters)
+    args = [fresh(INPUTS[name]) for name in params if name in INPUTS]
+    obj(*args, *[fresh(value) for name, value in INPUTS.items() if name not in params])
 ''')
-        out[1] = out[1].replace("import importlib\n", "import importlib\nimport random\n")
+        out[1] = out[1].replace("import importlib\n", "import importlib\nimport inspect\nimport random\n")
     out.append(f'''
 def {_test_name(site)}() -> None:
     watch = WatchSite(BACKWARD)

@@ -2,11 +2,37 @@
 
 ``fix_verdicts`` is the only place a ``Fix`` becomes ``verified``; ``apply_edits`` is the one
 helper every caller (CLI ``--fix``, server, tests) uses to turn edits into text.
+
+A fix of a *confirmed* site is verified when, on the fixed text, (1) the static pass no longer
+reports a candidate of that kind there or the engine's fresh search (same options and seed)
+fails to confirm one, (2) the engine confirms no site that was not confirmed before, (3) the
+original witness, replayed against the fixed text, no longer produces NaN/INF, and (4) the
+program, run on its own example inputs, still completes and returns the same values within a
+tolerance (where the entry returns something to compare). User code only runs in subprocesses:
+the engine's workers, and ``python -m grist_lsp.dynamic.verify`` for replay and output runs.
+Fixes of *possible* sites are proposed unverified; the static pass is still re-run on them
+(cheap) and the note says whether it now proves the site safe.
 """
 
 from __future__ import annotations
 
-from grist_lsp.model import Span, TextEdit
+import contextlib
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict, Witness, site_from_json, to_json, witness_from_json
+
+# Output comparison: relative and absolute tolerance. Clamps at 1e-8 and the like move values
+# that were already far from the invalid region by far less than this.
+RTOL = 1e-4
+ATOL = 1e-6
+DEFAULT_TIMEOUT = 120.0
 
 
 class EditError(ValueError):
@@ -69,7 +95,7 @@ def shift_span(span: Span, edits: list[TextEdit], text: str) -> Span | None:
         e_lo = _offset(starts, text, edit.span.start_line, edit.span.start_col)
         e_hi = _offset(starts, text, edit.span.end_line, edit.span.end_col)
         change = len(edit.new_text) - (e_hi - e_lo)
-        if e_hi <= lo and not (e_lo == e_hi == lo and False):
+        if e_hi <= lo:
             delta_lo += change
             delta_hi += change
         elif e_lo >= hi:
@@ -90,3 +116,328 @@ def _span_of(text: str, lo: int, hi: int) -> Span:
 
     (l1, c1), (l2, c2) = pos(lo), pos(hi)
     return Span(l1, c1, l2, c2)
+
+
+# --- fix_verdicts ---------------------------------------------------------------------
+
+@dataclass
+class _Check:
+    """What re-checking one fix found; ``note`` renders it in words."""
+
+    parses: bool = True
+    static_at_site: str = "unknown"  # "gone", "safe", "possible", "error: ..."
+    engine_at_site: str = "not run"  # "not confirmed", "confirmed", "error: ..."
+    new_confirmed: list[str] = field(default_factory=list)
+    replay: str = "not run"  # "not reproduced", "reproduced", "error: ..."
+    output: str = "not compared"  # "same", "differs: ...", "no values", "error: ..."
+
+    @property
+    def verified(self) -> bool:
+        bug_gone = self.static_at_site in ("gone", "safe") or self.engine_at_site == "not confirmed"
+        return (self.parses and bug_gone and not self.new_confirmed and self.replay == "not reproduced"
+                and not self.output.startswith(("differs", "error")))
+
+    def note(self, no_witness: bool = False) -> str:
+        if not self.parses:
+            return "not verified: the rewritten file does not parse"
+        parts = []
+        parts.append({
+            "gone": "static pass: no such op at the site any more",
+            "safe": "static pass: the site is now proved safe",
+            "possible": "static pass: the site is still a candidate",
+        }.get(self.static_at_site, f"static pass: {self.static_at_site}"))
+        if self.engine_at_site != "not run":
+            parts.append(f"engine (fresh search, same seed): the site is {self.engine_at_site}")
+        if self.new_confirmed:
+            parts.append("engine confirmed new bugs at " + ", ".join(self.new_confirmed))
+        elif self.engine_at_site != "not run":
+            parts.append("no new confirmed site")
+        if self.replay != "not run":
+            parts.append(f"original witness replayed on the fixed code: {self.replay}")
+        parts.append({
+            "same": f"program output on its example inputs unchanged (rtol {RTOL:g}, atol {ATOL:g})",
+            "no values": "program runs on its example inputs (it returns no values to compare)",
+            "not compared": "program output not compared",
+        }.get(self.output, f"program output on its example inputs: {self.output}"))
+        if no_witness:
+            return "not verified (no witness to re-run): " + "; ".join(parts[:1])
+        return ("verified: " if self.verified else "not verified: ") + "; ".join(parts)
+
+
+def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any) -> list[Verdict]:
+    """``verdicts`` with ``fixes`` filled in for confirmed and possible sites.
+
+    ``options`` is the engine's ``EngineOptions`` (budget, seed, timeout ... reused for the
+    re-check, reproducer writing switched off). Other verdicts pass through unchanged.
+    """
+    from grist_lsp.analyzer.fixes import propose_fixes
+
+    out: list[Verdict] = []
+    for verdict in verdicts:
+        if verdict.status not in (Status.CONFIRMED, Status.POSSIBLE) or verdict.site.kind == "error":
+            out.append(verdict)
+            continue
+        try:
+            proposals = propose_fixes(text, verdict)
+        except Exception as exc:  # a rewrite bug must not lose the finding
+            proposals = []
+            verdict = dataclasses.replace(verdict, message=verdict.message or "",
+                                          reason=verdict.reason + f" (no fix: {type(exc).__name__})")
+        checked = [check_fix(path, text, verdict, fix, verdicts, options) for fix in proposals]
+        # verified fixes first: the CLI's --fix and the editor's preferred action take the first
+        checked.sort(key=lambda f: not f.verified)
+        out.append(dataclasses.replace(verdict, fixes=checked))
+    return out
+
+
+def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any) -> Fix:
+    """``fix`` re-checked against ``verdict`` (see the module docstring for what "verified" means)."""
+    check = _Check()
+    try:
+        fixed = apply_edits(text, fix.edits)
+        compile(fixed, path, "exec", dont_inherit=True)
+    except (EditError, SyntaxError, ValueError):
+        check.parses = False
+        return dataclasses.replace(fix, verified=False, note=check.note())
+    region = edited_region(text, fix.edits, verdict.site.span)
+    static = _static(path, fixed)
+    check.static_at_site = _static_at(static, region, verdict.site.kind)
+    if verdict.status is Status.CONFIRMED and verdict.witness is not None:
+        _engine_check(check, path, text, fixed, verdict, fix, verdicts, static, region, options)
+        check.replay = _replay(path, fixed, verdict, region, _timeout(options))
+        check.output = _compare_outputs(path, text, fixed, verdict.witness, _timeout(options))
+        return dataclasses.replace(fix, verified=check.verified, note=check.note())
+    return dataclasses.replace(fix, verified=False, note=check.note(no_witness=True))
+
+
+def edited_region(text: str, edits: list[TextEdit], site_span: Span) -> Span:
+    """The span, in the fixed text, of the code that replaced the site (or of the site itself)."""
+    main = next((e for e in edits if _overlaps(e.span, site_span)), None)
+    if main is None:
+        moved = shift_span(site_span, edits, text)
+        return moved if moved is not None else site_span
+    others = [e for e in edits if e is not main]
+    start = shift_span(Span(main.span.start_line, main.span.start_col, main.span.start_line,
+                            main.span.start_col), others, text)
+    assert start is not None
+    lines = main.new_text.split("\n")
+    end_line = start.start_line + len(lines) - 1
+    end_col = (start.start_col if len(lines) == 1 else 0) + len(lines[-1])
+    return Span(start.start_line, start.start_col, end_line, end_col)
+
+
+def _overlaps(a: Span, b: Span) -> bool:
+    a_lo, a_hi = (a.start_line, a.start_col), (a.end_line, a.end_col)
+    b_lo, b_hi = (b.start_line, b.start_col), (b.end_line, b.end_col)
+    return a_lo <= b_lo and b_hi <= a_hi or (a_lo < b_hi and b_lo < a_hi)
+
+
+def _within(inner: Span, outer: Span) -> bool:
+    return (outer.start_line, outer.start_col) <= (inner.start_line, inner.start_col) and \
+        (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+
+
+def _static(path: str, text: str) -> list[Verdict]:
+    from grist_lsp.analyzer.analysis import analyze_source
+
+    return analyze_source(path, text)
+
+
+def _static_at(static: list[Verdict], region: Span, kind: str) -> str:
+    errors = [v for v in static if v.status is Status.ERROR]
+    if errors:
+        return f"error: {errors[0].reason}"
+    here = [v for v in static if v.site.kind == kind and _within(v.site.span, region)]
+    if not here:
+        return "gone"
+    return "possible" if any(v.status is not Status.SAFE for v in here) else "safe"
+
+
+def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verdict, fix: Fix,
+                  verdicts: list[Verdict], static: list[Verdict], region: Span, options: Any) -> None:
+    """Fresh engine search on the fixed text: the site, and any site not confirmed before."""
+    from grist_lsp.dynamic.engine import confirm
+
+    if any(v.status is Status.ERROR for v in static):
+        check.engine_at_site = "error: the static pass failed on the fixed text"
+        return
+    opts = options
+    if dataclasses.is_dataclass(options) and any(f.name == "write_reproducers" for f in dataclasses.fields(options)):
+        opts = dataclasses.replace(options, write_reproducers=None)
+    try:
+        result = confirm(path, fixed, static, opts)
+    except Exception as exc:  # the engine reports run errors as verdicts; anything else is ours to say
+        check.engine_at_site = f"error: {type(exc).__name__}: {exc}"
+        return
+    run_errors = [v for v in result if v.status is Status.ERROR]
+    before = set()
+    for v in verdicts:
+        if v.status is Status.CONFIRMED and v is not verdict:
+            moved = shift_span(v.site.span, fix.edits, text)
+            if moved is not None:
+                before.add((moved.start_line, moved.start_col, v.site.kind))
+    at_site = False
+    for v in result:
+        if v.status is not Status.CONFIRMED:
+            continue
+        if v.site.kind == verdict.site.kind and _within(v.site.span, region):
+            at_site = True
+        elif (v.site.span.start_line, v.site.span.start_col, v.site.kind) not in before:
+            check.new_confirmed.append(f"line {v.site.span.start_line} ({v.site.op or v.site.kind})")
+    if at_site:
+        check.engine_at_site = "confirmed again"
+    elif run_errors and not any(v.status is Status.CONFIRMED for v in result):
+        check.engine_at_site = f"error: {run_errors[0].reason}"
+    else:
+        check.engine_at_site = "not confirmed"
+
+
+def _timeout(options: Any) -> float:
+    value = getattr(options, "timeout", None)
+    return float(value) if value else DEFAULT_TIMEOUT
+
+
+# --- subprocess work: replay and output runs ------------------------------------------------
+
+def _run_worker(task: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """Run one task in ``python -m grist_lsp.dynamic.verify`` (never user code in this process)."""
+    try:
+        proc = subprocess.run([sys.executable, "-m", "grist_lsp.dynamic.verify"], input=json.dumps(task),
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:g} s"}
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith(_RESULT_TAG):
+            return json.loads(line[len(_RESULT_TAG):])
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": f"worker exited with {proc.returncode}: {tail}"}
+
+
+_RESULT_TAG = "GRIST-VERIFY-RESULT "
+
+
+def _replay(path: str, fixed: str, verdict: Verdict, region: Span, timeout: float) -> str:
+    site = dataclasses.replace(verdict.site, span=region)
+    res = _run_worker({"task": "replay", "path": path, "text": fixed, "site": to_json(site),
+                       "witness": to_json(verdict.witness)}, timeout)
+    if "error" in res:
+        return f"error: {res['error']}"
+    return "reproduced" if res["reproduced"] else "not reproduced"
+
+
+def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, timeout: float) -> str:
+    """Run the program on its example inputs, original then fixed, and compare what it returns."""
+    with tempfile.TemporaryDirectory(prefix="grist-verify-") as tmp:
+        results = []
+        for name, source in (("original", text), ("fixed", fixed)):
+            out_file = os.path.join(tmp, f"{name}.pt")
+            res = _run_worker({"task": "run", "path": path, "text": source, "entry": witness.entry,
+                               "seed": witness.seed, "out": out_file}, timeout)
+            results.append((res, out_file))
+        (orig, orig_file), (new, new_file) = results
+        if "error" in orig:
+            return "not compared"  # the original does not run on its own inputs: nothing to preserve
+        if "error" in new:
+            return f"error: the fixed program fails: {new['error']}"
+        if orig.get("raised") != new.get("raised"):
+            return f"differs: the original {orig.get('raised') or 'returned'}, the fix {new.get('raised') or 'returned'}"
+        if not orig.get("values"):
+            return "no values"
+        import torch
+
+        a = torch.load(orig_file, weights_only=True)
+        b = torch.load(new_file, weights_only=True)
+        return _same(a, b)
+
+
+def _same(a: list, b: list) -> str:
+    import torch
+
+    if len(a) != len(b):
+        return f"differs: {len(a)} values returned before, {len(b)} after"
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x.shape != y.shape:
+            return f"differs: value {i} has shape {list(x.shape)} before, {list(y.shape)} after"
+        if not (x.is_floating_point() or x.is_complex()):
+            if not torch.equal(x, y):
+                return f"differs: value {i} changed"
+            continue
+        x, y = x.double(), y.double()
+        # a non-finite value before the fix is the bug itself, not behaviour to preserve
+        keep = torch.isfinite(x)
+        if not torch.allclose(x[keep], y[keep], rtol=RTOL, atol=ATOL):
+            worst = (x[keep] - y[keep]).abs().max().item()
+            return f"differs: value {i} moved by up to {worst:.3g}"
+    return "same"
+
+
+def _flatten(value: Any, out: list) -> None:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        out.append(value.detach().cpu())
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        out.append(torch.tensor(float(value), dtype=torch.float64))
+    elif isinstance(value, dict):
+        for k in sorted(value, key=str):
+            _flatten(value[k], out)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _flatten(v, out)
+
+
+def _worker_main() -> None:
+    """Entry of ``python -m grist_lsp.dynamic.verify``: one JSON task on stdin, one result line."""
+    task = json.loads(sys.stdin.read())
+    try:
+        if task["task"] == "replay":
+            from grist_lsp.dynamic.replay import replay
+
+            site = site_from_json(task["site"])
+            witness = witness_from_json(task["witness"])
+            res = replay(site, witness, text=task["text"])
+            result: dict[str, Any] = {"reproduced": bool(res.reproduced), "detail": str(res.detail)}
+        else:
+            result = _run_program(task)
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
+        result = {"error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write("\n" + _RESULT_TAG + json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+def _run_program(task: dict[str, Any]) -> dict[str, Any]:
+    """Run the witness's entry once on the program's own inputs (no substitution) and save what
+    it returns as a flat list of tensors."""
+    import torch
+
+    from grist_lsp.dynamic import entries
+
+    label, path, text, seed = task["entry"], task["path"], task["text"], int(task["seed"])
+    kind = label.partition(":")[0]
+    if kind == "probe":
+        programs = [p for p in entries.probe_programs(path, text, seed) if p.label == label]
+        if not programs:
+            return {"error": f"the probe {label} no longer exists"}
+        program: Any = programs[0]
+    else:
+        program = entries.program_from_label(label, path, text, seed)
+    program.setup()
+    entries.seed_everything(seed)
+    call, named = program.prepare()
+    args = [v for _, v, kw in named if not kw]
+    kwargs = {k: v for k, v, kw in named if kw}
+    raised = None
+    value = None
+    try:
+        with torch.no_grad() if kind == "probe" else contextlib.nullcontext():
+            value = call(*args, **kwargs)
+    except Exception as exc:  # the program's own failure is behaviour to compare
+        raised = type(exc).__name__
+    flat: list = []
+    _flatten(value, flat)
+    torch.save(flat, task["out"])
+    return {"raised": raised, "values": len(flat)}
+
+
+if __name__ == "__main__":
+    _worker_main()
