@@ -1,0 +1,307 @@
+"""The engine's public entry point: ``confirm`` possible sites in worker subprocesses.
+
+Owns the parent side: splitting the sites over ``jobs`` workers, resource
+limits (RLIMIT_AS, wall-clock deadline, process-group kill), streaming results,
+cancellation, turning crashes/hangs into ``error`` verdicts, replaying every
+witness in a fresh process before calling it confirmed, and writing
+reproducers when asked. The user's code never runs in this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from grist_lsp.model import Site, Status, Verdict, Witness, file_error, site_from_json, to_json, witness_from_json
+
+
+@dataclass
+class EngineOptions:
+    """How hard and where to look. Times in seconds."""
+
+    budget: float = 5.0  # search time per site
+    seed: int = 0
+    jobs: int = 1  # worker processes per file
+    entries: list[str] = field(default_factory=list)  # "path.py:function" (--entry, [tool.grist] entries)
+    project_root: str | None = None
+    # Wall clock for starting the program and reaching its sites; a worker is killed after
+    # timeout + budget * (its sites) + a small margin for shrinking and start-up.
+    timeout: float = 30.0
+    memory_mb: int = 4096  # address-space limit of a worker (RLIMIT_AS)
+    write_reproducers: str | None = None  # folder for pytest reproducers of confirmed bugs
+
+
+@dataclass
+class WorkerResult:
+    sites: dict[str, dict] = field(default_factory=dict)  # site key -> result line
+    errors: list[dict] = field(default_factory=list)
+    finished: bool = False
+    returncode: int | None = None
+    stderr: str = ""
+    timed_out: bool = False
+    cancelled: bool = False
+
+
+def _limits(memory_mb: int) -> Callable[[], None]:
+    def apply() -> None:
+        os.setsid()
+        try:
+            import resource
+
+            limit = int(memory_mb) * 2**20
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except (ImportError, ValueError, OSError):
+            pass
+
+    return apply
+
+
+def _worker_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1",
+                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+    return env
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass
+
+
+def run_subprocess(module: str, request: dict, deadline: float, memory_mb: int,
+                   on_line: Callable[[dict], None] | None = None,
+                   cancel: threading.Event | None = None) -> WorkerResult:
+    """Run ``python -m module`` with ``request`` on stdin; JSON lines come back on a pipe."""
+    res = WorkerResult()
+    rfd, wfd = os.pipe()
+    env = _worker_env()
+    env["GRIST_RESULT_FD"] = str(wfd)
+    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
+        inp.write(json.dumps(request).encode())
+        inp.seek(0)
+        proc = subprocess.Popen([sys.executable, "-m", module], stdin=inp, stdout=err, stderr=err,
+                                pass_fds=(wfd,), env=env, preexec_fn=_limits(memory_mb), close_fds=True)
+        os.close(wfd)
+
+        def reader() -> None:
+            with os.fdopen(rfd, "r") as f:
+                for line in f:
+                    try:
+                        msg = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue
+                    if msg.get("type") == "site":
+                        res.sites[msg["key"]] = msg
+                    elif msg.get("type") == "error":
+                        res.errors.append(msg)
+                    elif msg.get("type") == "done":
+                        res.finished = True
+                    if on_line:
+                        on_line(msg)
+
+        t = threading.Thread(target=reader, name="grist-worker-reader", daemon=True)
+        t.start()
+        while True:
+            try:
+                res.returncode = proc.wait(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if cancel is not None and cancel.is_set():
+                res.cancelled = True
+                _kill(proc)
+            elif time.monotonic() > deadline:
+                res.timed_out = True
+                _kill(proc)
+        _kill(proc)  # stray children of the user's program
+        t.join(timeout=2.0)
+        err.seek(0)
+        res.stderr = err.read().decode("utf-8", errors="replace")[-20000:]
+    return res
+
+
+def _crash_location(stderr: str, target: str) -> int | None:
+    """The innermost line of the target file in a faulthandler dump (most recent call first)."""
+    for m in re.finditer(r'File "([^"]+)", line (\d+)', stderr):
+        if os.path.abspath(m.group(1)) == target:
+            return int(m.group(2))
+    return None
+
+
+def _worker_failure(path: str, res: WorkerResult, options: EngineOptions, seconds: float) -> Verdict | None:
+    target = os.path.abspath(path)
+    line = _crash_location(res.stderr, target)
+    where = f" at {path}:{line}" if line else ""
+    rc = res.returncode
+    if res.timed_out:
+        msg = (f"{path}: the program did not finish within {seconds:.0f} s{where} (a hang?): "
+               "give a lighter entry with --entry file.py:function or raise the timeout")
+    elif rc is not None and rc < 0:
+        sig = -rc
+        if sig == signal.SIGSEGV:
+            msg = f"{path}: the program crashed with a segmentation fault{where}: fix the native call there"
+        elif sig == signal.SIGKILL:
+            msg = f"{path}: the program was killed{where} (out of memory? limit {options.memory_mb} MB)"
+        else:
+            name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
+            msg = f"{path}: the program was stopped by signal {name}{where}"
+    elif "MemoryError" in res.stderr or "can't allocate memory" in res.stderr:
+        msg = f"{path}: the program ran out of memory{where} (limit {options.memory_mb} MB): reduce what it allocates"
+    elif not res.finished:
+        last = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
+        msg = f"{path}: the engine's worker stopped (exit status {rc}){where}: {last[-1] if last else 'no output'}"
+    else:
+        return None
+    return file_error(path, msg, line or 1)
+
+
+def _render_message(site: Site, witness: Witness, detail: str) -> str:
+    return detail or f"{site.op} produces {witness.result} ({witness.entry})"
+
+
+def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOptions,
+            progress: Callable[[str, float], None] | None = None,
+            cancel: threading.Event | None = None) -> list[Verdict]:
+    """Possible verdicts -> confirmed (with a replayed Witness) where the search succeeds.
+
+    Safe verdicts are untouched; a program that cannot run adds one ``error``
+    verdict (import error, exception, hang, crash, out of memory) naming the line.
+    """
+    targets = [v for v in verdicts if v.status is Status.POSSIBLE and v.site.op]
+    if not targets or (cancel is not None and cancel.is_set()):
+        return list(verdicts)
+    sites = [v.site for v in verdicts if v.site.op]
+    jobs = max(1, min(int(options.jobs or 1), len(targets)))
+    groups = [targets[i::jobs] for i in range(jobs)]
+    total = len(targets)
+    done_count = [0]
+    lock = threading.Lock()
+    t0 = time.monotonic()
+
+    def on_line(msg: dict) -> None:
+        if msg.get("type") == "site" and progress is not None:
+            with lock:
+                done_count[0] += 1
+                n = done_count[0]
+            state = "confirmed" if msg.get("witness") else "searched"
+            progress(f"{state} {msg['key']} ({n}/{total})", n / total)
+
+    results: list[WorkerResult] = [WorkerResult() for _ in groups]
+    seconds = [0.0 for _ in groups]
+
+    def run_group(i: int) -> None:
+        group = groups[i]
+        request = {
+            "path": path, "text": text, "targets": [to_json(v.site) for v in group],
+            "sites": [to_json(s) for s in sites], "budget": options.budget, "seed": options.seed,
+            "entries": list(options.entries or []), "project_root": options.project_root,
+            "record_timeout": options.timeout, "memory_mb": options.memory_mb,
+        }
+        # Shrinking and start-up cost about one more budget plus a few seconds.
+        seconds[i] = options.timeout + options.budget * (len(group) + 1) + 10.0
+        results[i] = run_subprocess("grist_lsp.dynamic.worker", request, time.monotonic() + seconds[i],
+                                    options.memory_mb, on_line, cancel)
+
+    threads = [threading.Thread(target=run_group, args=(i,), name=f"grist-worker-{i}") for i in range(len(groups))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    lines: dict[str, dict] = {}
+    errors: list[Verdict] = []
+    seen_errors: set[str] = set()
+    for i, res in enumerate(results):
+        lines.update(res.sites)
+        if res.cancelled:
+            continue
+        for e in res.errors:
+            if e["message"] not in seen_errors:
+                seen_errors.add(e["message"])
+                errors.append(file_error(path, e["message"], int(e.get("line") or 1), int(e.get("col") or 0)))
+        failure = _worker_failure(path, res, options, seconds[i])
+        if failure is not None and failure.message not in seen_errors:
+            seen_errors.add(failure.message)
+            errors.append(failure)
+
+    found = {k: m for k, m in lines.items() if m.get("witness")}
+    replays: dict[str, dict] = {}
+    if found and not (cancel is not None and cancel.is_set()):
+        if progress is not None:
+            progress(f"replaying {len(found)} witness(es) in a fresh process", 1.0)
+        by_key = {v.site.key: v.site for v in targets}
+        request = {"text": text, "items": [{"site": to_json(by_key[k]), "witness": m["witness"]} for k, m in found.items()],
+                   "project_root": options.project_root}
+        res = run_subprocess("grist_lsp.dynamic.replay", request,
+                             time.monotonic() + options.timeout + 5.0 * len(found) + 10.0, options.memory_mb,
+                             None, cancel)
+        replays = res.sites
+
+    out: list[Verdict] = []
+    for v in verdicts:
+        m = lines.get(v.site.key) if v.status is Status.POSSIBLE else None
+        if m is None:
+            out.append(v)
+            continue
+        if not m.get("witness"):
+            note = m.get("note") or ""
+            out.append(dataclasses.replace(v, reason=f"{v.reason}; dynamic: {note}" if v.reason else f"dynamic: {note}"))
+            continue
+        witness = witness_from_json(m["witness"])
+        rep = replays.get(v.site.key)
+        if rep is None or not rep.get("reproduced"):
+            why = rep.get("detail") if rep else "the replay process did not answer"
+            note = f"dynamic: a witness was found ({m.get('message', '')}) but did not replay in a fresh process: {why}"
+            out.append(dataclasses.replace(v, reason=f"{v.reason}; {note}" if v.reason else note))
+            continue
+        witness.replayed = True
+        message = _render_message(v.site, witness, m.get("message", ""))
+        out.append(dataclasses.replace(v, status=Status.CONFIRMED, witness=witness, message=message,
+                                       reason=f"{message} [{m.get('note', '')}, {witness.iterations} runs, "
+                                              f"{witness.seconds:.2f} s, {witness.entry}]"))
+    if options.write_reproducers and isinstance(options.write_reproducers, str):
+        _write_reproducers(out, options.write_reproducers)
+    return out + errors
+
+
+def _write_reproducers(verdicts: list[Verdict], directory: str) -> None:
+    try:
+        from grist_lsp.dynamic.reproducer import render_reproducer
+    except ImportError:
+        return
+    os.makedirs(directory, exist_ok=True)
+    for v in verdicts:
+        if v.status is not Status.CONFIRMED or v.witness is None:
+            continue
+        try:
+            rep = render_reproducer(v.site, v.witness, directory)
+        except TypeError:
+            rep = render_reproducer(v.site, v.witness)
+        except Exception:
+            continue
+        target = os.path.join(directory, rep.filename)
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(rep.source)
+        for name, data in rep.payloads.items():
+            p = os.path.join(directory, name)
+            with open(p, "wb") as f:
+                f.write(data)
+            v.witness.payload = os.path.abspath(p)
+        v.witness.reproducer = os.path.abspath(target)
+        v.witness.reproducer_source = rep.source

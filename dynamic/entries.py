@@ -1,0 +1,520 @@
+"""How to run a user's program: entry discovery and one traced run of each kind of entry.
+
+Kinds, tried in this order by ``discover``, each labelled the way ``Witness.entry`` spells it:
+
+* ``entry:<file.py>:<function>``: an explicit entry (``--entry`` / ``[tool.grist] entries``)
+  returning ``(callable, args)`` or ``(callable, args, kwargs)``; inputs are the tensor
+  arguments, named by the callable's parameter names;
+* ``test:<test_file.py>::<test_name>``: an argument-less pytest test function in the
+  project that imports the file; inputs are the tensors the test creates (see tracing);
+* ``script:<file.py>``: the file run as ``__main__``;
+* ``probe:<file.py>:<Name>`` (``probe:<file.py>:<Name>(16, 16)`` when the constructor
+  needed arguments): an ``nn.Module`` class or a plain function of the file, called with
+  synthesized inputs named by its parameters.
+
+The target file always runs from ``text`` (an unsaved buffer may differ from disk),
+compiled under its absolute path so that frame positions match the Sites.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import inspect
+import os
+import random
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch.utils.weak import WeakTensorKeyDictionary
+
+from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
+
+BATCH = 4  # batch size of synthesized inputs
+LABEL_NAMES = frozenset({"y", "target", "targets", "label", "labels", "t", "y_true", "cls", "classes", "idx", "index", "indices"})
+MASK_NAMES = frozenset({"mask", "attention_mask", "padding_mask", "attn_mask", "key_padding_mask"})
+_SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".tox", "build", "dist"})
+
+
+class EntryError(Exception):
+    """An entry that cannot even be set up (bad spec, import error in the entry's file)."""
+
+
+def seed_everything(seed: int) -> None:
+    """Same seed before every run: dropout, shuffles and unsubstituted random tensors repeat."""
+    torch.manual_seed(seed)
+    random.seed(seed)
+    try:
+        import numpy as np
+
+        np.random.seed(seed % (2**32))
+    except ImportError:
+        pass
+
+
+# --- running the buffer's text as the target module ----------------------------
+
+class _TextLoader(importlib.abc.Loader):
+    def __init__(self, filename: str, text: str) -> None:
+        self.filename = filename
+        self.text = text
+
+    def create_module(self, spec: Any) -> None:
+        return None
+
+    def exec_module(self, module: Any) -> None:
+        module.__file__ = self.filename
+        exec(compile(self.text, self.filename, "exec", dont_inherit=True), module.__dict__)
+
+
+class TextFinder(importlib.abc.MetaPathFinder):
+    """Makes ``import <target module>`` execute the buffer's text instead of the file on disk."""
+
+    def __init__(self, filename: str, text: str) -> None:
+        self.filename = filename
+        self.real = os.path.realpath(filename)
+        self.text = text
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.rpartition(".")[2] != os.path.splitext(os.path.basename(self.real))[0]:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not spec.origin or os.path.realpath(spec.origin) != self.real:
+            return None
+        spec.loader = _TextLoader(self.filename, self.text)
+        return spec
+
+
+def module_name_for(path: str) -> tuple[str, str]:
+    """(directory to put on sys.path, dotted module name) for a file, following __init__.py upward."""
+    d = os.path.dirname(os.path.abspath(path))
+    parts = [os.path.splitext(os.path.basename(path))[0]]
+    while os.path.exists(os.path.join(d, "__init__.py")):
+        parts.insert(0, os.path.basename(d))
+        d = os.path.dirname(d)
+    return d, ".".join(parts)
+
+
+def load_module_from_file(path: str, text: str | None = None) -> Any:
+    """Import a file as its package module when possible, else standalone under its stem."""
+    root, name = module_name_for(path)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    try:
+        mod = importlib.import_module(name)
+        if os.path.realpath(getattr(mod, "__file__", "") or "") == os.path.realpath(path):
+            return mod
+    except ImportError as e:
+        if getattr(e, "name", None) not in (None, name) and not name.endswith("." + str(e.name)):
+            raise
+    stem = "_grist_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
+    spec = importlib.util.spec_from_file_location(stem, path)
+    if spec is None:
+        raise EntryError(f"{path}: cannot be imported as a module; check the file name")
+    if text is not None:
+        spec.loader = _TextLoader(os.path.abspath(path), text)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# --- programs ---------------------------------------------------------------
+
+@dataclass
+class Program:
+    """One way into the user's program. ``run`` executes it once under a Tracer."""
+
+    label: str
+    target_file: str  # absolute path; co_filename of the target's code
+    texts: dict[str, str]  # co_filename -> source, for byte -> code-point columns
+    user_files: frozenset[str]
+    seed: int = 0
+    produced: WeakTensorKeyDictionary = field(default_factory=WeakTensorKeyDictionary)
+
+    def setup(self) -> None:
+        """Once per worker: imports and anything else that must not repeat per run."""
+
+    def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
+        """(callable, [(name, value, is_keyword)]) for this run; tensor values are inputs."""
+        raise NotImplementedError
+
+    def tracer_config(self, **kw: Any) -> TracerConfig:
+        return TracerConfig(target_file=self.target_file, texts=self.texts, user_files=self.user_files,
+                            produced=self.produced, **kw)
+
+    def run(self, cfg: TracerConfig) -> tuple[Tracer, SiteOutcome | None, BaseException | None]:
+        seed_everything(self.seed)
+        tracer = Tracer(cfg)
+        try:
+            call, named = self.prepare()
+        except BaseException as e:  # the entry function itself failed
+            return tracer, None, e
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for name, value, is_kw in named:
+            if isinstance(value, torch.Tensor):
+                if cfg.record:
+                    tracer.recorded[name] = value.detach().clone()
+                sub = cfg.subs.get(name)
+                if sub is not None:
+                    value = sub.clone()
+                tracer.used_inputs.append(name)
+                self.produced[value] = True
+            if is_kw:
+                kwargs[name] = value
+            else:
+                args.append(value)
+        outcome, error = trace_call(tracer, lambda: call(*args, **kwargs))
+        return tracer, outcome, error
+
+
+def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple[str, Any, bool]]:
+    try:
+        names = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        names = []
+    out = []
+    for i, a in enumerate(args):
+        out.append((names[i] if i < len(names) and not names[i].startswith("*") else f"arg{i}", a, False))
+    out.extend((k, v, True) for k, v in kwargs.items())
+    return out
+
+
+@dataclass
+class ScriptProgram(Program):
+    text: str = ""
+
+    def setup(self) -> None:
+        self.code = compile(self.text, self.target_file, "exec", dont_inherit=True)
+
+    def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
+        def body() -> None:
+            g = {"__name__": "__main__", "__file__": self.target_file, "__builtins__": builtins}
+            sys.argv = [self.target_file]
+            exec(self.code, g)
+
+        return body, []
+
+
+@dataclass
+class EntryProgram(Program):
+    """``entry:file.py:function``: the function returns (callable, args[, kwargs])."""
+
+    entry_file: str = ""
+    function: str = ""
+    text: str = ""
+
+    def setup(self) -> None:
+        mod = load_module_from_file(self.entry_file, self.text if self.entry_file == self.target_file else None)
+        fn = mod
+        for part in self.function.split("."):
+            fn = getattr(fn, part, None)
+        if not callable(fn):
+            raise EntryError(f"{self.entry_file}: no function {self.function!r} for the entry; "
+                             f"define it or fix the entry spec ({self.label})")
+        self.fn = fn
+
+    def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
+        res = self.fn()
+        if not isinstance(res, tuple) or len(res) not in (2, 3) or not callable(res[0]):
+            raise EntryError(f"{self.entry_file}: entry {self.function}() must return (callable, args) "
+                             f"or (callable, args, kwargs), got {type(res).__name__}")
+        call, args = res[0], tuple(res[1]) if isinstance(res[1], (tuple, list)) else (res[1],)
+        kwargs = dict(res[2]) if len(res) == 3 else {}
+        return call, _named_args(call, args, kwargs)
+
+
+@dataclass
+class TestProgram(Program):
+    """``test:tests/test_x.py::test_y``: an argument-less test function."""
+
+    test_file: str = ""
+    function: str = ""
+
+    def setup(self) -> None:
+        self.fn = getattr(load_module_from_file(self.test_file), self.function)
+
+    def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
+        return self.fn, []
+
+
+@dataclass
+class ProbeProgram(Program):
+    """``probe:file.py:Name``: a Module class (built with ``ctor_args``) or a function, synthesized inputs."""
+
+    qualname: str = ""
+    ctor_args: tuple = ()
+    text: str = ""
+    inputs: list[tuple[str, Any, bool]] = field(default_factory=list)  # set by probing or by a witness
+
+    def setup(self) -> None:
+        mod = load_module_from_file(self.target_file, self.text)
+        self.obj = getattr(mod, self.qualname)
+        self.is_module = isinstance(self.obj, type) and issubclass(self.obj, torch.nn.Module)
+        self._state: dict[str, torch.Tensor] | None = None
+        self._instance: Any = None
+
+    def instance(self) -> Any:
+        if not self.is_module:
+            return self.obj
+        if self._instance is None:
+            seed_everything(self.seed)
+            self._instance = self.obj(*self.ctor_args)
+            self._state = {k: v.detach().clone() for k, v in self._instance.state_dict().items()}
+        else:
+            # Same weights every run, without paying for construction again.
+            with torch.no_grad():
+                for k, v in self._instance.state_dict().items():
+                    v.copy_(self._state[k])
+        return self._instance
+
+    def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
+        return self.instance(), list(self.inputs)
+
+
+# --- discovery ----------------------------------------------------------------
+
+def project_root_for(path: str, given: str | None) -> str:
+    if given:
+        return os.path.abspath(given)
+    d = os.path.dirname(os.path.abspath(path))
+    while True:
+        if any(os.path.exists(os.path.join(d, m)) for m in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return os.path.dirname(os.path.abspath(path))
+        d = parent
+
+
+def is_script(text: str) -> bool:
+    """True when the file does something when run: top-level statements beyond definitions."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Constant, ast.Name, ast.Attribute)):
+            continue
+        return True
+    return False
+
+
+def _test_files(root: str, limit: int = 300) -> list[str]:
+    found = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
+        for f in sorted(files):
+            if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py")):
+                found.append(os.path.join(d, f))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def test_entries(path: str, root: str) -> list[tuple[str, str]]:
+    """(test file, test function) pairs for argument-less tests that import the file's module."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    pattern = re.compile(rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b[\w.]*\s+import|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M)
+    out = []
+    target = os.path.realpath(path)
+    for f in _test_files(root):
+        if os.path.realpath(f) == target:
+            continue
+        try:
+            src = open(f, encoding="utf-8").read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not pattern.search(src):
+            continue
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+                a = node.args
+                required = len(a.args) - len(a.defaults)
+                if required == 0 and not a.kwonlyargs and not node.decorator_list:
+                    out.append((os.path.abspath(f), node.name))
+    return out
+
+
+def _shape_candidates(instance: Any) -> list[tuple[list[int], str]]:
+    """(shape, 'float' | 'long:<n>') guesses for a module's main input, most specific first."""
+    nn = torch.nn
+    cands: list[tuple[list[int], str]] = []
+    if isinstance(instance, nn.Module):
+        for m in instance.modules():
+            if isinstance(m, nn.Linear):
+                cands.append(([BATCH, m.in_features], "float"))
+            elif isinstance(m, nn.Bilinear):
+                cands.append(([BATCH, m.in1_features], "float"))
+            elif isinstance(m, nn.Conv1d):
+                cands.append(([BATCH, m.in_channels, 16], "float"))
+            elif isinstance(m, nn.Conv2d):
+                cands.append(([BATCH, m.in_channels, 16, 16], "float"))
+                cands.append(([BATCH, m.in_channels, 32, 32], "float"))
+            elif isinstance(m, nn.Conv3d):
+                cands.append(([BATCH, m.in_channels, 8, 8, 8], "float"))
+            elif isinstance(m, nn.Embedding):
+                cands.append(([BATCH, 8], f"long:{m.num_embeddings}"))
+            elif isinstance(m, nn.RNNBase):
+                cands.append(([BATCH, 8, m.input_size] if m.batch_first else [8, BATCH, m.input_size], "float"))
+            elif isinstance(m, nn.LayerNorm):
+                cands.append(([BATCH, 8, *m.normalized_shape], "float"))
+                cands.append(([BATCH, *m.normalized_shape], "float"))
+            elif isinstance(m, nn.modules.batchnorm._BatchNorm):
+                cands.append(([BATCH, m.num_features], "float"))
+            else:
+                continue
+            break
+    for s in ([BATCH, 8], [BATCH, 16], [BATCH, 10], [BATCH, 32], [BATCH, 3, 32, 32], [BATCH, 8, 16], [BATCH]):
+        cands.append((s, "float"))
+    return cands
+
+
+def _classes_out(instance: Any) -> int:
+    last = None
+    if isinstance(instance, torch.nn.Module):
+        for m in instance.modules():
+            if isinstance(m, torch.nn.Linear):
+                last = m.out_features
+    return max(2, last or 3)
+
+
+def synthesize(params: list[inspect.Parameter], instance: Any, seed: int) -> list[list[tuple[str, Any, bool]]]:
+    """Candidate argument lists for the required parameters, most plausible first."""
+    n_classes = _classes_out(instance)
+    out = []
+    for shape, dtype in _shape_candidates(instance):
+        g = torch.Generator().manual_seed(seed)
+        args: list[tuple[str, Any, bool]] = []
+        for p in params:
+            name = p.name.lower()
+            ann = p.annotation
+            if ann in (int, "int") or name in ("dim", "axis", "n", "k") or name.startswith("num_"):
+                args.append((p.name, 1, False))
+            elif ann in (float, "float"):
+                args.append((p.name, 1.0, False))
+            elif name in LABEL_NAMES:
+                args.append((p.name, torch.randint(0, n_classes, shape[:1], generator=g), False))
+            elif name in MASK_NAMES:
+                args.append((p.name, torch.ones(shape[:2], dtype=torch.bool), False))
+            elif dtype.startswith("long:") and not args:
+                args.append((p.name, torch.randint(0, int(dtype[5:]), shape, generator=g), False))
+            else:
+                args.append((p.name, torch.randn(shape, generator=g), False))
+        out.append(args)
+    return out
+
+
+def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
+    """Module classes then functions of the file, each with candidate inputs (several programs per object)."""
+    target = os.path.abspath(path)
+    base = dict(target_file=target, texts={target: text}, user_files=frozenset({target}), seed=seed, text=text)
+    mod = load_module_from_file(target, text)
+    progs: list[ProbeProgram] = []
+    funcs: list[ProbeProgram] = []
+    for name, obj in list(vars(mod).items()):
+        if getattr(obj, "__module__", None) != mod.__name__ or name.startswith("_"):
+            continue
+        if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
+            progs.extend(_probe_class(path, name, obj, base, seed))
+        elif inspect.isfunction(obj) and not name.startswith("test"):
+            try:
+                params = [p for p in inspect.signature(obj).parameters.values()
+                          if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            except (TypeError, ValueError):
+                continue
+            if not params:
+                continue
+            for args in synthesize(params, None, seed):
+                funcs.append(ProbeProgram(label=f"probe:{path}:{name}", qualname=name, inputs=args, **base))
+    return progs + funcs
+
+
+def _probe_class(path: str, name: str, cls: type, base: dict, seed: int) -> list[ProbeProgram]:
+    ctor: tuple = ()
+    instance = None
+    for attempt in ((), "fill16", "fill8"):
+        try:
+            if attempt == ():
+                ctor = ()
+            else:
+                req = [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+                       if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                ctor = tuple(16 if attempt == "fill16" else 8 for _ in req)
+            seed_everything(seed)
+            instance = cls(*ctor)
+            break
+        except Exception:
+            instance = None
+    if instance is None:
+        return []
+    label = f"probe:{path}:{name}" + (repr(ctor) if ctor else "")
+    out = []
+    example = getattr(instance, "example_input_array", None)
+    if isinstance(example, torch.Tensor) or (isinstance(example, (tuple, list)) and example):
+        ex = example if isinstance(example, (tuple, list)) else (example,)
+        out.append(ProbeProgram(label=label, qualname=name, ctor_args=ctor, inputs=_named_args(instance.forward, tuple(ex), {}), **base))
+    try:
+        params = [p for p in inspect.signature(instance.forward).parameters.values()
+                  if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        return out
+    for args in synthesize(params, instance, seed):
+        out.append(ProbeProgram(label=label, qualname=name, ctor_args=ctor, inputs=args, **base))
+    return out
+
+
+def parse_entry(spec: str, root: str) -> tuple[str, str]:
+    """``path.py:function`` -> (absolute path, function); relative paths are from the project root."""
+    file, sep, func = spec.rpartition(":")
+    if not sep or not file.endswith(".py") or not func:
+        raise EntryError(f"entry {spec!r}: expected 'path/to/file.py:function'")
+    for base in (root, os.getcwd()):
+        cand = file if os.path.isabs(file) else os.path.join(base, file)
+        if os.path.exists(cand):
+            return os.path.abspath(cand), func
+    raise EntryError(f"entry {spec!r}: file {file} not found (relative paths are from {root})")
+
+
+def program_from_label(label: str, path: str, text: str, seed: int, inputs: dict[str, Any] | None = None) -> Program:
+    """Rebuild the Program a witness names (for replay). ``inputs``: name -> value, for probes."""
+    target = os.path.abspath(path)
+    kind, _, rest = label.partition(":")
+    texts = {target: text}
+    if kind == "script":
+        return ScriptProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed, text=text)
+    if kind == "entry":
+        file, _, func = rest.rpartition(":")
+        file = os.path.abspath(file)
+        return EntryProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target, file}),
+                            seed=seed, entry_file=file, function=func, text=text)
+    if kind == "test":
+        file, _, func = rest.partition("::")
+        file = os.path.abspath(file)
+        return TestProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target, file}),
+                           seed=seed, test_file=file, function=func)
+    if kind == "probe":
+        m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
+        if not m:
+            raise EntryError(f"witness entry {label!r}: expected 'probe:file.py:Name'")
+        ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
+        named = [(k, v, False) for k, v in (inputs or {}).items()]
+        return ProbeProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed,
+                            qualname=m.group(2), ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
+                            text=text, inputs=named)
+    raise EntryError(f"witness entry {label!r}: unknown kind {kind!r} (script, entry, test, probe)")

@@ -1,0 +1,131 @@
+"""Replay one witness: re-run its entry with its inputs and say whether the site fails again.
+
+``replay(site, witness, text=None)`` runs in the *current* process (call it in
+a fresh subprocess: the engine does, through ``python -m
+grist_lsp.dynamic.replay``, and reproducer files do by being run by pytest).
+Importing this module has no side effects; a call adds the program's
+directories to ``sys.path`` and temporarily installs an import hook so the
+target module runs from ``text``.
+
+The site is matched by position and kind when ``text`` still holds the site's
+source at its span, else by start line and kind, so that a fixed line
+(``torch.log(x.clamp_min(1e-8))``) still counts as the same site.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from grist_lsp.model import Site, Witness
+
+
+@dataclass
+class ReplayResult:
+    reproduced: bool  # finite operands -> non-finite output (or local gradient) at the site again
+    result: str  # "nan" / "inf" / "-inf" / "finite" / "not-reached"
+    detail: str  # in words
+
+
+def _site_text_unchanged(site: Site, text: str) -> bool:
+    lines = text.splitlines()
+    sp = site.span
+    if not (1 <= sp.start_line <= sp.end_line <= len(lines)):
+        return False
+    if sp.start_line == sp.end_line:
+        return lines[sp.start_line - 1][sp.start_col:sp.end_col] == site.text
+    chunk = [lines[sp.start_line - 1][sp.start_col:]] + lines[sp.start_line:sp.end_line - 1] + [lines[sp.end_line - 1][:sp.end_col]]
+    return "\n".join(chunk) == site.text
+
+
+def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResult:
+    """Re-run ``witness`` against ``text`` (default: the file on disk) and judge ``site``."""
+    import torch
+
+    from . import entries as E
+    from .witness import from_value
+
+    if text is None:
+        with open(site.file, encoding="utf-8") as f:
+            text = f.read()
+    target = os.path.abspath(site.file)
+    try:
+        inputs = {k: from_value(tv) for k, tv in witness.inputs.items()}
+        deltas = {k: from_value(tv) for k, tv in (witness.weight_deltas or {}).items()}
+    except (OSError, ValueError, RuntimeError) as e:
+        return ReplayResult(False, "not-reached", f"the witness values cannot be loaded: {e}")
+    root = E.project_root_for(site.file, None)
+    added = [d for d in (os.path.dirname(target), root) if d not in sys.path]
+    for d in added:
+        sys.path.insert(0, d)
+    finder = E.TextFinder(target, text)
+    sys.meta_path.insert(0, finder)
+    saved_modules = dict(sys.modules)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        prog = E.program_from_label(witness.entry, site.file, text, witness.seed, inputs)
+        try:
+            prog.setup()
+        except BaseException as e:  # the program cannot even be set up any more
+            return ReplayResult(False, "not-reached", f"{witness.entry} cannot be set up: {type(e).__name__}: {e}")
+        cfg = prog.tracer_config(sites=[site], target=site, subs=inputs, weight_subs=deltas,
+                                 loose_match=not _site_text_unchanged(site, text))
+        tracer, outcome, error = prog.run(cfg)
+    finally:
+        torch.set_num_threads(threads)
+        sys.meta_path.remove(finder)
+        for name in set(sys.modules) - set(saved_modules):
+            # Drop what this replay imported, so the next one sees fresh text.
+            if name.startswith("_grist_") or _is_user_module(sys.modules.get(name), root):
+                sys.modules.pop(name, None)
+        for d in added:
+            if d in sys.path:
+                sys.path.remove(d)
+    if outcome is None:
+        why = f" (the program raised {type(error).__name__}: {error})" if error is not None else ""
+        return ReplayResult(False, "not-reached", f"{site.op} at line {site.span.start_line} was not evaluated{why}")
+    if outcome.result == "upstream":
+        return ReplayResult(False, "finite", "an operand was already NaN/INF when it reached the site (upstream)")
+    if outcome.found:
+        where = " in the backward pass" if outcome.phase == "backward" else ""
+        return ReplayResult(True, outcome.result, f"{site.op} produced {outcome.result}{where} from finite operands")
+    return ReplayResult(False, "finite", f"{site.op} produced finite values with the witness inputs")
+
+
+def _is_user_module(mod: Any, root: str) -> bool:
+    f = getattr(mod, "__file__", None) or ""
+    return bool(f) and os.path.abspath(f).startswith(root + os.sep) and "site-packages" not in f
+
+
+def main() -> int:
+    """Batch replay for the engine: JSON request on stdin, JSON lines on ``GRIST_RESULT_FD``."""
+    import torch
+
+    from grist_lsp.model import site_from_json, witness_from_json
+
+    torch.set_num_threads(1)
+    fd = int(os.environ.get("GRIST_RESULT_FD", "1"))
+    result = os.fdopen(os.dup(fd), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    req = json.load(sys.stdin)
+    for item in req["items"]:
+        site = site_from_json(item["site"])
+        witness = witness_from_json(item["witness"])
+        try:
+            r = replay(site, witness, req.get("text"))
+        except Exception as e:  # report, keep going with the other witnesses
+            r = ReplayResult(False, "not-reached", f"replay failed: {type(e).__name__}: {e}")
+        result.write(json.dumps({"type": "site", "key": site.key, "reproduced": r.reproduced,
+                                 "result": r.result, "detail": r.detail}) + "\n")
+        result.flush()
+    result.write(json.dumps({"type": "done"}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

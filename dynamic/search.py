@@ -1,0 +1,334 @@
+"""The GRIST search for one target Site: drive its operand into the invalid region.
+
+Objective: ``KINDS[kind].region.distance(operand)`` at the target's first
+evaluation in a run (the run is aborted right there, so an iteration costs only
+the work up to the target). Moves, combined because each finds bugs the others
+miss:
+
+* the example inputs as recorded (the program may already fail);
+* mutations: shape (batch of one, a length-one dimension, an empty one) for the
+  shape-decided kinds, all zeros, identical rows, constants, extremes of the
+  domain, integer labels at each class, empty / full boolean masks;
+* signed-gradient steps ``x <- clip(x - a*sign(grad))`` with an adaptive ``a``;
+* Newton steps ``x <- x - f * grad / |grad|^2`` for regions decided by an exact
+  root (division by zero, log(0)), which signed steps only circle around;
+* random restarts when the gradient vanishes or the step collapses;
+* if the inputs alone do not get there, parameters move as well (bounded).
+
+Domain (stated in the witness): every float input stays within
+``bound_factor * max(1, max|example|)`` elementwise in absolute value (100x the
+example range by default); every parameter within ``max(1, 10*|w|)`` of its value
+at entry, elementwise. Same seed -> same sequence -> same witness.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import torch
+
+from grist_lsp.analyzer.catalogue import KINDS
+from grist_lsp.model import Site
+
+from .entries import Program
+from .tracing import SiteOutcome
+
+
+@dataclass
+class SearchSettings:
+    budget: float = 5.0  # seconds for this site
+    seed: int = 0
+    bound_factor: float = 100.0
+    weight_factor: float = 10.0
+    move_weights: bool = True
+
+
+@dataclass
+class Evaluation:
+    """One run of the program with given inputs."""
+
+    outcome: SiteOutcome | None  # None: the target was not reached
+    error: BaseException | None
+    d: float  # objective (inf when unusable)
+    grads: dict[str, torch.Tensor]  # input or "w:<param key>" -> gradient
+    used: list[str]  # input keys in order of use
+    params: dict[str, torch.Tensor]  # parameter key -> its value at entry
+    param_names: dict[str, str]
+
+    @property
+    def found(self) -> bool:
+        return self.outcome is not None and self.outcome.found
+
+
+@dataclass
+class Found:
+    outcome: SiteOutcome
+    values: dict[str, torch.Tensor]  # every input the failing run used
+    deltas: dict[str, torch.Tensor]  # parameter key -> delta added
+    param_names: dict[str, str]
+    iterations: int
+    seconds: float
+    how: str  # which move found it
+
+
+@dataclass
+class SearchReport:
+    found: Found | None
+    iterations: int
+    seconds: float
+    best_distance: float
+    note: str = ""
+
+
+@dataclass
+class Runner:
+    """Runs ``program`` once per call, aiming at ``site``; counts iterations."""
+
+    program: Program
+    site: Site
+    sites: list[Site]
+    iterations: int = 0
+    param_values: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    def evaluate(self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None,
+                 grad: bool = True) -> Evaluation:
+        self.iterations += 1
+        leaves: dict[str, Any] = {}
+        for k, v in values.items():
+            if isinstance(v, torch.Tensor) and grad and torch.is_floating_point(v):
+                leaves[k] = v.detach().clone().requires_grad_(True)
+            else:
+                leaves[k] = v.detach().clone() if isinstance(v, torch.Tensor) else v
+        wleaves = {k: d.detach().clone().requires_grad_(grad) for k, d in (deltas or {}).items()}
+        cfg = self.program.tracer_config(sites=self.sites, target=self.site, subs=leaves, weight_subs=wleaves)
+        tracer, outcome, error = self.program.run(cfg)
+        params = {key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values}
+        self.param_values.update(params)
+        d = float("inf")
+        grads: dict[str, torch.Tensor] = {}
+        if outcome is not None and outcome.distance is not None:
+            dist = outcome.distance
+            d = float(dist.detach())
+            if d != d:
+                d = float("inf")
+            wanted = [(k, t) for k, t in leaves.items() if isinstance(t, torch.Tensor) and t.requires_grad]
+            wanted += [("w:" + k, t) for k, t in wleaves.items()]
+            if grad and dist.requires_grad and wanted:
+                try:
+                    gs = torch.autograd.grad(dist, [t for _, t in wanted], allow_unused=True)
+                    grads = {k: g for (k, _), g in zip(wanted, gs) if g is not None and bool(torch.isfinite(g).all())}
+                except RuntimeError:
+                    grads = {}
+        return Evaluation(outcome, error, d, grads, list(dict.fromkeys(tracer.used_inputs)), params,
+                          dict(tracer.param_names))
+
+
+def _bounds(examples: dict[str, Any], factor: float) -> dict[str, float]:
+    out = {}
+    for k, v in examples.items():
+        if isinstance(v, torch.Tensor) and torch.is_floating_point(v) and v.numel():
+            out[k] = factor * max(1.0, float(v.detach().abs().max()))
+    return out
+
+
+def _leading(examples: dict[str, Any]) -> int | None:
+    sizes = [v.shape[0] for v in examples.values() if isinstance(v, torch.Tensor) and v.dim() >= 1]
+    if not sizes:
+        return None
+    return max(set(sizes), key=sizes.count)
+
+
+def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Named variants of the example inputs that real data produce, most telling first for the kind."""
+    floats = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and torch.is_floating_point(v)]
+    ints = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and v.dtype in (torch.int64, torch.int32)]
+    bools = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and v.dtype == torch.bool]
+    shape_kind = KINDS[kind].region.shape is not None
+
+    def shape_moves() -> Iterator[tuple[str, dict[str, Any]]]:
+        n = _leading(examples)
+        keep = 0 if KINDS[kind].region.shape == "empty" else 1
+        if n is not None and n > keep:
+            yield f"batch of {keep}", {k: (v[:keep] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n else v)
+                                        for k, v in examples.items()}
+        for k in floats:
+            v = examples[k]
+            for dim in range(1, v.dim()):
+                if v.shape[dim] > keep:
+                    yield f"{k} with dimension {dim} of length {keep}", {**examples, k: v.narrow(dim, 0, keep).clone()}
+
+    if shape_kind:
+        yield from shape_moves()
+    if floats:
+        yield "all zeros", {**examples, **{k: torch.zeros_like(examples[k]) for k in floats}}
+        yield "identical rows", {**examples, **{k: examples[k][:1].expand_as(examples[k]).clone() if examples[k].dim() >= 1 else examples[k] for k in floats}}
+        for k in floats:
+            if len(floats) > 1:
+                yield f"{k} all zeros", {**examples, k: torch.zeros_like(examples[k])}
+        yield "all ones", {**examples, **{k: torch.ones_like(examples[k]) for k in floats}}
+        yield "all -1", {**examples, **{k: -torch.ones_like(examples[k]) for k in floats}}
+        yield "largest values", {**examples, **{k: torch.full_like(examples[k], bounds.get(k, 1.0)) for k in floats}}
+        yield "most negative values", {**examples, **{k: torch.full_like(examples[k], -bounds.get(k, 1.0)) for k in floats}}
+        yield "one large value per row", {**examples, **{k: _one_hot_large(examples[k], bounds.get(k, 1.0)) for k in floats}}
+    for k in ints:
+        v = examples[k]
+        top = int(v.max()) if v.numel() else 0
+        for c in range(0, min(top + 1, 16)):
+            yield f"{k} all {c}", {**examples, k: torch.full_like(v, c)}
+    for k in bools:
+        yield f"{k} all False", {**examples, k: torch.zeros_like(examples[k])}
+        yield f"{k} all True", {**examples, k: torch.ones_like(examples[k])}
+    if not shape_kind:
+        yield from shape_moves()
+
+
+def _one_hot_large(v: torch.Tensor, bound: float) -> torch.Tensor:
+    out = torch.zeros_like(v)
+    if v.dim() == 0:
+        return out.fill_(bound)
+    out.select(-1, 0).fill_(bound)
+    return out
+
+
+def _newton_applies(kind: str) -> bool:
+    r = KINDS[kind].region
+    return r.zero or r.lo_inclusive or r.hi_inclusive or r.nonpositive_integers or r.backward_at is not None
+
+
+def search(program: Program, site: Site, sites: list[Site], examples: dict[str, Any],
+           settings: SearchSettings, deadline: float | None = None) -> SearchReport:
+    """Look for inputs (and parameter moves) that make ``site`` produce NaN/INF from finite operands."""
+    t0 = time.monotonic()
+    end = t0 + settings.budget if deadline is None else min(deadline, t0 + settings.budget)
+    runner = Runner(program, site, sites)
+    gen = torch.Generator().manual_seed((settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63))
+    bounds = _bounds(examples, settings.bound_factor)
+    best = float("inf")
+
+    def done(ev: Evaluation, values: dict[str, Any], deltas: dict[str, torch.Tensor], how: str) -> SearchReport:
+        used = {k: values[k] for k in ev.used if k in values} or dict(values)
+        found = Found(ev.outcome, used, {k: d.detach().clone() for k, d in deltas.items()}, ev.param_names,
+                      runner.iterations, time.monotonic() - t0, how)
+        return SearchReport(found, runner.iterations, time.monotonic() - t0, 0.0)
+
+    ev = runner.evaluate(examples)
+    if ev.found:
+        return done(ev, examples, {}, "example inputs")
+    if ev.outcome is None:
+        # Not reached with the examples: nothing to steer from.
+        why = f"not reached ({type(ev.error).__name__}: {ev.error})" if ev.error else "not reached"
+        return SearchReport(None, runner.iterations, time.monotonic() - t0, best, why)
+    best = ev.d
+    start, start_ev = examples, ev
+
+    for how, values in mutations(examples, site.kind, bounds):
+        if time.monotonic() > end:
+            break
+        mev = runner.evaluate(values)
+        if mev.found:
+            return done(mev, values, {}, f"mutation: {how}")
+        if mev.outcome is not None and mev.d < start_ev.d and mev.grads:
+            start, start_ev = values, mev
+        best = min(best, mev.d)
+
+    cur, cur_ev = dict(start), start_ev
+    deltas: dict[str, torch.Tensor] = {}
+    weights_on = False
+    a = 0.05
+    newton_ok = _newton_applies(site.kind)
+    restarts = 0
+    half = t0 + (end - t0) * 0.5
+    while time.monotonic() < end:
+        if not weights_on and settings.move_weights and time.monotonic() > half and runner.param_values:
+            weights_on = True
+            deltas = {k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)}
+            cur, cur_ev = dict(start), runner.evaluate(start, deltas)
+            if cur_ev.found:
+                return done(cur_ev, cur, deltas, "gradient with weights")
+            a = 0.05
+            continue
+        if not cur_ev.grads or cur_ev.d == float("inf"):
+            restarts += 1
+            scale = float(torch.rand((), generator=gen)) * 4 + 0.5
+            cur = {k: (_clip(v + torch.randn(v.shape, generator=gen, dtype=v.dtype) * scale * bounds[k] / settings.bound_factor, bounds[k])
+                       if k in bounds else v) for k, v in examples.items()}
+            if weights_on:
+                deltas = {k: torch.zeros_like(d) for k, d in deltas.items()}
+            cur_ev = runner.evaluate(cur, deltas if weights_on else None)
+            if cur_ev.found:
+                return done(cur_ev, cur, deltas, "random restart")
+            a = 0.05
+            continue
+        if newton_ok and cur_ev.d > 0:
+            cand, cand_d = _newton(cur, deltas, cur_ev, bounds, runner.param_values, settings.weight_factor)
+            nev = runner.evaluate(cand, cand_d if weights_on else None)
+            if nev.found:
+                return done(nev, cand, cand_d if weights_on else {}, "Newton step")
+            best = min(best, nev.d)
+            if nev.d < cur_ev.d and nev.grads:
+                cur, cur_ev, deltas = cand, nev, cand_d if weights_on else deltas
+                continue
+            newton_ok = False
+        cand, cand_d = _signed(cur, deltas, cur_ev, bounds, a, runner.param_values, settings.weight_factor)
+        sev = runner.evaluate(cand, cand_d if weights_on else None)
+        if sev.found:
+            return done(sev, cand, cand_d if weights_on else {}, "gradient step")
+        best = min(best, sev.d)
+        if sev.outcome is not None and sev.d < cur_ev.d:
+            cur, cur_ev, deltas = cand, sev, cand_d if weights_on else deltas
+            a = min(a * 2.0, 1.0)
+            newton_ok = _newton_applies(site.kind)
+        else:
+            a *= 0.5
+            if a < 1e-7:
+                cur_ev = Evaluation(None, None, float("inf"), {}, [], {}, {})  # forces a restart
+    note = f"searched {runner.iterations} runs in {time.monotonic() - t0:.1f} s; closest distance to the region {best:.3g}"
+    return SearchReport(None, runner.iterations, time.monotonic() - t0, best, note)
+
+
+def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:
+    return v.clamp(-bound, bound)
+
+
+def _clip_delta(d: torch.Tensor, p: torch.Tensor, factor: float) -> torch.Tensor:
+    limit = (p.abs() * factor).clamp_min(1.0)
+    return torch.maximum(torch.minimum(d, limit), -limit)
+
+
+def _signed(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float], a: float,
+            params: dict[str, torch.Tensor], wfactor: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    out = dict(cur)
+    for k, g in ev.grads.items():
+        if k.startswith("w:"):
+            continue
+        if k in bounds and k in cur:
+            step = a * bounds[k] / 10.0
+            out[k] = _clip(cur[k] - step * torch.sign(g), bounds[k])
+    nd = dict(deltas)
+    for k, d in deltas.items():
+        g = ev.grads.get("w:" + k)
+        if g is not None and k in params:
+            step = a * params[k].abs().clamp_min(1.0)
+            nd[k] = _clip_delta(d - step * torch.sign(g), params[k], wfactor)
+    return out, nd
+
+
+def _newton(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float],
+            params: dict[str, torch.Tensor], wfactor: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    norm2 = sum(float((g.double() ** 2).sum()) for g in ev.grads.values())
+    if norm2 == 0.0:
+        return dict(cur), dict(deltas)
+    f = ev.d
+    out = dict(cur)
+    for k, g in ev.grads.items():
+        if not k.startswith("w:") and k in bounds and k in cur:
+            out[k] = _clip((cur[k].double() - f * g.double() / norm2).to(cur[k].dtype), bounds[k])
+    nd = dict(deltas)
+    for k, d in deltas.items():
+        g = ev.grads.get("w:" + k)
+        if g is not None and k in params:
+            nd[k] = _clip_delta((d.double() - f * g.double() / norm2).to(d.dtype), params[k], wfactor)
+    return out, nd

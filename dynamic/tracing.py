@@ -1,0 +1,461 @@
+"""Sees every torch call a user program makes and maps it to the static Sites.
+
+Owns the ``TorchFunctionMode`` (``Tracer``) used by the search, the recording
+run and replay. For each torch function, Tensor method or operator it:
+
+* substitutes external inputs: tensors made by factories (``randn``,
+  ``tensor``, ``from_numpy`` ...) called directly from user code, and tensors
+  that show up as operands without ever having been produced under the mode,
+  keyed by ``<file name>:<line>:<op>#<occurrence>``;
+* substitutes parameters by ``parameter + delta`` when the search moves weights;
+* maps catalogue ops to Sites by the position of the innermost frame in the
+  target file (``f_lasti`` -> ``co_positions()``, UTF-8 byte columns converted
+  to code points), and by kind;
+* applies the oracle at a site (operands finite, output not) and, for the
+  search's target site, stops the run by raising ``TargetReached``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode, resolve_name
+from torch.utils.weak import WeakTensorKeyDictionary
+
+from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
+from grist_lsp.model import Site
+
+# Factories whose results, when called directly from user code, are program inputs.
+RANDOM_FACTORIES = frozenset({
+    "torch.randn", "torch.rand", "torch.randn_like", "torch.rand_like", "torch.normal",
+    "torch.randint", "torch.randint_like", "torch.Tensor.normal_", "torch.Tensor.uniform_",
+})
+# Data constructors: inputs only when they hold more than one element, so that
+# literal constants such as ``torch.tensor(1e-8)`` stay what the programmer wrote.
+DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor.new_tensor"})
+# In-place factories cannot be swapped for another tensor: the caller keeps the old one.
+_INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"})
+
+_TORCH_DIR = os.path.normcase(os.path.dirname(torch.__file__))
+_OWN_DIR = os.path.normcase(os.path.dirname(__file__))
+# Frames between a torch call and its Python caller that are not the caller.
+_DISPATCH_FILES = (os.path.join(_TORCH_DIR, "overrides.py"), os.path.join(_TORCH_DIR, "utils", "_device.py"), _OWN_DIR)
+
+
+class TargetReached(BaseException):
+    """Raised from inside the mode to stop the user's program at the target site.
+
+    A BaseException so that the user's own ``except Exception`` does not swallow it.
+    """
+
+    def __init__(self, outcome: "SiteOutcome") -> None:
+        super().__init__("target site reached")
+        self.outcome = outcome
+
+
+class AllSitesReached(BaseException):
+    """Raised in recording runs once every watched site has been evaluated."""
+
+
+@dataclass
+class SiteOutcome:
+    """What happened at one evaluation of a site."""
+
+    site: Site
+    found: bool  # operands finite and output (or, phase backward, local gradient) not
+    result: str  # "nan" / "inf" / "-inf" / "finite" / "upstream" (an operand was already non-finite)
+    phase: str = "forward"
+    operand: torch.Tensor | None = None  # detached copy of the dangerous operand
+    bad_value: float | None = None  # the operand element that produced the first non-finite output
+    distance: torch.Tensor | None = None  # objective, still attached to the graph
+    position: tuple[int, int, int, int] | None = None
+
+
+def classify(t: torch.Tensor) -> str:
+    """'nan', 'inf', '-inf' or 'finite' for a tensor (the first non-finite kind, NaN first)."""
+    if not torch.is_floating_point(t) and not torch.is_complex(t):
+        return "finite"
+    t = t.detach()
+    if torch.isnan(t).any():
+        return "nan"
+    if torch.isposinf(t).any():
+        return "inf"
+    if torch.isneginf(t).any():
+        return "-inf"
+    return "finite"
+
+
+def _tensors_in(value: Any) -> list[torch.Tensor]:
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        out: list[torch.Tensor] = []
+        for v in value:
+            out.extend(_tensors_in(v))
+        return out
+    return []
+
+
+def get_argument(op: Op, args: tuple, kwargs: dict, index: int | None, keyword: str | None) -> tuple[Any, str | None, int | None]:
+    """The argument at ``index`` / ``keyword`` and where it was: (value, keyword, position)."""
+    if keyword and keyword in kwargs:
+        return kwargs[keyword], keyword, None
+    if index is not None and index < len(args):
+        return args[index], None, index
+    # The runtime spelling may differ (``other`` vs ``divisor``): take the first tensor keyword.
+    if index is not None and kwargs:
+        for k, v in kwargs.items():
+            if isinstance(v, torch.Tensor):
+                return v, k, None
+    return None, None, None
+
+
+class SourcePositions:
+    """Converts frames into source positions in code points, with per-code caches."""
+
+    def __init__(self, texts: dict[str, str]) -> None:
+        self._lines = {f: t.splitlines() for f, t in texts.items()}
+        self._positions: dict[Any, list] = {}
+
+    def position(self, frame: Any) -> tuple[int, int, int, int] | None:
+        code = frame.f_code
+        table = self._positions.get(code)
+        if table is None:
+            table = list(code.co_positions())
+            self._positions[code] = table
+        i = frame.f_lasti // 2
+        if i < 0 or i >= len(table):
+            return None
+        line, end_line, col, end_col = table[i]
+        if line is None:
+            return None
+        lines = self._lines.get(code.co_filename)
+        if col is None or end_col is None or lines is None:
+            return (line, 0, end_line or line, 1 << 30)
+        return (line, self._cp(lines, line, col), end_line or line, self._cp(lines, end_line or line, end_col))
+
+    @staticmethod
+    def _cp(lines: list[str], line: int, byte_col: int) -> int:
+        if 1 <= line <= len(lines):
+            text = lines[line - 1]
+            if text.isascii():
+                return byte_col
+            return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+        return byte_col
+
+
+@dataclass
+class TracerConfig:
+    """What one run watches and substitutes."""
+
+    target_file: str
+    texts: dict[str, str]  # co_filename -> source text (target and entry files)
+    sites: list[Site]  # sites to map events to (the watched ones)
+    user_files: frozenset[str]  # files whose factory calls are inputs
+    subs: dict[str, torch.Tensor] = field(default_factory=dict)  # input key -> value to use
+    weight_subs: dict[str, torch.Tensor] = field(default_factory=dict)  # parameter key -> delta
+    target: Site | None = None  # stop at its first evaluation
+    stop_when_all_reached: bool = False
+    watch: frozenset[str] | None = None  # site keys to wait for (default: all of ``sites``)
+    record: bool = False  # keep the original value of every external input
+    loose_match: bool = False  # replay of edited text: match by start line and kind
+    local_backward: bool = True
+    produced: WeakTensorKeyDictionary | None = None  # tensors made under the mode; shared by one program's runs
+
+
+class Tracer(TorchFunctionMode):
+    """The TorchFunctionMode of one run. Not reusable across runs."""
+
+    def __init__(self, cfg: TracerConfig) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.positions = SourcePositions(cfg.texts)
+        self.produced = cfg.produced if cfg.produced is not None else WeakTensorKeyDictionary()
+        self.recorded: dict[str, torch.Tensor] = {}  # input key -> original value (record runs)
+        self.used_inputs: list[str] = []  # keys in order of first use in this run
+        self.reached: dict[str, SiteOutcome] = {}  # site key -> first evaluation
+        self.param_names: dict[str, str] = {}  # parameter key -> readable name
+        self._occurrence: dict[tuple, int] = {}
+        self._external: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(orig) -> (orig, replacement)
+        self._params: dict[int, tuple[torch.Tensor, str]] = {}
+        self._param_count = 0
+        self._names: dict[Any, str] = {}
+        self._by_kind: dict[str, list[Site]] = {}
+        for s in cfg.sites:
+            self._by_kind.setdefault(s.kind, []).append(s)
+        self._target_key = cfg.target.key if cfg.target else None
+        self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
+
+    # --- frames ---------------------------------------------------------------
+
+    def _caller(self) -> Any:
+        f = sys._getframe(2)
+        while f is not None and os.path.normcase(f.f_code.co_filename).startswith(_DISPATCH_FILES):
+            f = f.f_back
+        return f
+
+    def _frame_in(self, files: Any) -> Any:
+        f = sys._getframe(2)
+        while f is not None and f.f_code.co_filename not in files:
+            f = f.f_back
+        return f
+
+    def _name(self, func: Any) -> str:
+        name = self._names.get(func)
+        if name is None:
+            try:
+                name = resolve_name(func) or getattr(func, "__qualname__", repr(func))
+            except Exception:
+                name = repr(func)
+            self._names[func] = name
+        return name
+
+    def _input_key(self, frame: Any, name: str) -> str:
+        line = frame.f_lineno
+        pos = self.positions.position(frame)
+        if pos is not None:
+            line = pos[0]
+        base = (os.path.basename(frame.f_code.co_filename), line, name)
+        n = self._occurrence.get(base, 0)
+        self._occurrence[base] = n + 1
+        return f"{base[0]}:{base[1]}:{base[2]}#{n}"
+
+    # --- substitution -----------------------------------------------------------
+
+    def _external_value(self, key: str, original: torch.Tensor) -> torch.Tensor:
+        if self.cfg.record and key not in self.recorded:
+            self.recorded[key] = original.detach().clone()
+        self.used_inputs.append(key)
+        sub = self.cfg.subs.get(key)
+        if sub is None:
+            return original
+        # A clone, so the user's in-place updates never touch the search's leaf.
+        return sub.clone() if sub.requires_grad else sub.clone().to(original.dtype)
+
+    def _substitute_args(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        changed = False
+        new_args = list(args)
+        for i, a in enumerate(args):
+            r = self._substitute_one(a)
+            if r is not a:
+                new_args[i] = r
+                changed = True
+        new_kwargs = kwargs
+        for k, v in kwargs.items():
+            r = self._substitute_one(v)
+            if r is not v:
+                if new_kwargs is kwargs:
+                    new_kwargs = dict(kwargs)
+                new_kwargs[k] = r
+                changed = True
+        return (tuple(new_args), new_kwargs) if changed else (args, kwargs)
+
+    def _substitute_one(self, a: Any) -> Any:
+        if not isinstance(a, torch.Tensor):
+            return a
+        hit = self._external.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        if isinstance(a, torch.nn.Parameter):
+            return self._parameter(a)
+        if a in self.produced:
+            return a
+        if not (torch.is_floating_point(a) or a.dtype in (torch.int64, torch.int32, torch.bool)) or a.numel() <= 1:
+            return a
+        frame = self._frame_in(self.cfg.user_files)
+        if frame is None:
+            return a
+        key = self._input_key(frame, "operand")
+        r = self._external_value(key, a)
+        self._external[id(a)] = (a, r)
+        if r is not a:
+            self.produced[r] = True
+        return r
+
+    def _parameter(self, p: torch.Tensor) -> torch.Tensor:
+        hit = self._params.get(id(p))
+        if hit is None:
+            key = f"param#{self._param_count}"
+            self._param_count += 1
+            self._params[id(p)] = (p, key)
+            self.param_names[key] = self._parameter_name(p, key)
+        else:
+            key = hit[1]
+        delta = self.cfg.weight_subs.get(key)
+        if delta is None:
+            return p
+        return p.detach() + delta
+
+    def _parameter_name(self, p: torch.Tensor, key: str) -> str:
+        f = sys._getframe(3)
+        while f is not None:
+            owner = f.f_locals.get("self")
+            if isinstance(owner, torch.nn.Module):
+                for name, q in owner.named_parameters():
+                    if q is p:
+                        return f"{type(owner).__name__}.{name}"
+            f = f.f_back
+        return key
+
+    # --- the mode ---------------------------------------------------------------
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = self._name(func)
+        if name.endswith("__get__") or name in ("torch.Tensor.__repr__", "torch.Tensor.__format__"):
+            return func(*args, **kwargs)
+        args, kwargs = self._substitute_args(args, kwargs)
+        op = lookup(name)
+        if op is not None and op.kind in self._by_kind:
+            out = self._at_site(func, name, op, args, kwargs)
+        else:
+            out = func(*args, **kwargs)
+        if name in RANDOM_FACTORIES or name in DATA_FACTORIES:
+            out = self._factory(name, out)
+        for t in _tensors_in(out):
+            self.produced[t] = True
+        return out
+
+    def _factory(self, name: str, out: Any) -> Any:
+        if not isinstance(out, torch.Tensor):
+            return out
+        if name in DATA_FACTORIES and out.numel() <= 1:
+            return out
+        caller = self._caller()
+        if caller is None or caller.f_code.co_filename not in self.cfg.user_files:
+            return out
+        key = self._input_key(caller, name)
+        if name in _INPLACE_FACTORIES:
+            return out
+        return self._external_value(key, out)
+
+    def _match(self, op: Op, pos: tuple[int, int, int, int] | None) -> Site | None:
+        if pos is None:
+            return None
+        best: Site | None = None
+        for s in self._by_kind.get(op.kind, ()):
+            sp = s.span
+            inside = (sp.start_line, sp.start_col) <= (pos[0], pos[1]) and (pos[2], pos[3]) <= (sp.end_line, sp.end_col)
+            if inside:
+                if best is None or (sp.end_line, sp.end_col, -sp.start_line, -sp.start_col) < (
+                    best.span.end_line, best.span.end_col, -best.span.start_line, -best.span.start_col
+                ):
+                    best = s
+        if best is None and self.cfg.loose_match:
+            for s in self._by_kind.get(op.kind, ()):
+                if s.span.start_line == pos[0]:
+                    return s
+        return best
+
+    def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
+        frame = self._frame_in((self.cfg.target_file,))
+        pos = self.positions.position(frame) if frame is not None else None
+        site = self._match(op, pos)
+        if site is None or site.key in self.reached:
+            return func(*args, **kwargs)
+        is_target = site.key == self._target_key
+        out = func(*args, **kwargs)
+        outcome = self._judge(site, func, op, args, kwargs, out, want_distance=is_target)
+        outcome.position = pos
+        self.reached[site.key] = outcome
+        if is_target:
+            raise TargetReached(outcome)
+        if self.cfg.stop_when_all_reached and self._watched.issubset(self.reached):
+            raise AllSitesReached()
+        return out
+
+    def _judge(self, site: Site, func: Any, op: Op, args: tuple, kwargs: dict, out: Any,
+               want_distance: bool) -> SiteOutcome:
+        operand, kw, idx = get_argument(op, args, kwargs, op.operand_index, op.operand_keyword)
+        inputs = _tensors_in(list(args)) + _tensors_in(list(kwargs.values()))
+        snap = operand.detach().clone() if isinstance(operand, torch.Tensor) else None
+        if any(classify(t) != "finite" for t in inputs) or (
+            isinstance(operand, float) and not math.isfinite(operand)
+        ):
+            return SiteOutcome(site, False, "upstream", operand=snap)
+        result = "finite"
+        for t in _tensors_in(out):
+            result = classify(t)
+            if result != "finite":
+                break
+        if result != "finite":
+            return SiteOutcome(site, True, result, operand=snap, bad_value=_bad_value(snap, _tensors_in(out)[0]))
+        region = KINDS[site.kind].region
+        if self.cfg.local_backward and region.backward_at is not None and isinstance(operand, torch.Tensor) \
+                and torch.is_floating_point(operand):
+            back = _local_backward(func, args, kwargs, kw, idx)
+            if back is not None:
+                return SiteOutcome(site, True, back[0], phase="backward", operand=snap, bad_value=back[1])
+        dist = None
+        if want_distance and isinstance(operand, torch.Tensor):
+            try:
+                dist = region.distance(operand, str(operand.dtype))
+            except Exception:
+                dist = None
+        return SiteOutcome(site, False, "finite", operand=snap, distance=dist)
+
+
+def _bad_value(operand: torch.Tensor | None, out: torch.Tensor) -> float | None:
+    """The operand element at the first non-finite output element (when shapes line up)."""
+    if operand is None:
+        return None
+    try:
+        bad = ~torch.isfinite(out.detach())
+        if operand.shape == out.shape:
+            return float(operand[bad].flatten()[0])
+        if operand.numel() == 1:
+            return float(operand.flatten()[0])
+        # Broadcasting or reductions: the operand element closest to trouble is shown by the caller.
+        return None
+    except Exception:
+        return None
+
+
+def _local_backward(func: Any, args: tuple, kwargs: dict, kw: str | None, idx: int | None) -> tuple[str, float] | None:
+    """The gradient of this one op w.r.t. its operand, when that alone is non-finite."""
+    operand = kwargs[kw] if kw is not None else args[idx] if idx is not None else None
+    if not isinstance(operand, torch.Tensor):
+        return None
+    leaf = operand.detach().clone().requires_grad_(True)
+    if kw is not None:
+        kwargs = {**kwargs, kw: leaf}
+    else:
+        args = tuple(leaf if i == idx else a for i, a in enumerate(args))
+    with torch.enable_grad():
+        out = func(*args, **kwargs)
+        if not isinstance(out, torch.Tensor) or not out.requires_grad:
+            return None
+        (g,) = torch.autograd.grad(out, leaf, torch.ones_like(out), allow_unused=True)
+    if g is None:
+        return None
+    kind = classify(g)
+    if kind == "finite":
+        return None
+    bad = ~torch.isfinite(g)
+    return kind, float(leaf.detach()[bad].flatten()[0])
+
+
+def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | None, BaseException | None]:
+    """Run ``body`` under ``tracer``: (target outcome or None, the user's exception or None)."""
+    outcome = None
+    error: BaseException | None = None
+    try:
+        with tracer:
+            body()
+    except TargetReached as stop:
+        outcome = stop.outcome
+    except AllSitesReached:
+        pass
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            error = e
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the user's program failed: the caller decides what that means
+        error = e
+    return outcome, error

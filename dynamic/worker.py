@@ -1,0 +1,320 @@
+"""The worker process: ``python -m grist_lsp.dynamic.worker``.
+
+Reads one JSON request on stdin (``path``, ``text``, ``targets``: site JSON to
+confirm, ``sites``: every site of the file, for precise matching, ``budget``,
+``seed``, ``entries``, ``project_root``, ``record_timeout``), runs the user's
+program only here, and writes JSON lines to the file descriptor it was given
+in ``GRIST_RESULT_FD`` (stdout is handed to the user's program's prints,
+redirected to stderr):
+
+* ``{"type": "site", "key", "witness" | null, "entry", "note"}`` per target;
+* ``{"type": "error", "message", "line", "col"}`` when the program could not run;
+* ``{"type": "done"}`` at the end.
+
+Resource limits are set by the parent (``engine``): RLIMIT_AS before exec, and
+the parent kills the process on its wall-clock deadline. A per-run interval
+timer stops one run of the user's program that takes too long.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import os
+import re
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+import torch
+
+from grist_lsp.analyzer.catalogue import KINDS
+from grist_lsp.model import Site, Witness, site_from_json, to_json
+
+from . import entries as E
+from .search import Evaluation, Found, Runner, SearchSettings, search
+from .tracing import SiteOutcome
+from .witness import describe, from_value, payload_dir, shrink, to_value
+
+
+class RunTimeout(BaseException):
+    """Raised by the interval timer inside a run of the user's program that took too long."""
+
+
+@dataclass
+class Assignment:
+    program: E.Program
+    examples: dict[str, Any]
+    outcome: SiteOutcome
+
+
+def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
+    """The innermost traceback frame in one of the user's files: (file, line)."""
+    loc = None
+    for fs in traceback.extract_tb(exc.__traceback__):
+        if os.path.abspath(fs.filename) in files:
+            loc = (fs.filename, fs.lineno or 1)
+    return loc
+
+
+def describe_failure(exc: BaseException, files: set[str], label: str, memory_mb: int | None) -> tuple[str, int]:
+    """Words for an exception in the user's program, and the target-file line to attach them to."""
+    loc = user_location(exc, files)
+    where = f" at {loc[0]}:{loc[1]}" if loc else ""
+    line = loc[1] if loc else 1
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else ""
+    if isinstance(exc, RunTimeout):
+        return (f"the program did not reach the checked operations in time ({label}); it was still running{where} "
+                "(a hang or a long loop?): give a lighter entry with --entry file.py:function or raise the timeout"), line
+    if isinstance(exc, MemoryError) or "can't allocate memory" in first or "not enough memory" in first:
+        limit = f" (limit {memory_mb} MB)" if memory_mb else ""
+        return f"the program ran out of memory{limit}{where} ({label}): reduce the sizes it allocates", line
+    if isinstance(exc, SyntaxError):
+        return f"the program does not compile: {exc.msg} at {exc.filename}:{exc.lineno}", exc.lineno or 1
+    if isinstance(exc, ImportError):
+        return (f"the program cannot be imported: {type(exc).__name__}: {first}{where}: install the missing "
+                "module or give an entry with --entry file.py:function"), line
+    if isinstance(exc, SystemExit):
+        return f"the program exited with status {exc.code}{where} ({label}) before reaching the checked operations", line
+    return (f"the program raised {type(exc).__name__}: {first}{where} ({label}) before reaching the checked "
+            "operations: fix the error or give an entry with --entry file.py:function"), line
+
+
+def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int], None]) -> Iterator[E.Program]:
+    """Programs in the order the contract gives: explicit entries, tests, script, probes."""
+    target = os.path.abspath(path)
+    root = E.project_root_for(path, req.get("project_root"))
+    seed = int(req.get("seed", 0))
+    base = dict(target_file=target, texts={target: text}, seed=seed)
+    for spec in req.get("entries") or []:
+        try:
+            file, func = E.parse_entry(spec, root)
+        except E.EntryError as e:
+            emit_error(f"{path}: {e}", 1)
+            continue
+        yield E.EntryProgram(label=f"entry:{file}:{func}", user_files=frozenset({target, file}), entry_file=file,
+                             function=func, text=text, **base)
+    for file, func in E.test_entries(path, root):
+        yield E.TestProgram(label=f"test:{file}::{func}", user_files=frozenset({target, file}), test_file=file,
+                            function=func, **base)
+    if E.is_script(text):
+        yield E.ScriptProgram(label=f"script:{path}", user_files=frozenset({target}), text=text, **base)
+    try:
+        progs = E.probe_programs(path, text, seed)
+    except BaseException as e:  # importing the module for probing failed
+        msg, line = describe_failure(e, {target}, f"probe:{path}", req.get("memory_mb"))
+        emit_error(f"{path}: {msg}", line)
+        return
+    yield from progs
+
+
+class Worker:
+    """Confirms the target sites of one file; owns the result stream."""
+
+    def __init__(self, req: dict, out: Callable[[dict], None]) -> None:
+        self.req = req
+        self.out = out
+        self.path: str = req["path"]
+        self.text: str = req["text"]
+        self.target = os.path.abspath(self.path)
+        self.targets = [site_from_json(s) for s in req["targets"]]
+        self.sites = [site_from_json(s) for s in req.get("sites") or req["targets"]]
+        self.budget = float(req.get("budget", 5.0))
+        self.seed = int(req.get("seed", 0))
+        self.record_timeout = float(req.get("record_timeout", 20.0))
+        self.errors: list[tuple[str, int]] = []
+
+    def emit_error(self, message: str, line: int) -> None:
+        self.errors.append((message, line))
+
+    def _timed(self, seconds: float, fn: Callable[[], Any]) -> Any:
+        def ring(signum: int, frame: Any) -> None:
+            raise RunTimeout()
+
+        old = signal.signal(signal.SIGALRM, ring)
+        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.05))
+        try:
+            return fn()
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+
+    def assign(self) -> dict[str, Assignment]:
+        """Record runs, entry by entry, until every target is reached by some entry."""
+        todo = {s.key for s in self.targets}
+        assigned: dict[str, Assignment] = {}
+        failures: list[tuple[E.Program, BaseException]] = []
+        for prog in candidates(self.path, self.text, self.req, self.emit_error):
+            if not todo:
+                break
+            try:
+                self._timed(self.record_timeout, prog.setup)
+            except BaseException as e:
+                if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
+                    failures.append((prog, e))
+                continue
+            cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo))
+            tracer, _, error = self._timed(self.record_timeout, lambda: prog.run(cfg))
+            reached = [k for k in tracer.reached if k in todo]
+            for k in reached:
+                assigned[k] = Assignment(prog, dict(tracer.recorded), tracer.reached[k])
+                todo.discard(k)
+            if error is not None and not reached and isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
+                failures.append((prog, error))
+        if todo and failures:
+            prog, exc = failures[0]
+            files = {os.path.abspath(f) for f in prog.user_files}
+            msg, line = describe_failure(exc, files, prog.label, self.req.get("memory_mb"))
+            loc = user_location(exc, {self.target})
+            self.emit_error(f"{self.path}: {msg}", loc[1] if loc else line)
+        return assigned
+
+    def run(self) -> None:
+        assigned = self.assign()
+        for message, line in self.errors:
+            self.out({"type": "error", "message": message, "line": line, "col": 0})
+        for site in self.targets:
+            a = assigned.get(site.key)
+            if a is None:
+                self.out({"type": "site", "key": site.key, "witness": None, "entry": None,
+                          "note": "not reached by any entry (explicit entries, tests, script, probes)"})
+                continue
+            settings = SearchSettings(budget=self.budget, seed=self.seed)
+            report = self._timed(self.budget + self.record_timeout,
+                                 lambda: search(a.program, site, self.sites, a.examples, settings))
+            if report.found is None:
+                self.out({"type": "site", "key": site.key, "witness": None, "entry": a.program.label,
+                          "note": f"{report.note} from {a.program.label}"})
+                continue
+            witness, message = self.make_witness(a, site, report.found, settings)
+            self.out({"type": "site", "key": site.key, "witness": to_json(witness), "entry": a.program.label,
+                      "note": report.found.how, "message": message})
+        self.out({"type": "done"})
+
+    def make_witness(self, a: Assignment, site: Site, found: Found, settings: SearchSettings) -> tuple[Witness, str]:
+        runner = Runner(a.program, site, self.sites)
+
+        def fails(values: dict[str, Any]) -> bool:
+            ev = runner.evaluate(values, found.deltas or None, grad=False)
+            return ev.found and ev.outcome.phase == found.outcome.phase
+
+        values = found.values
+        outcome = found.outcome
+        try:
+            values = self._timed(min(2.0, self.budget) + 1.0, lambda: shrink(values, fails))
+            ev = runner.evaluate(values, found.deltas or None, grad=False)
+            if ev.found:
+                outcome = ev.outcome
+                values = {k: values[k] for k in ev.used if k in values} or values
+            else:
+                values = found.values
+        except RunTimeout:
+            values = found.values
+        bounds = {}
+        beyond = 0.0
+        for k, v in values.items():
+            ex = a.examples.get(k)
+            if isinstance(v, torch.Tensor) and torch.is_floating_point(v) and isinstance(ex, torch.Tensor) and ex.numel():
+                m = max(1.0, float(ex.abs().max()))
+                bounds[k] = settings.bound_factor * m
+                if v.numel():
+                    beyond = max(beyond, float(v.abs().max()) / max(float(ex.abs().max()), 1e-30))
+        moved = {}
+        deltas = {}
+        for k, d in found.deltas.items():
+            m = float(d.abs().max()) if d.numel() else 0.0
+            if m > 0:
+                moved[found.param_names.get(k, k)] = m
+                deltas[k] = to_value(d)
+        witness = Witness(
+            entry=a.program.label,
+            inputs={k: to_value(v) for k, v in values.items()},
+            weights_moved=moved,
+            operand=to_value(outcome.operand) if outcome.operand is not None else None,
+            result=outcome.result,
+            phase=outcome.phase,
+            iterations=found.iterations,
+            seconds=round(found.seconds, 4),
+            seed=self.seed,
+            input_bound=max(bounds.values()) if bounds else None,
+            beyond_examples=round(beyond, 4) if bounds else None,
+            weight_deltas=deltas,
+        )
+        return witness, message(site, outcome, values, a.program, moved)
+
+
+def input_name(key: str, program: E.Program) -> str:
+    """Readable name of an input: the variable a factory's result was assigned to, when there is one."""
+    m = re.fullmatch(r"(.+?):(\d+):([\w.]+)#(\d+)", key)
+    if not m:
+        return key
+    for path, text in list(program.texts.items()) + [(f, None) for f in program.user_files]:
+        if os.path.basename(path) != m.group(1):
+            continue
+        if text is None:
+            try:
+                text = open(path, encoding="utf-8").read()
+            except OSError:
+                continue
+        lines = text.splitlines()
+        n = int(m.group(2))
+        if 1 <= n <= len(lines):
+            a = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]", lines[n - 1])
+            if a:
+                return a.group(1) + (f" (#{int(m.group(4)) + 1})" if m.group(4) != "0" else "")
+        break
+    return f"{m.group(3)}(...) at line {m.group(2)}"
+
+
+def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E.Program, moved: dict[str, float]) -> str:
+    """'torch.log receives 0 when x = [[...]]: -inf', in words people read."""
+    region = KINDS[site.kind].region
+    if region.shape is not None and outcome.operand is not None:
+        got = f"a tensor of shape {list(outcome.operand.shape)} ({region.text})"
+    elif outcome.bad_value is not None:
+        got = describe(outcome.bad_value if not float(outcome.bad_value).is_integer() else float(outcome.bad_value))
+        got = got.rstrip("0").rstrip(".") if "." in got and "e" not in got else got
+    elif outcome.operand is not None:
+        got = describe(outcome.operand)
+    else:
+        got = "its operand"
+    shown = []
+    for k, v in list(values.items())[:3]:
+        shown.append(f"{input_name(k, program)} = {describe(v)}")
+    when = " when " + ", ".join(shown) if shown else ""
+    if moved:
+        top = sorted(moved.items(), key=lambda kv: -kv[1])[:2]
+        when += " and weights moved (" + ", ".join(f"{n} by up to {d:.3g}" for n, d in top) + ")"
+    what = f"its gradient is {outcome.result} in the backward pass" if outcome.phase == "backward" else outcome.result
+    return f"{site.op} receives {got}{when}: {what}"
+
+
+def main() -> int:
+    torch.set_num_threads(1)
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+    fd = int(os.environ.get("GRIST_RESULT_FD", "1"))
+    result = os.fdopen(os.dup(fd), "w", buffering=1)
+    # The user's prints go to stderr so that they can never corrupt the result stream.
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    req = json.load(sys.stdin)
+    root = E.project_root_for(req["path"], req.get("project_root"))
+    for d in (os.path.dirname(os.path.abspath(req["path"])), root):
+        if d not in sys.path:
+            sys.path.insert(0, d)
+    sys.meta_path.insert(0, E.TextFinder(os.path.abspath(req["path"]), req["text"]))
+
+    def out(msg: dict) -> None:
+        result.write(json.dumps(msg) + "\n")
+        result.flush()
+
+    Worker(req, out).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
