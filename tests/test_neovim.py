@@ -25,7 +25,7 @@ BUGGY = '''import torch
 
 def loss(logits):
     p = torch.softmax(logits, dim=-1)
-    s = "é😀"; return -torch.log(p).mean()
+    s = "é😀"; return -torch.log(p).sum()
 '''
 
 # Neovim 0.7.2 has no vim.lsp.start: start_client + buf_attach_client.

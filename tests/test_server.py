@@ -31,7 +31,7 @@ BUGGY = '''import torch
 
 def loss(logits):
     p = torch.softmax(logits, dim=-1)
-    return -torch.log(p).mean()
+    return -torch.log(p).sum()
 '''
 
 # The emoji is one code point but two UTF-16 code units; "é" is one of each.
@@ -208,7 +208,7 @@ async def test_change_updates_diagnostics(client: LanguageClient, tmp_path: Path
     uri = open_file(client, tmp_path / "model.py", BUGGY)
     await wait_for(client, lambda: published_for(client, uri, 1) is not None, "first diagnostics")
 
-    fixed = BUGGY.replace("-torch.log(p).mean()", "(-torch.sqrt(p).mean())")
+    fixed = BUGGY.replace("-torch.log(p).sum()", "(-torch.sqrt(p).sum())")
     replace_text(client, uri, fixed, version=2)
     await wait_for(client, lambda: published_for(client, uri, 2) is not None, "diagnostics for version 2")
 
