@@ -189,7 +189,7 @@ def fmt(v: float) -> str:
         return "inf"
     if v == -INF:
         return "-inf"
-    return f"{v:.7g}"
+    return f"{v + 0.0:.7g}"  # + 0.0 turns -0.0 into 0.0
 
 
 def describe(f: Fact) -> str:
@@ -204,7 +204,7 @@ def describe(f: Fact) -> str:
     elif f.lo == -INF:
         parts.append(f"<= {fmt(f.hi)}")
     elif f.lo == f.hi or abs(f.hi - f.lo) <= 1e-6 * abs(f.lo):  # a constant, widened by rounding
-        parts.append(f"== {fmt(f.lo)}")
+        parts.append(f"== {fmt((f.lo + f.hi) / 2)}")
     else:
         parts.append(f"in [{fmt(f.lo)}, {fmt(f.hi)}]")
     if f.nonzero and f.lo <= 0 <= f.hi:
@@ -565,7 +565,7 @@ class RangeAnalysis:
                   ast.FloorDiv: "//", ast.MatMult: "@"}.get(type(op), "?")
         left_why = a.why or (self._text(node.left) if isinstance(node, ast.BinOp) else "?")
         right_why = b.why or (self._text(node.right) if isinstance(node, ast.BinOp) else "?")
-        why = f"{left_why} {why_op} {right_why}"
+        why = f"{_wrap(left_why)} {why_op} {_wrap(right_why)}"
         if isinstance(op, ast.Add):
             return self._iv(_nan_to(a.lo + b.lo, -INF), _nan_to(a.hi + b.hi, INF), why, ptype)
         if isinstance(op, ast.Sub):
@@ -775,8 +775,14 @@ class RangeAnalysis:
         the first argument of a function); ``args`` are the remaining positional
         arguments.
         """
-        T = "num" if root == "math" else "tensor" if inp.pytype in ("tensor", "unknown") and root != "builtins" \
-            else inp.pytype
+        if root == "math":
+            T = "num"
+        elif root == "builtins":
+            T = inp.pytype
+        elif method:
+            T = "tensor" if inp.pytype == "tensor" else "unknown"
+        else:
+            T = "tensor"
         kw = {k.arg: k.value for k in call.keywords if k.arg}
 
         def arg(i: int, key: str | None) -> ast.expr | None:
@@ -1010,6 +1016,11 @@ class RangeAnalysis:
             parts.append(f"max={hi_c.why or '?'}")
         nz = (lo > 0 or hi < 0) or (inp.nonzero and (lo_c is None or lo_c.hi <= 0) and (hi_c is None or hi_c.lo >= 0))
         return Fact(lo, hi, nz, T, f"{name}({', '.join(parts)})")
+
+
+def _wrap(why: str) -> str:
+    """Parenthesise a compound description inside a larger one."""
+    return f"({why})" if " " in why and not (why.startswith("(") and why.endswith(")")) else why
 
 
 def _nan_to(v: float, default: float) -> float:

@@ -1,0 +1,20 @@
+"""Arguments flow into private helpers; returns flow back to callers."""
+import torch
+
+
+def _safe_log(v):
+    return torch.log(v)  # expect: torch.log@11 safe
+
+
+def _denominator(x):
+    return x.norm() + 1e-8
+
+
+def entropy(p):
+    return -(p * torch.log(p)).sum()  # expect: torch.log@17 possible
+
+
+def forward(x, p):
+    a = _safe_log(p.clamp_min(1e-6))
+    b = x / _denominator(x)  # expect: torch.Tensor.__truediv__@8 safe
+    return a + b + entropy(p)

@@ -1,0 +1,13 @@
+"""numpy and math logs on values."""
+import math
+
+import numpy as np
+
+
+def stats(a, v, xs):
+    n = len(xs)
+    u = np.log(a)  # expect: numpy.log@8 possible
+    w = math.log(v)  # expect: math.log@8 possible
+    k = math.log(n + 1)  # expect: math.log@8 safe
+    c = math.log(10000.0) / 64
+    return u, w, k, c

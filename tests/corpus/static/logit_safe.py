@@ -1,0 +1,8 @@
+"""logit of clamped probabilities."""
+import torch
+
+
+def inverse(p):
+    a = torch.logit(p.clamp(1e-6, 1 - 1e-6))  # expect: torch.logit@8 safe
+    b = torch.special.logit(torch.rand(3) * 0.5 + 0.25)  # expect: torch.special.logit@8 safe
+    return a, b
