@@ -16,6 +16,7 @@ Fixes of *possible* sites are proposed unverified; the static pass is still re-r
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import json
@@ -23,6 +24,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,25 +175,34 @@ def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any) ->
     from grist_lsp.analyzer.fixes import propose_fixes
 
     out: list[Verdict] = []
-    for verdict in verdicts:
-        if verdict.status not in (Status.CONFIRMED, Status.POSSIBLE) or verdict.site.kind == "error":
-            out.append(verdict)
-            continue
-        try:
-            proposals = propose_fixes(text, verdict)
-        except Exception as exc:  # a rewrite bug must not lose the finding
-            proposals = []
-            verdict = dataclasses.replace(verdict, message=verdict.message or "",
-                                          reason=verdict.reason + f" (no fix: {type(exc).__name__})")
-        checked = [check_fix(path, text, verdict, fix, verdicts, options) for fix in proposals]
-        # verified fixes first: the CLI's --fix and the editor's preferred action take the first
-        checked.sort(key=lambda f: not f.verified)
-        out.append(dataclasses.replace(verdict, fixes=checked))
+    with tempfile.TemporaryDirectory(prefix="grist-verify-") as tmp:
+        originals = _Originals(tmp)
+        for verdict in verdicts:
+            out.append(_fix_one(path, text, verdict, verdicts, options, originals, propose_fixes))
     return out
 
 
-def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any) -> Fix:
-    """``fix`` re-checked against ``verdict`` (see the module docstring for what "verified" means)."""
+def _fix_one(path: str, text: str, verdict: Verdict, verdicts: list[Verdict], options: Any,
+             originals: "_Originals", propose_fixes: Any) -> Verdict:
+    if verdict.status not in (Status.CONFIRMED, Status.POSSIBLE) or verdict.site.kind == "error":
+        return verdict
+    try:
+        proposals = propose_fixes(text, verdict)
+    except Exception as exc:  # a rewrite bug must not lose the finding
+        return dataclasses.replace(verdict, reason=f"{verdict.reason} (no fix proposed: {type(exc).__name__}: {exc})")
+    checked = [check_fix(path, text, verdict, fix, verdicts, options, originals) for fix in proposals]
+    # verified fixes first: the CLI's --fix and the editor's preferred action take the first
+    checked.sort(key=lambda f: not f.verified)
+    return dataclasses.replace(verdict, fixes=checked)
+
+
+def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any,
+              originals: "_Originals | None" = None) -> Fix:
+    """``fix`` re-checked against ``verdict`` (see the module docstring for what "verified" means).
+
+    ``originals`` caches the unfixed program's runs across the fixes of one file.
+    """
+    originals = originals if originals is not None else _Originals()
     check = _Check()
     try:
         fixed = apply_edits(text, fix.edits)
@@ -204,8 +215,11 @@ def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[V
     check.static_at_site = _static_at(static, region, verdict.site.kind)
     if verdict.status is Status.CONFIRMED and verdict.witness is not None:
         _engine_check(check, path, text, fixed, verdict, fix, verdicts, static, region, options)
-        check.replay = _replay(path, fixed, verdict, region, _timeout(options))
-        check.output = _compare_outputs(path, text, fixed, verdict.witness, _timeout(options))
+        timeout = _timeout(options)
+        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+            replayed = pool.submit(_replay, path, fixed, verdict, region, timeout)
+            compared = pool.submit(_compare_outputs, path, text, fixed, verdict.witness, timeout, originals)
+            check.replay, check.output = replayed.result(), compared.result()
         return dataclasses.replace(fix, verified=check.verified, note=check.note())
     return dataclasses.replace(fix, verified=False, note=check.note(no_witness=True))
 
@@ -264,25 +278,24 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
     opts = options
     if dataclasses.is_dataclass(options) and any(f.name == "write_reproducers" for f in dataclasses.fields(options)):
         opts = dataclasses.replace(options, write_reproducers=None)
+    before = _confirmed_before(text, fix, verdicts, verdict)
+    # Sites confirmed before the fix stay bugs either way: searching them again costs budget and
+    # says nothing about this fix, so they go to the engine as already settled.
+    todo = [v if not (v.status is Status.POSSIBLE and _key(v.site) in before)
+            else dataclasses.replace(v, status=Status.SAFE, reason="confirmed before the fix") for v in static]
     try:
-        result = confirm(path, fixed, static, opts)
+        result = confirm(path, fixed, todo, opts)
     except Exception as exc:  # the engine reports run errors as verdicts; anything else is ours to say
         check.engine_at_site = f"error: {type(exc).__name__}: {exc}"
         return
     run_errors = [v for v in result if v.status is Status.ERROR]
-    before = set()
-    for v in verdicts:
-        if v.status is Status.CONFIRMED and v is not verdict:
-            moved = shift_span(v.site.span, fix.edits, text)
-            if moved is not None:
-                before.add((moved.start_line, moved.start_col, v.site.kind))
     at_site = False
     for v in result:
         if v.status is not Status.CONFIRMED:
             continue
         if v.site.kind == verdict.site.kind and _within(v.site.span, region):
             at_site = True
-        elif (v.site.span.start_line, v.site.span.start_col, v.site.kind) not in before:
+        elif _key(v.site) not in before:
             check.new_confirmed.append(f"line {v.site.span.start_line} ({v.site.op or v.site.kind})")
     if at_site:
         check.engine_at_site = "confirmed again"
@@ -290,6 +303,21 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         check.engine_at_site = f"error: {run_errors[0].reason}"
     else:
         check.engine_at_site = "not confirmed"
+
+
+def _key(site: Site) -> tuple[int, int, str]:
+    return site.span.start_line, site.span.start_col, site.kind
+
+
+def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict) -> set[tuple[int, int, str]]:
+    """Keys, in the fixed text, of the other sites that were confirmed before the fix."""
+    keys = set()
+    for v in verdicts:
+        if v.status is Status.CONFIRMED and v is not verdict:
+            moved = shift_span(v.site.span, fix.edits, text)
+            if moved is not None:
+                keys.add((moved.start_line, moved.start_col, v.site.kind))
+    return keys
 
 
 def _timeout(options: Any) -> float:
@@ -325,16 +353,34 @@ def _replay(path: str, fixed: str, verdict: Verdict, region: Span, timeout: floa
     return "reproduced" if res["reproduced"] else "not reproduced"
 
 
-def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, timeout: float) -> str:
+@dataclass
+class _Originals:
+    """Runs of the unfixed program on its example inputs, one per (entry, seed), kept on disk."""
+
+    directory: str = ""
+    runs: dict[tuple[str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, path: str, text: str, witness: Witness, timeout: float) -> tuple[dict[str, Any], str]:
+        key = (witness.entry, witness.seed)
+        with self.lock:  # one run per entry even when two fixes ask at once
+            if key not in self.runs:
+                directory = self.directory or tempfile.mkdtemp(prefix="grist-verify-")
+                out_file = os.path.join(directory, f"original-{len(self.runs)}.pt")
+                res = _run_worker({"task": "run", "path": path, "text": text, "entry": witness.entry,
+                                   "seed": witness.seed, "out": out_file}, timeout)
+                self.runs[key] = (res, out_file)
+            return self.runs[key]
+
+
+def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, timeout: float,
+                     originals: _Originals) -> str:
     """Run the program on its example inputs, original then fixed, and compare what it returns."""
+    orig, orig_file = originals.get(path, text, witness, timeout)
     with tempfile.TemporaryDirectory(prefix="grist-verify-") as tmp:
-        results = []
-        for name, source in (("original", text), ("fixed", fixed)):
-            out_file = os.path.join(tmp, f"{name}.pt")
-            res = _run_worker({"task": "run", "path": path, "text": source, "entry": witness.entry,
-                               "seed": witness.seed, "out": out_file}, timeout)
-            results.append((res, out_file))
-        (orig, orig_file), (new, new_file) = results
+        new_file = os.path.join(tmp, "fixed.pt")
+        new = _run_worker({"task": "run", "path": path, "text": fixed, "entry": witness.entry,
+                           "seed": witness.seed, "out": new_file}, timeout)
         if "error" in orig:
             return "not compared"  # the original does not run on its own inputs: nothing to preserve
         if "error" in new:
