@@ -582,7 +582,7 @@ def _op_label(ctx: _Context) -> str:
     if isinstance(ctx.node, cst.AugAssign):
         return {"DivideAssign": "/=", "FloorDivideAssign": "//=", "ModuloAssign": "%=",
                 "PowerAssign": "**="}.get(type(ctx.node.operator).__name__, ctx.op)
-    return ctx.op
+    return ctx.op.replace("torch.Tensor.", "Tensor.", 1)
 
 
 # --- per-kind builders ---------------------------------------------------------------
@@ -700,6 +700,15 @@ def _root_fixes(ctx: _Context) -> list[_Proposal]:
 
 
 def _div_fixes(ctx: _Context) -> list[_Proposal]:
+    proposals = []
+    if isinstance(ctx.node, cst.BinaryOperation):
+        softmax = _manual_softmax(ctx, ctx.node)
+        if softmax is not None:
+            proposals.append(softmax)
+    return proposals + _div_guard(ctx)
+
+
+def _div_guard(ctx: _Context) -> list[_Proposal]:
     operand = _operand(ctx)
     if operand is None or operand.form in ("math", "numpy"):
         return []
@@ -751,21 +760,18 @@ def _exp_patterns(ctx: _Context) -> list[_Proposal]:
         return []
     x = operand.node
     parent = ctx.index.parent(ctx.node)
-    # exp(x) / exp(x).sum(dim, keepdim=True) -> softmax(x, dim)
-    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide) and parent.left is ctx.node:
-        total = _strip(parent.right)
-        callee = ctx.index.callee(total)
-        if callee is not None and isinstance(total, cst.Call):
-            code = ctx.module.code_for_node
-            if callee == ("method", "sum") and isinstance(total.func, cst.Attribute) \
-                    and code(_strip(total.func.value)) == code(ctx.node):
-                dim = _arg(total, 0, "dim")
-                if dim is not None:
-                    if operand.form == "method":
-                        new = _method(x, "softmax", _strip(dim.value))
-                    else:
-                        new = _call(f"{operand.namespace}.softmax", _strip(x), _strip(dim.value))
-                    return [_Proposal("Use softmax", parent, new)]
+    # exp(x) / exp(x).sum(dim, keepdim=True) -> softmax(x, dim), from either exp
+    if isinstance(parent, cst.BinaryOperation):
+        softmax = _manual_softmax(ctx, parent)
+        if softmax is not None:
+            return [softmax]
+    if isinstance(parent, cst.Attribute):
+        total = ctx.index.parent(parent)
+        div = ctx.index.parent(total) if total is not None else None
+        if isinstance(div, cst.BinaryOperation) and _strip(div.right) is total:
+            softmax = _manual_softmax(ctx, div)
+            if softmax is not None:
+                return [softmax]
     # log(sum(exp(x))) -> logsumexp
     total = parent
     if isinstance(total, cst.Attribute):  # x.exp().sum(...): the Attribute's parent is the call
@@ -787,6 +793,34 @@ def _exp_patterns(ctx: _Context) -> list[_Proposal]:
             ns, imports = ctx.functional()
             return [_Proposal(f"Use {ns}.softplus", outer, _call(f"{ns}.softplus", _strip(x)), imports)]
     return []
+
+
+def _manual_softmax(ctx: _Context, div: cst.BinaryOperation) -> _Proposal | None:
+    """``exp(x) / exp(x).sum(dim, keepdim=True)`` (any spelling of exp) -> ``softmax(x, dim)``."""
+    if not isinstance(div.operator, cst.Divide):
+        return None
+    numerator, total = _strip(div.left), _strip(div.right)
+    num_callee, total_callee = ctx.index.callee(numerator), ctx.index.callee(total)
+    if not isinstance(numerator, cst.Call) or not isinstance(total, cst.Call) or total_callee != ("method", "sum"):
+        return None
+    assert isinstance(total.func, cst.Attribute)
+    code = ctx.module.code_for_node
+    if code(_strip(total.func.value)) != code(numerator):
+        return None
+    dim = _arg(total, 0, "dim")
+    if dim is None:
+        return None
+    # keep `dim=` when the code wrote it
+    dim_arg = cst.Arg(_strip(dim.value), keyword=dim.keyword, equal=dim.equal if dim.keyword else cst.MaybeSentinel.DEFAULT)
+    if num_callee == ("method", "exp") and isinstance(numerator.func, cst.Attribute) and not numerator.args:
+        new: cst.BaseExpression = cst.Call(func=cst.Attribute(value=_atom(numerator.func.value), attr=cst.Name("softmax")),
+                                           args=[dim_arg])
+    elif num_callee == ("function", "torch.exp") and len(numerator.args) == 1 and isinstance(numerator.func, cst.Attribute):
+        ns = _dotted(numerator.func.value)
+        new = cst.Call(func=_expr(f"{ns}.softmax"), args=_commas([cst.Arg(_strip(numerator.args[0].value)), dim_arg]))
+    else:
+        return None
+    return _Proposal("Use softmax", div, new)
 
 
 def _pow_fixes(ctx: _Context) -> list[_Proposal]:
