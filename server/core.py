@@ -63,7 +63,7 @@ def engine_options(settings: Settings, project_root: str | None) -> Any:
         "project_root": project_root,
         # The server shows reproducers on request ("Create reproducer test"); it never
         # writes files into the workspace behind the user's back.
-        "write_reproducers": False,
+        "write_reproducers": None,
     }
     return EngineOptions(**_accepted(EngineOptions, wanted))
 
@@ -80,11 +80,13 @@ def confirm_file(
     progress: ProgressCallback | None,
     cancel: threading.Event,
 ) -> list[Verdict]:
-    """Static pass, then the GRIST engine on the possible sites, then verified fixes.
+    """Static pass, then the GRIST engine on the possible sites.
 
     Raises ``Cancelled`` when ``cancel`` was set: a partial answer would describe
     a text the user no longer has, or the user asked for it to stop.
     """
+    if cancel.is_set():
+        raise Cancelled()
     verdicts = analyze(path, text)
     if not needs_engine(verdicts):
         return verdicts
@@ -94,17 +96,27 @@ def confirm_file(
     verdicts = confirm(path, text, verdicts, options, progress=progress, cancel=cancel)
     if cancel.is_set():
         raise Cancelled()
-    if module_available("grist_lsp.dynamic.verify") and any(
-        v.status in (Status.CONFIRMED, Status.POSSIBLE) for v in verdicts
-    ):
-        from grist_lsp.dynamic.verify import fix_verdicts
-
-        if progress is not None:
-            progress("re-checking fixes", 1.0)
-        verdicts = fix_verdicts(path, text, verdicts, options)
-        if cancel.is_set():
-            raise Cancelled()
     return verdicts
+
+
+def fixes_available() -> bool:
+    return module_available("grist_lsp.dynamic.verify")
+
+
+def needs_fixes(verdicts: list[Verdict]) -> bool:
+    """Only confirmed sites get engine-verified fixes; possible ones get static proposals."""
+    return any(v.status is Status.CONFIRMED for v in verdicts)
+
+
+def verify_fixes(
+    path: str, text: str, verdicts: list[Verdict], settings: Settings, project_root: str | None, cancel: threading.Event
+) -> list[Verdict]:
+    """``verdicts`` with re-checked fixes (each fix runs the engine again, in subprocesses)."""
+    if cancel.is_set():
+        raise Cancelled()  # queued behind a newer edit: not worth starting
+    from grist_lsp.dynamic.verify import fix_verdicts
+
+    return fix_verdicts(path, text, verdicts, engine_options(settings, project_root))
 
 
 def propose(text: str, verdict: Verdict) -> list[Fix]:

@@ -142,17 +142,27 @@ def witness_words(verdict: Verdict, witness: Witness) -> str:
     if inputs:
         message += f" when {inputs}"
     message += f": {witness.result}"
-    if witness.phase == "backward":
-        message += " in the backward pass"
-    details = []
-    if witness.weights_moved:
-        moved = max(witness.weights_moved.values())
-        details.append(f"weights moved by at most {_number(float(moved))}")
-    if witness.entry:
-        details.append(f"via {witness.entry}")
-    if details:
-        message += f" ({', '.join(details)})"
     return message
+
+
+def _witness_details(witness: Witness, words: str) -> str:
+    details = []
+    if witness.phase == "backward" and "backward" not in words:
+        details.append("in the backward pass")
+    if witness.weights_moved and "weight" not in words:
+        details.append(f"weights moved by at most {_number(float(max(witness.weights_moved.values())))}")
+    if witness.entry and witness.entry not in words:
+        details.append(f"via {_short_entry(witness.entry)}")
+    return f" ({', '.join(details)})" if details else ""
+
+
+def _short_entry(entry: str) -> str:
+    """``script:/abs/dir/train.py`` -> ``script:train.py``: the editor already shows the folder."""
+    kind, _, rest = entry.partition(":")
+    head, sep, tail = rest.partition("::")
+    if "/" in head:
+        head = head.rsplit("/", 1)[1]
+    return f"{kind}:{head}{sep}{tail}" if rest else entry
 
 
 def message_for(verdict: Verdict) -> str:
@@ -161,7 +171,10 @@ def message_for(verdict: Verdict) -> str:
     kind = KINDS.get(site.kind)
     title = kind.title if kind else site.kind
     if verdict.status is Status.CONFIRMED and verdict.witness is not None:
-        return f"{title}: {witness_words(verdict, verdict.witness)}"
+        # The engine words inputs by where they are created ("torch.randn(...) at line 10");
+        # fall back to our own wording from the witness when it says nothing.
+        words = verdict.message or witness_words(verdict, verdict.witness)
+        return f"{title}: {words}{_witness_details(verdict.witness, words)}"
     if verdict.status is Status.ERROR:
         return verdict.message or verdict.reason or "the file could not be checked"
     op = site.op or "operation"
@@ -202,6 +215,20 @@ def rule_code(verdict: Verdict) -> str:
     return kind.code if kind else ERROR_CODE
 
 
+def _resolve(file_part: str, document_path: str | None, root: str | None) -> Path | None:
+    """A witness's file name (absolute, or relative to the root or the document) as an existing path."""
+    candidates = [Path(file_part)]
+    for base in (root, str(Path(document_path).parent) if document_path else None):
+        if base and not Path(file_part).is_absolute():
+            candidates.append(Path(base) / file_part)
+    return next((p for p in candidates if p.is_absolute() and p.is_file()), None)
+
+
+def _location(path: Path, line: int) -> types.Location:
+    position = types.Position(line=max(0, line), character=0)
+    return types.Location(uri=path.resolve().as_uri(), range=types.Range(start=position, end=position))
+
+
 def entry_location(witness: Witness, document_path: str | None, root: str | None) -> types.Location | None:
     """Where the witness entered the program (``script:a.py``, ``entry:a.py:f``, ``test:t.py::test_x``)."""
     entry = witness.entry or ""
@@ -213,11 +240,7 @@ def entry_location(witness: Witness, document_path: str | None, root: str | None
     if ".py:" in file_part:
         file_part, function = file_part.split(".py:", 1)
         file_part += ".py"
-    candidates = [Path(file_part)]
-    for base in (root, str(Path(document_path).parent) if document_path else None):
-        if base and not Path(file_part).is_absolute():
-            candidates.append(Path(base) / file_part)
-    path = next((p for p in candidates if p.is_absolute() and p.is_file()), None)
+    path = _resolve(file_part, document_path, root)
     if path is None:
         return None
     line = 0
@@ -230,8 +253,24 @@ def entry_location(witness: Witness, document_path: str | None, root: str | None
                     break
         except OSError:
             pass
-    position = types.Position(line=line, character=0)
-    return types.Location(uri=path.resolve().as_uri(), range=types.Range(start=position, end=position))
+    return _location(path, line)
+
+
+_INPUT_KEY = re.compile(r"^(?P<file>.+?\.py):(?P<line>\d+):(?P<what>.*)$")
+
+
+def input_locations(witness: Witness, document_path: str | None, root: str | None) -> list[tuple[types.Location, str]]:
+    """Where each failing input is created, for inputs keyed by creation site (``a.py:10:torch.randn#0``)."""
+    out = []
+    for name, value in witness.inputs.items():
+        match = _INPUT_KEY.match(name)
+        if not match:
+            continue
+        path = _resolve(match["file"], document_path, root)
+        if path is not None:
+            what = match["what"].split("#")[0] or "input"
+            out.append((_location(path, int(match["line"]) - 1), f"failing input: {what} = {describe_tensor(value)}"))
+    return out
 
 
 def to_diagnostic(
@@ -249,9 +288,14 @@ def to_diagnostic(
     code = rule_code(verdict)
     related = None
     if verdict.witness is not None:
+        related = [
+            types.DiagnosticRelatedInformation(location=location, message=message)
+            for location, message in input_locations(verdict.witness, document_path, root)
+        ]
         location = entry_location(verdict.witness, document_path, root)
         if location is not None:
-            related = [types.DiagnosticRelatedInformation(location=location, message=f"entered via {verdict.witness.entry}")]
+            related.append(types.DiagnosticRelatedInformation(location=location, message=f"entered via {verdict.witness.entry}"))
+        related = related or None
     return types.Diagnostic(
         range=to_range(lines, verdict.site.span, encoding),
         message=message_for(verdict),

@@ -94,6 +94,7 @@ class Scheduler:
         self.server = server
         self.static_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-static")
         self.dynamic_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-dynamic")
+        self.fix_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-fixes")
         self.static_results: LRU[str, list[Verdict]] = LRU(256)
         self.dynamic_results: LRU[tuple[Any, ...], list[Verdict]] = LRU(64)
         self._static_tasks: dict[str, asyncio.Task[None]] = {}
@@ -209,38 +210,67 @@ class Scheduler:
                 if run.cancel.is_set():
                     return
                 self.runs_started += 1
-                progress = await self.server.begin_progress(f"GRIST: running {snap.path.rsplit('/', 1)[-1]}", run.cancel)
+                name = snap.path.rsplit("/", 1)[-1]
+                progress = await self.server.begin_progress(f"GRIST: running {name}", run.cancel)
                 outcome = "cancelled"
                 try:
-                    verdicts = await loop.run_in_executor(
-                        self.dynamic_pool,
-                        core.confirm_file,
-                        snap.path,
-                        snap.text,
-                        self.server.settings,
-                        snap.root,
-                        progress.report_threadsafe,
-                        run.cancel,
+                    verdicts = await self._wait(
+                        loop.run_in_executor(
+                            self.dynamic_pool, core.confirm_file, snap.path, snap.text, self.server.settings,
+                            snap.root, progress.report_threadsafe, run.cancel,
+                        ),
+                        run,
                     )
-                    if run.cancel.is_set():
+                    if verdicts is None:
                         return
+                    # Show confirmed bugs now; verified fixes follow (each fix re-runs the engine).
+                    self.dynamic_results.put(run.key, verdicts)
+                    self.server.publish(run.uri)
                     outcome = "done"
-                except core.Cancelled:
-                    return
+                    if core.needs_fixes(verdicts) and core.fixes_available():
+                        progress.report_threadsafe("re-checking the fixes", 1.0)
+                        fixed = await self._wait(
+                            loop.run_in_executor(
+                                self.fix_pool, core.verify_fixes, snap.path, snap.text, verdicts,
+                                self.server.settings, snap.root, run.cancel,
+                            ),
+                            run,
+                        )
+                        if fixed is None:
+                            return
+                        self.dynamic_results.put(run.key, fixed)
+                        self.server.publish(run.uri)
                 except Exception as exc:
                     outcome = "failed"
                     self.server.log_exception(f"the dynamic check of {snap.path} failed", exc)
-                    verdicts = list(self.static_results.get(snap.hash) or []) + [core.internal_error(snap.path, exc)]
+                    failed = list(self.static_results.get(snap.hash) or []) + [core.internal_error(snap.path, exc)]
+                    self.dynamic_results.put(run.key, failed)
+                    self.server.publish(run.uri)
                 finally:
                     progress.end(outcome)
-            self.dynamic_results.put(run.key, verdicts)
-            # publish() re-reads the current text: results for an older text are not shown.
-            self.server.publish(run.uri)
         except Exception as exc:  # never let a run take the server down
             self.server.log_exception("dynamic scheduling failed", exc)
         finally:
             if self._runs.get(run.uri) is run:
                 del self._runs[run.uri]
+
+    @staticmethod
+    async def _wait(future: asyncio.Future[Any], run: Run) -> Any:
+        """The result of ``future``, or None as soon as ``run`` is cancelled.
+
+        The engine kills its workers on cancel; fix verification cannot be interrupted,
+        so a cancelled one is left to finish on its own thread while newer work goes on.
+        """
+        while True:
+            done, _ = await asyncio.wait({future}, timeout=0.1)
+            if done:
+                try:
+                    return future.result()
+                except core.Cancelled:
+                    return None
+            if run.cancel.is_set():
+                future.add_done_callback(lambda f: f.exception() if not f.cancelled() else None)
+                return None
 
     def running(self, uri: str) -> bool:
         run = self._runs.get(uri)
@@ -278,3 +308,4 @@ class Scheduler:
         self.cancel_all()
         self.static_pool.shutdown(wait=False, cancel_futures=True)
         self.dynamic_pool.shutdown(wait=False, cancel_futures=True)
+        self.fix_pool.shutdown(wait=False, cancel_futures=True)

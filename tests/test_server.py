@@ -348,3 +348,97 @@ async def test_recheck_command_republishes_current_text(client: LanguageClient, 
     await wait_for(client, lambda: len(client.publications) > count, "re-publication after grist.recheck")
     assert client.publications[-1].version == 1
     assert [d.code for d in client.publications[-1].diagnostics] == [KINDS["log"].code]
+
+
+# --- dynamic confirmation (runs the program in the engine's worker processes) -----
+
+SCRIPT = BUGGY + '''
+
+if __name__ == "__main__":
+    print(loss(torch.randn(2, 3)))
+'''
+
+
+def diagnostics_with(client: LanguageClient, uri: str, version: int, code: str, severity: types.DiagnosticSeverity) -> list[types.Diagnostic]:
+    return [d for d in (published_for(client, uri, version) or []) if d.code == code and d.severity == severity]
+
+
+def verified_fixes(d: types.Diagnostic) -> list[dict]:
+    return [f for f in d.data["verdict"]["fixes"] if f["verified"]]
+
+
+async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproducer(client: LanguageClient, tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    await start(client, tmp_path, {"budget": 3})
+    path = tmp_path / "train.py"
+    uri = open_file(client, path, SCRIPT)
+    path.write_text("import torch\n", encoding="utf-8")  # the buggy text exists only in the editor
+    log = KINDS["log"].code
+
+    await wait_for(client, lambda: bool(diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)), "a confirmed error")
+    (d,) = diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)
+    assert d.range.start == position_of(SCRIPT, "torch.log(p)")
+    assert d.message.startswith("logarithm of a non-positive value: torch.log receives")
+    assert "-inf" in d.message
+    assert d.data["status"] == "confirmed" and d.data["verdict"]["witness"]["replayed"] is True
+    assert any(r.location.uri == uri and r.location.range.start.line == SCRIPT.split("\n").index("    print(loss(torch.randn(2, 3)))")
+               for r in d.related_information or [])  # the failing input's creation site
+
+    # Verified fixes arrive in a second publication, after each was re-checked by the engine.
+    await wait_for(
+        client,
+        lambda: any(verified_fixes(x) for x in diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)),
+        "a verified fix",
+    )
+    (d,) = diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)
+
+    # Work-done progress of the one run: begun, reported, ended once the fixes were re-checked.
+    (reports,) = [r for r in client.progress_reports.values() if r]
+    assert isinstance(reports[0], types.WorkDoneProgressBegin) and reports[0].title.startswith("GRIST")
+    assert any(isinstance(r, types.WorkDoneProgressReport) for r in reports)
+    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="grist.status"))
+    assert isinstance(reports[-1], types.WorkDoneProgressEnd) and reports[-1].message == "done"
+
+    actions = await code_actions_at(client, uri, d)
+    preferred = [a for a in actions if a.is_preferred]
+    assert preferred and preferred[0].kind == types.CodeActionKind.QuickFix and "verified by GRIST" in preferred[0].title
+    (edit,) = preferred[0].edit.document_changes[0].edits
+    assert edit.range.start == d.range.start and "clamp" in edit.new_text
+
+    (repro,) = [a for a in actions if a.command is not None and a.command.command == "grist.createReproducer"]
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=repro.command.command, arguments=list(repro.command.arguments))
+    )
+    (applied,) = client.applied_edits
+    create, fill = applied.edit.document_changes
+    assert isinstance(create, types.CreateFile) and create.uri == result["uri"]
+    assert create.uri.startswith((tmp_path / "tests").as_uri())
+    assert "def test_" in fill.edits[0].new_text and fill.text_document.uri == create.uri
+    assert [s.uri for s in client.shown_documents] == [create.uri]
+
+
+async def test_crashing_program_gives_error_and_server_keeps_answering(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"budget": 2})
+    crash = "import ctypes\nimport torch\n\nx = torch.randn(3)\nctypes.string_at(0)\ny = torch.log(x)\n"
+    uri = open_file(client, tmp_path / "crash.py", crash)
+    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []), "an error verdict")
+    (err,) = [d for d in published_for(client, uri, 1) if d.code == ERROR_CODE]
+    assert err.severity == types.DiagnosticSeverity.Error
+    assert (await status(client))["engine_runs"] == 1
+
+
+async def test_edits_during_a_run_cancel_it_and_the_last_text_wins(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"budget": 3, "dynamic": {"enable": True, "debounce": 0.3}})
+    uri = open_file(client, tmp_path / "train.py", SCRIPT)
+    # Wait until the engine is running on version 1, then type: the run must stop.
+    await wait_for(client, lambda: any(client.progress_reports.values()), "progress of the first run")
+    safe = SCRIPT.replace("-torch.log(p).sum()", "-torch.log(p.clamp_min(1e-8)).sum()")
+    for version in range(2, 22):
+        replace_text(client, uri, safe if version % 2 else SCRIPT + f"\n# edit {version}\n", version)
+    await wait_for(client, lambda: published_for(client, uri, 21) is not None, "diagnostics for the last version")
+    final = published_for(client, uri, 21)
+    assert not [d for d in final if d.code == KINDS["log"].code]  # the last text clamps the operand
+    versions = [p.version for p in client.publications if p.uri == uri]
+    assert versions == sorted(versions)
+    ends = [r[-1] for r in client.progress_reports.values() if r]
+    assert any(isinstance(e, types.WorkDoneProgressEnd) and e.message == "cancelled" for e in ends)
