@@ -196,12 +196,15 @@ export interface LaunchContext {
   workspaceFolders: string[];
   /** The extension's install folder: holds no Python modules, so it is a harmless cwd. */
   extensionDir: string;
+  /** The environment the server inherits (the extension host's). */
+  env: Record<string, string | undefined>;
 }
 
 export interface Launch {
   command: string;
   args: string[];
-  options: { cwd: string; env?: Record<string, string> };
+  /** `env` is complete when present: the client library passes it to spawn as is, unmerged. */
+  options: { cwd: string; env?: Record<string, string | undefined> };
 }
 
 export const SERVER_ARGS = ["-m", "grist_lsp"];
@@ -214,7 +217,7 @@ function launchOptions(ctx: LaunchContext): Launch["options"] {
   // `python -m` and `-c` put the cwd first on sys.path, and Windows looks up executables in the cwd:
   // with the workspace as cwd a file like `grist_lsp.py` or `python.exe` in it would run.
   // PYTHONSAFEPATH (3.11+) also stops the prepend; older interpreters ignore it.
-  return { cwd: ctx.extensionDir, env: { PYTHONSAFEPATH: "1" } };
+  return { cwd: ctx.extensionDir, env: { ...ctx.env, PYTHONSAFEPATH: "1" } };
 }
 
 export function serverLaunch(interpreter: string, ctx: LaunchContext): Launch {

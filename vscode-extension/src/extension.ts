@@ -135,6 +135,7 @@ class ServerController implements vscode.Disposable {
       trusted: vscode.workspace.isTrusted,
       workspaceFolders: workspaceFolderPaths(),
       extensionDir: this.context.extensionUri.fsPath,
+      env: process.env,
     };
   }
 

@@ -20,7 +20,7 @@ export function runProbe(launch: Launch, timeoutMs: number): Promise<ProbeResult
     };
     const child = spawn(launch.command, launch.args, {
       cwd: launch.options.cwd,
-      env: launch.options.env ? { ...process.env, ...launch.options.env } : process.env,
+      env: launch.options.env ?? process.env,
       stdio: ["ignore", "pipe", "pipe"],
       windowsHide: true,
     });

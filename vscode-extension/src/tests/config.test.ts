@@ -125,7 +125,8 @@ describe("interpreter resolution order", () => {
 });
 
 describe("server launch", () => {
-  const trustedCtx = { trusted: true, workspaceFolders: ["/work/proj"], extensionDir: "/ext/grist" };
+  const env = { PATH: "/usr/bin:/bin", HOME: "/home/ada", PYTHONPATH: "/opt/site" };
+  const trustedCtx = { trusted: true, workspaceFolders: ["/work/proj"], extensionDir: "/ext/grist", env };
 
   it("runs `<python> -m grist_lsp` with no further arguments", () => {
     const launch = serverLaunch("/opt/py/bin/python", trustedCtx);
@@ -134,13 +135,15 @@ describe("server launch", () => {
     assert.deepEqual(SERVER_ARGS, ["-m", "grist_lsp"]);
   });
 
-  it("runs in the workspace folder when trusted", () => {
+  it("runs in the workspace folder, inheriting the environment, when trusted", () => {
     assert.deepEqual(serverLaunch("python3", trustedCtx).options, { cwd: "/work/proj" });
   });
 
-  it("runs outside the workspace, with PYTHONSAFEPATH, when untrusted", () => {
+  it("runs outside the workspace, with PYTHONSAFEPATH added to the full environment, when untrusted", () => {
+    // The client library hands `env` to spawn unmerged: a partial env would lose PATH and PYTHONPATH.
     const options = serverLaunch("python3", { ...trustedCtx, trusted: false }).options;
-    assert.deepEqual(options, { cwd: "/ext/grist", env: { PYTHONSAFEPATH: "1" } });
+    assert.deepEqual(options, { cwd: "/ext/grist", env: { ...env, PYTHONSAFEPATH: "1" } });
+    assert.deepEqual(env, { PATH: "/usr/bin:/bin", HOME: "/home/ada", PYTHONPATH: "/opt/site" });
   });
 
   it("uses the extension folder when no folder is open", () => {

@@ -7,7 +7,7 @@ import * as path from "node:path";
 import { describe, it } from "node:test";
 import { COMMANDS, DEFAULTS, SECTION, SETTING_KEYS, readSettings } from "../config";
 
-// Compiled to out/test/, so the extension folder is two levels up.
+// Compiled to out/tests/, so the extension folder is two levels up.
 const ROOT = path.resolve(__dirname, "..", "..");
 const manifest = JSON.parse(fs.readFileSync(path.join(ROOT, "package.json"), "utf8"));
 const properties: Record<string, { default?: unknown; description?: string; markdownDescription?: string }> =
@@ -22,7 +22,7 @@ function defaultOf(key: string): unknown {
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = path.join(dir, e.name);
-    if (e.isDirectory()) return e.name === "test" ? [] : sourceFiles(p);
+    if (e.isDirectory()) return e.name === "tests" ? [] : sourceFiles(p);
     return p.endsWith(".ts") ? [p] : [];
   });
 }

@@ -21,7 +21,7 @@ function writePackage(dir: string, files: Record<string, string>): void {
 
 /** `-S` keeps the machine's own site-packages (which may hold the real grist_lsp) out of the way. */
 function isolated(launch: Launch, pythonPath?: string): Launch {
-  const env = { ...(launch.options.env ?? {}), PYTHONPATH: pythonPath ?? "" };
+  const env = { ...(launch.options.env ?? process.env), PYTHONPATH: pythonPath ?? "" };
   return { ...launch, args: ["-S", ...launch.args], options: { ...launch.options, env } };
 }
 
@@ -38,7 +38,7 @@ describe("interpreter probe against a real Python", () => {
   it("accepts an installed grist_lsp with a __main__ module and reports its version", async () => {
     const site = path.join(root, "good");
     writePackage(site, { "__init__.py": "__version__ = '9.8.7'\n", "__main__.py": "" });
-    const launch = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir });
+    const launch = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir, env: process.env });
     const r = await runProbe(isolated(launch, site), 60_000);
     assert.equal(describeProbeFailure(PYTHON, r), undefined, r.stderr);
     assert.match(r.stdout, /^9\.8\.7 \d+\.\d+/);
@@ -47,21 +47,21 @@ describe("interpreter probe against a real Python", () => {
   it("rejects a grist_lsp that cannot be run with -m", async () => {
     const site = path.join(root, "nomain");
     writePackage(site, { "__init__.py": "__version__ = '0.0.1'\n" });
-    const launch = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir });
+    const launch = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir, env: process.env });
     const r = await runProbe(isolated(launch, site), 60_000);
     assert.notEqual(r.exitCode, 0);
     assert.match(describeProbeFailure(PYTHON, r) ?? "", /no __main__ module/);
   });
 
   it("tells the user to install grist-lsp when the module is absent", async () => {
-    const launch = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir });
+    const launch = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir, env: process.env });
     const r = await runProbe(isolated(launch), 60_000);
     assert.match(describeProbeFailure(PYTHON, r) ?? "", /grist-lsp is not installed in/);
   });
 
   it("names an interpreter that does not exist", async () => {
     const missing = path.join(root, "no-such-python");
-    const r = await runProbe(probeLaunch(missing, { trusted: true, workspaceFolders: [], extensionDir }), 10_000);
+    const r = await runProbe(probeLaunch(missing, { trusted: true, workspaceFolders: [], extensionDir, env: process.env }), 10_000);
     assert.equal(r.spawnError, "ENOENT");
     assert.match(describeProbeFailure(missing, r) ?? "", /was not found/);
   });
@@ -72,14 +72,14 @@ describe("interpreter probe against a real Python", () => {
       "__init__.py": `open(${JSON.stringify(planted)}, "w").close()\n__version__ = 'planted'\n`,
       "__main__.py": "",
     });
-    const untrusted = probeLaunch(PYTHON, { trusted: false, workspaceFolders: [workspace], extensionDir });
+    const untrusted = probeLaunch(PYTHON, { trusted: false, workspaceFolders: [workspace], extensionDir, env: process.env });
     const r = await runProbe(isolated(untrusted), 60_000);
     assert.equal(fs.existsSync(planted), false, "the workspace's grist_lsp ran");
     assert.match(describeProbeFailure(PYTHON, r) ?? "", /not installed/);
 
     // The same folder, trusted, is the cwd and its package is found: the protection above is
     // what made the difference.
-    const trusted = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir });
+    const trusted = probeLaunch(PYTHON, { trusted: true, workspaceFolders: [workspace], extensionDir, env: process.env });
     const t = await runProbe(isolated(trusted), 60_000);
     assert.match(t.stdout, /^planted /);
     assert.equal(fs.existsSync(planted), true);

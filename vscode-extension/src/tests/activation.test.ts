@@ -1,0 +1,324 @@
+// Drives activate() end to end under node: the real vscode-languageclient starts a real process
+// through `<python> -m grist_lsp`, where grist_lsp is a small recording LSP server written below
+// (the project's own server is not needed). What the server receives is what is asserted.
+import assert from "node:assert/strict";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { after, before, beforeEach, describe, it } from "node:test";
+import { defaultInterpreter } from "../config";
+import { Uri, state, vscodeModule } from "./fakeVscode";
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const Module = require("node:module") as { _load: (request: string, ...rest: unknown[]) => unknown };
+const originalLoad = Module._load;
+Module._load = function (request: string, ...rest: unknown[]) {
+  return request === "vscode" ? vscodeModule : originalLoad.call(this, request, ...rest);
+};
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const extension = require("../extension") as typeof import("../extension");
+
+const PYTHON = process.env.GRIST_TEST_PYTHON ?? defaultInterpreter(process.platform);
+
+// Speaks just enough LSP: answers initialize/shutdown/executeCommand, asks the client for the
+// "grist" configuration once initialized, and appends every message it receives (and the answer
+// to its own request) to $GRIST_FAKE_LOG as one JSON line tagged with its pid.
+const FAKE_SERVER = String.raw`
+import json, os, sys
+LOG = os.environ["GRIST_FAKE_LOG"]
+inp, out = sys.stdin.buffer, sys.stdout.buffer
+
+def log(msg):
+    with open(LOG, "a") as f:
+        f.write(json.dumps({"pid": os.getpid(), "cwd": os.getcwd(), "msg": msg}) + "\n")
+
+def send(msg):
+    body = json.dumps(msg).encode()
+    out.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    out.flush()
+
+def read():
+    length = None
+    while True:
+        line = inp.readline()
+        if not line:
+            return None
+        line = line.strip()
+        if not line:
+            break
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            length = int(value)
+    return json.loads(inp.read(length))
+
+while True:
+    msg = read()
+    if msg is None:
+        break
+    log(msg)
+    method = msg.get("method")
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"capabilities": {
+            "textDocumentSync": 1,
+            "executeCommandProvider": {"commands": ["grist.recheck", "grist.createReproducer"]},
+        }, "serverInfo": {"name": "fake-grist"}}})
+    elif method == "initialized":
+        send({"jsonrpc": "2.0", "id": "cfg", "method": "workspace/configuration",
+              "params": {"items": [{"section": "grist"}, {"section": "grist.dynamic.enable"}]}})
+    elif method == "exit":
+        break
+    elif "id" in msg and method is not None:
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+`;
+
+let root: string;
+let site: string;
+let workspace: string;
+let extensionDir: string;
+let logFile: string;
+const savedEnv = { PYTHONPATH: process.env.PYTHONPATH, GRIST_FAKE_LOG: process.env.GRIST_FAKE_LOG };
+
+interface Logged {
+  pid: number;
+  cwd: string;
+  msg: { method?: string; id?: unknown; params?: Record<string, unknown>; result?: unknown };
+}
+
+function logged(): Logged[] {
+  if (!fs.existsSync(logFile)) return [];
+  return fs
+    .readFileSync(logFile, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Logged);
+}
+
+async function until<T>(what: string, probe: () => T | undefined, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) {
+      assert.fail(`timed out waiting for ${what}; server log:\n${fs.existsSync(logFile) ? fs.readFileSync(logFile, "utf8") : "(none)"}\noutput:\n${state.output.join("\n")}`);
+    }
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+function withMethod(method: string, pid?: number): Logged[] {
+  return logged().filter((l) => l.msg.method === method && (pid === undefined || l.pid === pid));
+}
+
+function context() {
+  return {
+    subscriptions: [] as { dispose(): unknown }[],
+    extensionUri: Uri.file(extensionDir),
+    extensionPath: extensionDir,
+  } as unknown as Parameters<typeof extension.activate>[0];
+}
+
+async function deactivate(ctx: ReturnType<typeof context>): Promise<void> {
+  await extension.deactivate();
+  for (const d of ctx.subscriptions) d.dispose();
+}
+
+describe("activate() with a recording language server", () => {
+  before(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), "grist-activate-"));
+    site = path.join(root, "site");
+    workspace = path.join(root, "workspace");
+    extensionDir = path.join(root, "extension");
+    for (const d of [site, workspace, extensionDir, path.join(site, "grist_lsp")]) fs.mkdirSync(d, { recursive: true });
+    fs.writeFileSync(path.join(site, "grist_lsp", "__init__.py"), "__version__ = '0.0.0-fake'\n");
+    fs.writeFileSync(path.join(site, "grist_lsp", "__main__.py"), FAKE_SERVER);
+    fs.writeFileSync(path.join(workspace, "model.py"), "import torch\n");
+    logFile = path.join(root, "server.log");
+    process.env.PYTHONPATH = site;
+    process.env.GRIST_FAKE_LOG = logFile;
+  });
+  after(() => {
+    for (const [k, v] of Object.entries(savedEnv)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    fs.rmSync(root, { recursive: true, force: true });
+  });
+  beforeEach(() => {
+    state.reset();
+    fs.rmSync(logFile, { force: true });
+    state.workspaceFolders = [{ uri: Uri.file(workspace), name: "workspace", index: 0 }];
+  });
+
+  it("untrusted: static only, outside the workspace; trusting restarts with code execution allowed", async () => {
+    state.trusted = false;
+    state.settings.set("grist.interpreter", PYTHON);
+    state.settings.set("grist.budget", 5);
+    const ctx = context();
+    await extension.activate(ctx);
+
+    const init = await until("initialize", () => withMethod("initialize")[0]);
+    const opts = init.msg.params?.initializationOptions as Record<string, unknown>;
+    assert.deepEqual(opts, {
+      enable: true,
+      dynamic: { enable: false },
+      budget: 5,
+      entries: [],
+      showPossible: true,
+      showSafe: false,
+      workspaceTrusted: false,
+    });
+    assert.equal(fs.realpathSync(init.cwd), fs.realpathSync(extensionDir), "untrusted server must not run in the workspace");
+
+    // The server asked for its configuration: the answer is trust-adjusted too.
+    const answer = await until("configuration answer", () => logged().find((l) => l.msg.id === "cfg"));
+    assert.deepEqual(answer.msg.result, [opts, false]);
+
+    // Our grist.recheck and the client's auto-registered server command coexist.
+    for (const id of ["grist.recheck", "grist.restartServer", "grist.showOutput", "grist.createReproducer"]) {
+      assert.ok(state.commands.has(id), `${id} not registered`);
+    }
+
+    state.trusted = true;
+    state.onDidGrantWorkspaceTrust.fire();
+    const second = await until("second initialize", () => withMethod("initialize").find((l) => l.pid !== init.pid));
+    assert.deepEqual((second.msg.params?.initializationOptions as { dynamic: unknown }).dynamic, { enable: true });
+    assert.equal((second.msg.params?.initializationOptions as { workspaceTrusted: unknown }).workspaceTrusted, true);
+    assert.equal(fs.realpathSync(second.cwd), fs.realpathSync(workspace));
+    await until("first server shut down", () => withMethod("exit", init.pid)[0]);
+
+    await deactivate(ctx);
+    await until("second server shut down", () => withMethod("exit", second.pid)[0]);
+  });
+
+  it("re-check sends the active file to the server; setting changes reach it", async () => {
+    state.settings.set("grist.interpreter", PYTHON);
+    const file = Uri.file(path.join(workspace, "model.py"));
+    state.activeTextEditor = { document: { uri: file, languageId: "python" } };
+    const ctx = context();
+    await extension.activate(ctx);
+    await until("initialized", () => withMethod("initialized")[0]);
+
+    await state.commands.get("grist.recheck")?.();
+    const exec = await until("executeCommand", () => withMethod("workspace/executeCommand")[0]);
+    assert.deepEqual(exec.msg.params, { command: "grist.recheck", arguments: [file.toString()] });
+
+    // A code action's own argument wins over the active editor.
+    await state.commands.get("grist.recheck")?.("file:///elsewhere/other.py");
+    const second = await until("second executeCommand", () => withMethod("workspace/executeCommand")[1]);
+    assert.deepEqual(second.msg.params?.arguments, ["file:///elsewhere/other.py"]);
+
+    state.changeSettings({ "grist.showSafe": true, "grist.dynamic.enable": false });
+    const change = await until("didChangeConfiguration", () =>
+      withMethod("workspace/didChangeConfiguration").find(
+        (l) => (l.msg.params as { settings: { grist: { showSafe: boolean } } }).settings.grist.showSafe,
+      ),
+    );
+    assert.deepEqual(change.msg.params, {
+      settings: {
+        grist: {
+          enable: true,
+          dynamic: { enable: false },
+          budget: 10,
+          entries: [],
+          showPossible: true,
+          showSafe: true,
+          workspaceTrusted: true,
+        },
+      },
+    });
+    const pids = new Set(withMethod("initialize").map((l) => l.pid));
+    assert.equal(pids.size, 1, "a plain settings change must not restart the server");
+
+    await deactivate(ctx);
+    await until("server shut down", () => withMethod("exit")[0]);
+  });
+
+  it("falls back to the Python extension's interpreter when grist.interpreter is empty", async () => {
+    const asked: unknown[] = [];
+    state.extensions.set("ms-python.python", {
+      isActive: true,
+      exports: {
+        ready: Promise.resolve(),
+        environments: {
+          getActiveEnvironmentPath: (resource: unknown) => {
+            asked.push(resource);
+            return { path: path.join(root, "some-env") };
+          },
+          resolveEnvironment: async () => ({ executable: { uri: Uri.file(resolveOnPath(PYTHON)) } }),
+          onDidChangeActiveEnvironmentPath: () => ({ dispose() {} }),
+        },
+      },
+    });
+    const ctx = context();
+    await extension.activate(ctx);
+    await until("initialize", () => withMethod("initialize")[0]);
+    assert.ok(asked.length >= 1);
+    assert.ok(
+      state.output.some((l) => l.startsWith(`Interpreter: ${resolveOnPath(PYTHON)} (from python-extension)`)),
+      state.output.join("\n"),
+    );
+    await deactivate(ctx);
+  });
+
+  it("disabled: starts no server; enabling starts it", async () => {
+    state.settings.set("grist.interpreter", PYTHON);
+    state.settings.set("grist.enable", false);
+    const ctx = context();
+    await extension.activate(ctx);
+    assert.equal(withMethod("initialize").length, 0);
+    assert.ok(state.output.some((l) => l.includes('"grist.enable": false')));
+
+    state.changeSettings({ "grist.enable": true });
+    await until("initialize after enabling", () => withMethod("initialize")[0]);
+    await deactivate(ctx);
+  });
+
+  it("a missing interpreter gives an error with a Set interpreter button that opens the setting", async () => {
+    const missing = path.join(root, "no-such-python");
+    state.settings.set("grist.interpreter", missing);
+    state.answer = "Set interpreter";
+    const ctx = context();
+    await extension.activate(ctx);
+    const opened = await until("settings opened", () =>
+      state.executed.find((e) => e.id === "workbench.action.openSettings"),
+    );
+    assert.deepEqual(opened.args, ["grist.interpreter"]);
+    assert.equal(state.messages.length, 1);
+    assert.equal(state.messages[0].level, "error");
+    assert.match(state.messages[0].text, /was not found/);
+    assert.deepEqual(state.messages[0].buttons, ["Set interpreter", "Show output"]);
+    assert.equal(withMethod("initialize").length, 0);
+
+    // With no server, re-check explains instead of failing silently.
+    await state.commands.get("grist.recheck")?.();
+    assert.match(state.messages[1].text, /not running/);
+    await deactivate(ctx);
+  });
+
+  it("an interpreter without grist_lsp: the error says so and stderr goes to the output", async () => {
+    process.env.PYTHONPATH = "";
+    try {
+      // -S hides any grist_lsp installed on this machine; a wrapper script keeps it one command.
+      const wrapper = path.join(root, "bare-python");
+      fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(resolveOnPath(PYTHON))} -S "$@"\n`, { mode: 0o755 });
+      state.settings.set("grist.interpreter", wrapper);
+      const ctx = context();
+      await extension.activate(ctx);
+      await until("error message", () => state.messages[0]);
+      assert.match(state.messages[0].text, /grist-lsp is not installed in/);
+      assert.ok(state.output.some((l) => /No module named 'grist_lsp'/.test(l)), state.output.join("\n"));
+      await deactivate(ctx);
+    } finally {
+      process.env.PYTHONPATH = site;
+    }
+  });
+});
+
+function resolveOnPath(command: string): string {
+  if (path.isAbsolute(command)) return command;
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const candidate = path.join(dir, command);
+    if (fs.existsSync(candidate)) return candidate;
+  }
+  throw new Error(`${command} not on PATH`);
+}
