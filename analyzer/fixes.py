@@ -423,9 +423,6 @@ def _operand(ctx: _Context, node: cst.CSTNode | None = None, op_name: str | None
     """The dangerous operand of the site (or of ``node``), following the catalogue's row."""
     node = node if node is not None else ctx.node
     op_name = op_name if op_name is not None else ctx.op
-    row = OP_TABLE.get(op_name)
-    index = row.operand_index if row else 0
-    keyword = row.operand_keyword if row else "input"
     if isinstance(node, cst.BinaryOperation):
         # ``a / b`` and the reflected ``2 / b``: the divisor is the right operand; for ``a ** p``
         # the base is the left one, for the reflected ``2 ** x`` the exponent is the right one.
@@ -435,22 +432,42 @@ def _operand(ctx: _Context, node: cst.CSTNode | None = None, op_name: str | None
         return _Operand(node.value if ctx.kind == "div" else node.target, "augassign")
     if not isinstance(node, cst.Call):
         return None
-    method = op_name.startswith("torch.Tensor.")
-    if not method and row is None:
-        callee = ctx.index.callee(node)
-        method = callee is not None and callee[0] == "method"
+    # The call's own spelling decides method versus function (`torch.logit(x)` vs `x.logit()`);
+    # the site's op name is only a fallback for the catalogue row.
+    method = _is_method_call(ctx, node)
+    spelled = _spelled_name(ctx, node)
+    row = OP_TABLE.get(spelled) or OP_TABLE.get(op_name)
+    index = row.operand_index if row else 0
+    keyword = row.operand_keyword if row else "input"
     if method:
         if not isinstance(node.func, cst.Attribute):
             return None
-        form = "inplace" if op_name.endswith("_") and not op_name.endswith("__") else "method"
+        name = node.func.attr.value
+        form = "inplace" if name.endswith("_") and not name.endswith("__") else "method"
+        if row is not None and not row.name.startswith("torch.Tensor."):
+            index += 1  # a function row counts the tensor as argument 0 as well
         if index == 0:
             return _Operand(node.func.value, form)
         arg = _arg(node, index - 1, keyword)
         return None if arg is None else _Operand(arg.value, form)
     namespace = _dotted(node.func.value) if isinstance(node.func, cst.Attribute) else ""
-    form = "math" if op_name.startswith("math.") else "numpy" if op_name.startswith("numpy.") else "function"
+    form = "math" if spelled.startswith("math.") else "numpy" if spelled.startswith("numpy.") else "function"
     arg = _arg(node, index, keyword)
     return None if arg is None else _Operand(arg.value, form, namespace)
+
+
+def _is_method_call(ctx: _Context, node: cst.CSTNode) -> bool:
+    callee = ctx.index.callee(node)
+    return callee is not None and callee[0] == "method"
+
+
+def _spelled_name(ctx: _Context, node: cst.Call) -> str:
+    """``torch.log`` / ``torch.Tensor.log_`` / ``math.log``: the catalogue name of the call as written."""
+    callee = ctx.index.callee(node)
+    if callee is None:
+        return ""
+    kind, name = callee
+    return f"torch.Tensor.{name}" if kind == "method" else name
 
 
 def _arg(call: cst.Call, index: int, keyword: str | None) -> cst.Arg | None:
@@ -582,6 +599,10 @@ def _op_label(ctx: _Context) -> str:
     if isinstance(ctx.node, cst.AugAssign):
         return {"DivideAssign": "/=", "FloorDivideAssign": "//=", "ModuloAssign": "%=",
                 "PowerAssign": "**="}.get(type(ctx.node.operator).__name__, ctx.op)
+    if isinstance(ctx.node, cst.Call):
+        spelled = _spelled_name(ctx, ctx.node)
+        if spelled:
+            return spelled.replace("torch.Tensor.", "Tensor.", 1)
     return ctx.op.replace("torch.Tensor.", "Tensor.", 1)
 
 
@@ -845,8 +866,8 @@ def _exponent(ctx: _Context) -> float | None:
     if isinstance(node, (cst.BinaryOperation, cst.AugAssign)):
         value = node.right if isinstance(node, cst.BinaryOperation) else node.value
     elif isinstance(node, cst.Call):
-        row = OP_TABLE.get(ctx.op)
-        method = ctx.op.startswith("torch.Tensor.")
+        row = OP_TABLE.get(_spelled_name(ctx, node)) or OP_TABLE.get(ctx.op)
+        method = _is_method_call(ctx, node)
         idx = (row.aux_index if row and row.aux_index is not None else 1) - (1 if method else 0)
         arg = _arg(node, idx, "exponent")
         value = arg.value if arg else None
@@ -880,7 +901,7 @@ def _logit_fixes(ctx: _Context) -> list[_Proposal]:
     if not isinstance(node, cst.Call):
         return []
     e = _num(ctx.eps1)
-    existing = _arg(node, 1 if not ctx.op.startswith("torch.Tensor.") else 0, "eps")
+    existing = _arg(node, 0 if _is_method_call(ctx, node) else 1, "eps")
     new_arg = cst.Arg(_expr(e), keyword=cst.Name("eps"), equal=cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
     if existing is not None:
@@ -889,7 +910,7 @@ def _logit_fixes(ctx: _Context) -> list[_Proposal]:
         new = node.deep_replace(existing, existing.with_changes(value=_expr(e)))
     else:
         new = node.with_changes(args=_commas([*node.args, new_arg]))
-    return [_Proposal(f"Pass eps={e} to {ctx.op}", node, new)]
+    return [_Proposal(f"Pass eps={e} to {_op_label(ctx)}", node, new)]
 
 
 def _var_fixes(ctx: _Context) -> list[_Proposal]:
@@ -921,8 +942,7 @@ def _mean_fixes(ctx: _Context) -> list[_Proposal]:
     node = ctx.node
     if not isinstance(node, cst.Call) or ctx.op.endswith("nanmean"):
         return []
-    method = ctx.op.startswith("torch.Tensor.")
-    if method:
+    if _is_method_call(ctx, node):
         if not isinstance(node.func, cst.Attribute):
             return []
         x, rest = node.func.value, list(node.args)
