@@ -271,12 +271,27 @@ class _Context:
             replacement = replacement.with_changes(lpar=[], rpar=[])
             if _needs_parens(proposal.target, replacement, self.index.parent(proposal.target)):
                 replacement = _paren(replacement)
-        new_code = self.module.code_for_node(replacement)
+        new_code = _reindent(self.module.code_for_node(replacement), self.text, span)
         edits = [TextEdit(span=span, new_text=new_code)]
         for line in proposal.imports:
             edits.insert(0, TextEdit(span=_import_position(self.index, self.module, self.text),
                                     new_text=line + "\n"))
         return Fix(title=proposal.title, edits=edits)
+
+
+def _reindent(code: str, text: str, span: Span) -> str:
+    """Continuation lines of generated code, indented like the block the site sits in.
+
+    ``code_for_node`` renders a node outside its statement, so the lines after the first lose
+    the enclosing block's indentation; the site's first source line carries it.
+    """
+    if "\n" not in code:
+        return code
+    lines = text.splitlines()
+    first = lines[span.start_line - 1] if span.start_line - 1 < len(lines) else ""
+    indent = first[: len(first) - len(first.lstrip())]
+    head, *rest = code.split("\n")
+    return "\n".join([head] + [indent + line if line.strip() else line for line in rest])
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -342,6 +357,9 @@ def _num(value: float) -> str:
     """A float literal people write: 1e-8, 88.7, 1.0."""
     if float(value).is_integer() and abs(value) < 1e6:
         return f"{value:.1f}"
+    exponent = round(math.log10(abs(value)))
+    if exponent <= -3 and abs(abs(value) - 10.0 ** exponent) <= 1e-9 * abs(value):
+        return f"{'-' if value < 0 else ''}1e{exponent}"  # 1e-4, not 0.0001
     text = repr(value)
     if "e" in text:
         mantissa, exponent = text.split("e")
