@@ -11,6 +11,7 @@ export const SETTING_KEYS = [
   "enable",
   "interpreter",
   "dynamic.enable",
+  "dynamic.debounce",
   "budget",
   "entries",
   "showPossible",
@@ -34,7 +35,7 @@ export type TraceLevel = "off" | "messages" | "verbose";
 export interface GristSettings {
   enable: boolean;
   interpreter: string;
-  dynamic: { enable: boolean };
+  dynamic: { enable: boolean; debounce: number };
   budget: number;
   entries: string[];
   showPossible: boolean;
@@ -45,7 +46,7 @@ export interface GristSettings {
 export const DEFAULTS: GristSettings = {
   enable: true,
   interpreter: "",
-  dynamic: { enable: true },
+  dynamic: { enable: true, debounce: 1 },
   budget: 10,
   entries: [],
   showPossible: true,
@@ -62,17 +63,22 @@ function bool(value: unknown, fallback: boolean): boolean {
   return typeof value === "boolean" ? value : fallback;
 }
 
+function seconds(value: unknown, fallback: number): number {
+  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : fallback;
+}
+
 export function readSettings(read: SettingReader): GristSettings {
-  const budget = read("budget");
   const entries = read("entries");
   const interpreter = read("interpreter");
   const trace = read("trace.server");
   return {
     enable: bool(read("enable"), DEFAULTS.enable),
     interpreter: typeof interpreter === "string" ? interpreter.trim() : DEFAULTS.interpreter,
-    dynamic: { enable: bool(read("dynamic.enable"), DEFAULTS.dynamic.enable) },
-    budget:
-      typeof budget === "number" && Number.isFinite(budget) && budget >= 0 ? budget : DEFAULTS.budget,
+    dynamic: {
+      enable: bool(read("dynamic.enable"), DEFAULTS.dynamic.enable),
+      debounce: seconds(read("dynamic.debounce"), DEFAULTS.dynamic.debounce),
+    },
+    budget: seconds(read("budget"), DEFAULTS.budget),
     entries: Array.isArray(entries)
       ? entries.filter((e): e is string => typeof e === "string" && e.trim() !== "").map((e) => e.trim())
       : [...DEFAULTS.entries],
@@ -278,7 +284,7 @@ export function describeProbeFailure(interpreter: string, r: ProbeResult): strin
  */
 export interface ServerSettings {
   enable: boolean;
-  dynamic: { enable: boolean };
+  dynamic: { enable: boolean; debounce: number };
   budget: number;
   entries: string[];
   showPossible: boolean;
@@ -291,7 +297,7 @@ export function serverSettings(s: GristSettings, trusted: boolean): ServerSettin
     enable: s.enable,
     // The server is expected to honour workspaceTrusted itself; turning the switch off here too
     // means a server that forgets still runs no workspace code.
-    dynamic: { enable: trusted && s.dynamic.enable },
+    dynamic: { enable: trusted && s.dynamic.enable, debounce: s.dynamic.debounce },
     budget: s.budget,
     entries: [...s.entries],
     showPossible: s.showPossible,

@@ -160,7 +160,7 @@ describe("activate() with a recording language server", () => {
     const opts = init.msg.params?.initializationOptions as Record<string, unknown>;
     assert.deepEqual(opts, {
       enable: true,
-      dynamic: { enable: false },
+      dynamic: { enable: false, debounce: 1 },
       budget: 5,
       entries: [],
       showPossible: true,
@@ -181,7 +181,7 @@ describe("activate() with a recording language server", () => {
     state.trusted = true;
     state.onDidGrantWorkspaceTrust.fire();
     const second = await until("second initialize", () => withMethod("initialize").find((l) => l.pid !== init.pid));
-    assert.deepEqual((second.msg.params?.initializationOptions as { dynamic: unknown }).dynamic, { enable: true });
+    assert.deepEqual((second.msg.params?.initializationOptions as { dynamic: unknown }).dynamic, { enable: true, debounce: 1 });
     assert.equal((second.msg.params?.initializationOptions as { workspaceTrusted: unknown }).workspaceTrusted, true);
     assert.equal(fs.realpathSync(second.cwd), fs.realpathSync(workspace));
     await until("first server shut down", () => withMethod("exit", init.pid)[0]);
@@ -217,7 +217,7 @@ describe("activate() with a recording language server", () => {
       settings: {
         grist: {
           enable: true,
-          dynamic: { enable: false },
+          dynamic: { enable: false, debounce: 1 },
           budget: 10,
           entries: [],
           showPossible: true,

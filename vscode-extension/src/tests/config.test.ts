@@ -170,6 +170,7 @@ describe("settings", () => {
       enable: false,
       interpreter: "  /opt/py/bin/python  ",
       "dynamic.enable": "no",
+      "dynamic.debounce": Number.NaN,
       budget: -3,
       entries: ["train.py:main", 7, " ", "eval.py:run "],
       showPossible: false,
@@ -180,7 +181,7 @@ describe("settings", () => {
     assert.deepEqual(s, {
       enable: false,
       interpreter: "/opt/py/bin/python",
-      dynamic: { enable: true },
+      dynamic: { enable: true, debounce: 1 },
       budget: 10,
       entries: ["train.py:main", "eval.py:run"],
       showPossible: false,
@@ -210,13 +211,13 @@ describe("trust -> what the server is told", () => {
     budget: 4,
     entries: ["train.py:main"],
     showSafe: true,
-    dynamic: { enable: true },
+    dynamic: { enable: true, debounce: 0.5 },
   };
 
   it("trusted: passes the settings through and says trusted", () => {
     assert.deepEqual(initializationOptions(settings, true), {
       enable: true,
-      dynamic: { enable: true },
+      dynamic: { enable: true, debounce: 0.5 },
       budget: 4,
       entries: ["train.py:main"],
       showPossible: true,
@@ -229,11 +230,12 @@ describe("trust -> what the server is told", () => {
     const opts = initializationOptions(settings, false);
     assert.equal(opts.workspaceTrusted, false);
     assert.equal(opts.dynamic.enable, false);
+    assert.equal(opts.dynamic.debounce, 0.5);
     assert.equal(opts.budget, 4);
   });
 
   it("trusted with dynamic checking disabled by the user keeps it disabled", () => {
-    assert.equal(initializationOptions({ ...settings, dynamic: { enable: false } }, true).dynamic.enable, false);
+    assert.equal(initializationOptions({ ...settings, dynamic: { enable: false, debounce: 0.5 } }, true).dynamic.enable, false);
   });
 
   it("does not send client-only settings to the server", () => {
@@ -249,7 +251,7 @@ describe("trust -> what the server is told", () => {
       [{ raw: true }, true, { enable: true }, { pythonPath: "x" }, "vscode", { all: 1 }],
       untrusted,
     );
-    assert.deepEqual(answered, [untrusted, false, { enable: false }, { pythonPath: "x" }, "vscode", { all: 1 }]);
+    assert.deepEqual(answered, [untrusted, false, { enable: false, debounce: 0.5 }, { pythonPath: "x" }, "vscode", { all: 1 }]);
   });
 });
 
