@@ -68,7 +68,6 @@ class Scope:
     kind: str  # "module", "function", "class", "lambda"
     parent: Scope | None
     qualname: str | None
-    locals: set[str] = field(default_factory=set)
     defs: dict[str, list[int]] = field(default_factory=dict)  # every def of a name in this scope
     class_node: ast.ClassDef | None = None  # for methods: the class whose body defines them
     self_name: str | None = None  # for methods: the first parameter's name
@@ -90,7 +89,15 @@ class DataFlow:
 
     def __init__(self, tree: ast.Module) -> None:
         self.tree = tree
-        self.graph: nx.DiGraph = nx.DiGraph()
+        # Adjacency kept in plain dicts while building and querying (networkx's
+        # per-edge bookkeeping dominated the build time); ``graph`` materialises
+        # the same nodes and edges as a networkx DiGraph on first use.
+        self.preds: dict[tuple, dict[tuple, None]] = {}
+        self.attrs: dict[tuple, dict[str, object]] = {}
+        self._graph: nx.DiGraph | None = None
+        # Every call / binary operation / augmented assignment, once, in walk
+        # order, with the dotted name of the def/class enclosing it.
+        self.operations: list[tuple[ast.AST, str | None]] = []
         self.defs: list[Def] = []
         self.functions: dict[int, FunctionInfo] = {}  # id(FunctionDef) -> info
         self.classes: dict[int, ast.ClassDef] = {}
@@ -102,22 +109,32 @@ class DataFlow:
         self.self_names: dict[int, str] = {}  # id(method) -> name of its self parameter
         self._parent_scope: dict[int, Scope] = {}
 
+    @property
+    def graph(self) -> nx.DiGraph:
+        """The dataflow graph as a networkx DiGraph (built once, on first use)."""
+        if self._graph is None:
+            g = nx.DiGraph()
+            for node, attrs in self.attrs.items():
+                g.add_node(node, **attrs)
+            g.add_edges_from((p, n) for n, ps in self.preds.items() for p in ps)
+            self._graph = g
+        return self._graph
+
+    def _pred_nodes(self, key: tuple) -> Iterable[tuple]:
+        return self.preds.get(key, {}).keys()
+
     # --- questions ---------------------------------------------------------
 
     def defs_reaching(self, node: ast.AST) -> list[Def]:
         """Definitions that may reach a use (``ast.Name`` load or ``self.x`` attribute)."""
-        key = ("use", id(node))
-        if key not in self.graph:
-            return []
-        return [self.graph.nodes[p]["info"] for p in self.graph.predecessors(key) if p[0] == "def"]
+        return [self.defs[p[1]] for p in self._pred_nodes(("use", id(node))) if p[0] == "def"]
 
     def is_use(self, node: ast.AST) -> bool:
-        return ("use", id(node)) in self.graph
+        return ("use", id(node)) in self.attrs
 
     def param_arguments(self, d: Def) -> list[ast.expr]:
         """Argument expressions that in-file calls pass to a parameter definition."""
-        key = ("def", d.key)
-        return [self.graph.nodes[p]["expr"] for p in self.graph.predecessors(key) if p[0] == "arg"]
+        return [self.attrs[p]["expr"] for p in self._pred_nodes(("def", d.key)) if p[0] == "arg"]  # type: ignore[misc]
 
     def function_info(self, func: ast.AST | None) -> FunctionInfo | None:
         return self.functions.get(id(func)) if func is not None else None
@@ -127,10 +144,7 @@ class DataFlow:
         return self.call_targets.get(id(call))
 
     def returns_of(self, func: ast.AST) -> list[ast.expr]:
-        key = ("ret", id(func))
-        if key not in self.graph:
-            return []
-        return [self.graph.nodes[p]["expr"] for p in self.graph.predecessors(key)]
+        return [self.attrs[p]["expr"] for p in self._pred_nodes(("ret", id(func)))]  # type: ignore[misc]
 
     def sources(self, expr: ast.AST) -> list[ast.AST | Def]:
         """What may flow into ``expr``: its definitions for a name or ``self.x``, the
@@ -149,47 +163,27 @@ def build_dataflow(tree: ast.Module) -> DataFlow:
     return flow
 
 
-def _assigned_names(body: Iterable[ast.stmt], params: Iterable[str] = ()) -> tuple[set[str], set[str]]:
-    """Names local to a function/class body (Python's scoping rule) and its global/nonlocal names."""
-    local: set[str] = set(params)
-    declared: set[str] = set()
+def _declared_names(body: Iterable[ast.stmt]) -> set[str]:
+    """Names a function declares ``global``/``nonlocal`` (statements only: cheap)."""
+    out: set[str] = set()
     stack: list[ast.AST] = list(body)
     while stack:
         n = stack.pop()
         if isinstance(n, (ast.Global, ast.Nonlocal)):
-            declared.update(n.names)
+            out.update(n.names)
+        elif isinstance(n, (*_FUNCS, ast.ClassDef)):
             continue
-        if isinstance(n, (*_FUNCS, ast.ClassDef)):
-            local.add(n.name)
-            # decorators and defaults run in this scope, bodies do not
-            stack.extend(n.decorator_list)
-            if isinstance(n, _FUNCS):
-                stack.extend(d for d in n.args.defaults + n.args.kw_defaults if d is not None)
-            else:
-                stack.extend(n.bases)
-            continue
-        if isinstance(n, ast.Lambda):
-            stack.extend(n.args.defaults)
-            continue
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            local.add(n.id)
-        elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            for a in n.names:
-                local.add((a.asname or a.name).split(".")[0])
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            local.add(n.name)
-        elif isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name:
-            local.add(n.name)
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            local.add(n.rest)
-        stack.extend(ast.iter_child_nodes(n))
-    return local - declared, declared
+        for name in ("body", "orelse", "finalbody", "handlers", "cases"):
+            sub = getattr(n, name, None)
+            if sub:
+                stack.extend(sub)
+    return out
 
 
 class _Builder:
     def __init__(self, flow: DataFlow) -> None:
         self.flow = flow
-        self.g = flow.graph
+        self._seen_ops: set[int] = set()
         self.pending: list[tuple[ast.AST, Scope]] = []  # nested functions to walk after their parent
         self.nonlocal_uses: list[tuple[ast.AST, str, Scope]] = []
         self.calls: list[tuple[ast.Call, Scope]] = []
@@ -199,8 +193,7 @@ class _Builder:
 
     def run(self) -> None:
         tree = self.flow.tree
-        local, declared = _assigned_names(tree.body)
-        module = Scope(tree, "module", None, None, locals=local, globals=declared)
+        module = Scope(tree, "module", None, None)
         self.module = module
         self._block(tree.body, {}, module)
         # Bodies run after their enclosing scope is complete, so closures and
@@ -209,11 +202,13 @@ class _Builder:
             node, parent = self.pending.pop(0)
             self._function(node, parent)
         for use, name, scope in self.nonlocal_uses:
+            if name in scope.defs and name not in scope.globals:
+                continue  # a local read before its assignment: unbound, nothing reaches it
             for key in self._lookup_outer(name, scope):
-                self.g.add_edge(("def", key), ("use", id(use)))
+                self._edge(("def", key), ("use", id(use)))
         for attr, cls_id in self.attr_uses:
             for key in self.flow.class_attrs.get((cls_id, attr.attr), []):
-                self.g.add_edge(("def", key), ("use", id(attr)))
+                self._edge(("def", key), ("use", id(attr)))
         for call, scope in self.calls:
             self._link_call(call, scope)
 
@@ -223,7 +218,7 @@ class _Builder:
             if s.kind == "class":  # class bodies are not visible from methods
                 s = s.parent
                 continue
-            if name in s.defs or name in s.locals or s.kind == "module":
+            if name in s.defs or s.kind == "module":
                 return s.defs.get(name, [])
             s = s.parent
         return []
@@ -235,7 +230,7 @@ class _Builder:
         key = len(self.flow.defs)
         d = Def(key, name, how, value, node, **kw)  # type: ignore[arg-type]
         self.flow.defs.append(d)
-        self.g.add_node(("def", key), info=d)
+        self._node(("def", key), info=d)
         target = self.module if name in scope.globals else scope
         target.defs.setdefault(name, []).append(key)
         return key
@@ -273,9 +268,10 @@ class _Builder:
     def _link_mutation(self, key: int, old: frozenset[int], node: ast.AST) -> None:
         # The previous definitions flow into the mutated one (a synthetic use).
         use = ("use", id(node))
+        self._node(use)
         for k in old:
-            self.g.add_edge(("def", k), use)
-        self.g.add_edge(use, ("def", key))
+            self._edge(("def", k), use)
+        self._edge(use, ("def", key))
 
     # --- statements -------------------------------------------------------------
 
@@ -304,6 +300,7 @@ class _Builder:
             elif isinstance(s.target, ast.Name):
                 env.setdefault(s.target.id, frozenset())
         elif isinstance(s, ast.AugAssign):
+            self._operation(s, scope)
             self._expr(s.value, env, scope)
             t = s.target
             if isinstance(t, ast.Name):
@@ -325,8 +322,8 @@ class _Builder:
             if s.value is not None:
                 self._expr(s.value, env, scope)
                 if scope.kind in ("function", "lambda"):
-                    self.g.add_node(("expr", id(s.value)), expr=s.value)
-                    self.g.add_edge(("expr", id(s.value)), ("ret", id(scope.node)))
+                    self._node(("expr", id(s.value)), expr=s.value)
+                    self._edge(("expr", id(s.value)), ("ret", id(scope.node)))
         elif isinstance(s, ast.If):
             self._expr(s.test, env, scope)
             a = self._block(s.body, dict(env), scope)
@@ -443,8 +440,7 @@ class _Builder:
         self.flow.classes[id(node)] = node
         qual = f"{parent.qualname}.{node.name}" if parent.qualname else node.name
         self.flow.enclosing[id(node)] = qual
-        local, declared = _assigned_names(node.body)
-        scope = Scope(node, "class", parent, qual, locals=local, globals=declared)
+        scope = Scope(node, "class", parent, qual, globals=_declared_names(node.body))
         env: Env = {}
         for stmt in node.body:
             if isinstance(stmt, _FUNCS):
@@ -464,14 +460,13 @@ class _Builder:
         all_params = positional + ([args.vararg] if args.vararg else []) + args.kwonlyargs + (
             [args.kwarg] if args.kwarg else [])
         body = node.body if isinstance(node, _FUNCS) else [ast.Return(value=node.body)]
-        local, declared = _assigned_names(body, [p.arg for p in all_params])
         name = node.name if isinstance(node, _FUNCS) else "<lambda>"
         qual = f"{parent.qualname}.{name}" if parent.qualname else name
         cls = self.flow.method_class.get(id(node)) if parent.kind == "class" else None
         is_static = isinstance(node, _FUNCS) and any(
             isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
         scope = Scope(node, "function" if isinstance(node, _FUNCS) else "lambda", parent, qual,
-                      locals=local, globals=declared)
+                      globals=_declared_names(body))
         if cls is not None and positional and not is_static:
             scope.class_node = cls
             scope.self_name = positional[0].arg
@@ -504,14 +499,13 @@ class _Builder:
 
     def _use(self, n: ast.Name, env: Env, scope: Scope) -> None:
         key = ("use", id(n))
-        self.g.add_node(key)
+        self._node(key)
         if n.id in env:
             for k in env[n.id]:
-                self.g.add_edge(("def", k), key)
-        elif n.id not in scope.locals or n.id in scope.globals:
+                self._edge(("def", k), key)
+        elif scope.kind != "module":
+            # Local or not is only known once the whole scope is walked: decided in run().
             self.nonlocal_uses.append((n, n.id, scope))
-            if scope.kind == "module" and n.id in scope.defs:
-                pass  # a module-level read before its definition: unbound, no edges
 
     def _expr(self, e: ast.AST, env: Env, scope: Scope, store_ok: bool = False) -> None:
         stack = [e]
@@ -538,10 +532,14 @@ class _Builder:
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
                 if (scope.class_node is not None and isinstance(n.value, ast.Name)
                         and n.value.id == scope.self_name):
-                    self.g.add_node(("use", id(n)))
+                    self._node(("use", id(n)))
                     self.attr_uses.append((n, id(scope.class_node)))
             if isinstance(n, ast.Call):
-                self.calls.append((n, scope))
+                if id(n) not in self._seen_ops:
+                    self.calls.append((n, scope))
+                self._operation(n, scope)
+            elif isinstance(n, ast.BinOp):
+                self._operation(n, scope)
             stack.extend(ast.iter_child_nodes(n))
 
     def _comprehension(self, n: ast.AST, env: Env, scope: Scope) -> None:
@@ -567,7 +565,7 @@ class _Builder:
                 key = len(self.flow.defs)
                 d = Def(key, n.id, "for" if n is target else "unknown", iterable if n is target else None, n)
                 self.flow.defs.append(d)
-                self.g.add_node(("def", key), info=d)
+                self._node(("def", key), info=d)
                 env[n.id] = frozenset({key})
 
     # --- calls within the file -----------------------------------------------------
@@ -576,8 +574,7 @@ class _Builder:
         """The FunctionDef a call reaches and whether its first parameter is bound (self)."""
         f = call.func
         if isinstance(f, ast.Name):
-            defs = [self.g.nodes[p]["info"] for p in self.g.predecessors(("use", id(f)))
-                    if p[0] == "def"] if ("use", id(f)) in self.g else []
+            defs = self.flow.defs_reaching(f)
             targets = {id(d.value): d for d in defs if d.how in ("function", "class")}
             if len(targets) != 1 or len(defs) != 1:
                 return None, False
@@ -603,7 +600,7 @@ class _Builder:
             return
         self.flow.call_targets[id(call)] = callee
         info.callers.append(call)
-        self.g.add_edge(("ret", id(callee)), ("call", id(call)))
+        self._edge(("ret", id(callee)), ("call", id(call)))
         positional = [p for p in info.params if p.param_index >= 0]
         offset = 1 if bound else 0
         by_name = {p.name: p for p in info.params}
@@ -621,5 +618,29 @@ class _Builder:
                 self._arg_edge(kw.value, by_name[kw.arg])
 
     def _arg_edge(self, expr: ast.expr, param: Def) -> None:
-        self.g.add_node(("arg", id(expr)), expr=expr)
-        self.g.add_edge(("arg", id(expr)), ("def", param.key))
+        self._node(("arg", id(expr)), expr=expr)
+        self._edge(("arg", id(expr)), ("def", param.key))
+
+    # --- graph primitives ----------------------------------------------------------
+
+    def _node(self, key: tuple, **attrs: object) -> None:
+        got = self.flow.attrs.get(key)
+        if got is None:
+            self.flow.attrs[key] = dict(attrs)
+        elif attrs:
+            got.update(attrs)
+
+    def _edge(self, a: tuple, b: tuple) -> None:
+        if a not in self.flow.attrs:
+            self.flow.attrs[a] = {}
+        if b not in self.flow.attrs:
+            self.flow.attrs[b] = {}
+        self.flow.preds.setdefault(b, {})[a] = None
+
+    def _operation(self, n: ast.AST, scope: Scope) -> None:
+        if id(n) not in self._seen_ops:  # loop bodies are walked twice
+            self._seen_ops.add(id(n))
+            s: Scope | None = scope
+            while s is not None and s.kind == "lambda":
+                s = s.parent
+            self.flow.operations.append((n, s.qualname if s is not None else None))

@@ -78,8 +78,8 @@ def _nonneg_int_literal(e: ast.AST) -> bool:
     return v is not None and v >= 0 and float(v).is_integer()
 
 
-class SiteFinder(ast.NodeVisitor):
-    """One pass over the module; ``find_sites`` is the entry point."""
+class SiteFinder:
+    """Decides, operation by operation, what is a site; ``find_sites`` is the entry point."""
 
     def __init__(self, path: str, lines: SourceLines, flow: DataFlow, resolver: Resolver,
                  ranges: RangeAnalysis) -> None:
@@ -88,24 +88,8 @@ class SiteFinder(ast.NodeVisitor):
         self.flow = flow
         self.resolver = resolver
         self.ranges = ranges
-        self.scope: list[str] = []
+        self.function: str | None = None  # dotted name of the def/class around the current node
         self.found: list[Candidate] = []
-
-    # --- scopes -------------------------------------------------------------
-
-    def _scoped(self, node: ast.AST, name: str) -> None:
-        self.scope.append(name)
-        self.generic_visit(node)
-        self.scope.pop()
-
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        self._scoped(node, node.name)
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        self._scoped(node, node.name)
-
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        self._scoped(node, node.name)
 
     # --- sites -----------------------------------------------------------------
 
@@ -113,7 +97,7 @@ class SiteFinder(ast.NodeVisitor):
              safe_keyword: str | None = None) -> None:
         span = self.lines.span(node)
         site = Site(file=self.path, span=span, op=op.name, kind=op.kind, operand=op.operand_label,
-                    text=self.lines.text_of(span), function=".".join(self.scope) or None)
+                    text=self.lines.text_of(span), function=self.function)
         self.found.append(Candidate(site, node, operand, exponent, safe_keyword))
 
     @staticmethod
@@ -136,7 +120,6 @@ class SiteFinder(ast.NodeVisitor):
         return None
 
     def visit_Call(self, node: ast.Call) -> None:
-        self.generic_visit(node)
         qn = self.resolver.qualified_name(node.func)
         if qn is not None:
             if qn in SAFE_FORMS:
@@ -194,7 +177,6 @@ class SiteFinder(ast.NodeVisitor):
         return False
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        self.generic_visit(node)
         name = _OPERATOR_NAMES.get(type(node.op))
         if name is None or self._skip_operator(node.left, node.right, node.op):
             return
@@ -211,7 +193,6 @@ class SiteFinder(ast.NodeVisitor):
             self._add(node, op, node.right)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self.generic_visit(node)
         name = _AUG_NAMES.get(type(node.op))
         if name is None:
             return
@@ -231,6 +212,20 @@ def find_sites(path: str, lines: SourceLines, tree: ast.Module, flow: DataFlow, 
                ranges: RangeAnalysis) -> list[Candidate]:
     """Every candidate site of the module, in source order."""
     finder = SiteFinder(path, lines, flow, resolver, ranges)
-    finder.visit(tree)
-    finder.found.sort(key=lambda c: (c.site.span, c.site.op))
+    # The dataflow walk already listed every call/binary operation/augmented
+    # assignment with its enclosing def: no second walk of the tree.
+    for node, function in flow.operations:
+        finder.function = function
+        if isinstance(node, ast.Call):
+            finder.visit_Call(node)
+        elif isinstance(node, ast.BinOp):
+            finder.visit_BinOp(node)
+        elif isinstance(node, ast.AugAssign):
+            finder.visit_AugAssign(node)
+    finder.found.sort(key=lambda c: _span_key(c.site))
     return finder.found
+
+
+def _span_key(site: Site) -> tuple[int, int, int, int, str]:
+    s = site.span
+    return (s.start_line, s.start_col, s.end_line, s.end_col, site.op)
