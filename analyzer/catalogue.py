@@ -197,6 +197,10 @@ class Op:
     safe_when: tuple[tuple[str, Any], ...] = ()
     aux_index: int | None = None
     aux_keyword: str | None = None
+    # An argument that, given a value eps, makes the op clamp its operand to
+    # [eps, 1 - eps] first (torch.logit's eps). None: the op has no such argument.
+    clamp_index: int | None = None
+    clamp_keyword: str | None = None
 
     @property
     def operand_label(self) -> str:
@@ -285,7 +289,7 @@ OPS: list[Op] = [
     Op("torch.polygamma", "lgamma", operand_index=1, operand_keyword="input"),
     Op("torch.special.polygamma", "lgamma", operand_index=1, operand_keyword="input"),
     # logit
-    *_forms("logit", "logit", special=True),
+    *_forms("logit", "logit", special=True, clamp_index=1, clamp_keyword="eps"),
     # reductions decided by shape
     *_forms("var", "var", inplace=False, safe_when=_VAR_SAFE),
     *_forms("var", "std", inplace=False, safe_when=_VAR_SAFE),
