@@ -79,6 +79,49 @@ export class CancellationTokenSource {
   }
 }
 
+export class Position {
+  constructor(
+    readonly line: number,
+    readonly character: number,
+  ) {}
+}
+
+export class Range {
+  readonly start: Position;
+  readonly end: Position;
+  constructor(a: number | Position, b: number | Position, c?: number, d?: number) {
+    this.start = typeof a === "number" ? new Position(a, b as number) : a;
+    this.end = typeof a === "number" ? new Position(c as number, d as number) : (b as Position);
+  }
+}
+
+export class Diagnostic {
+  source?: string;
+  code?: unknown;
+  tags?: number[];
+  constructor(
+    readonly range: Range,
+    readonly message: string,
+    readonly severity: number = 0,
+  ) {}
+}
+
+export class CodeActionKind {
+  static readonly Empty = new CodeActionKind("");
+  static readonly QuickFix = new CodeActionKind("quickfix");
+  static readonly Source = new CodeActionKind("source");
+  constructor(readonly value: string) {}
+  append(part: string): CodeActionKind {
+    return new CodeActionKind(this.value ? `${this.value}.${part}` : part);
+  }
+  contains(other: CodeActionKind): boolean {
+    return this.value === "" || other.value === this.value || other.value.startsWith(this.value + ".");
+  }
+  intersects(other: CodeActionKind): boolean {
+    return this.contains(other) || other.contains(this);
+  }
+}
+
 export interface Message {
   level: "error" | "warning" | "info";
   text: string;
@@ -184,6 +227,12 @@ const fake: Record<string, unknown> = {
   Uri,
   CancellationError,
   CancellationTokenSource,
+  Position,
+  Range,
+  Diagnostic,
+  CodeActionKind,
+  DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
+  DiagnosticTag: { Unnecessary: 1, Deprecated: 2 },
   ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
   env: { language: "en", appName: "fake-vscode", machineId: "test", sessionId: "test", openExternal: async () => true },
   workspace: namespace({
