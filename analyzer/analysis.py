@@ -21,7 +21,7 @@ from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
-from grist_lsp.analyzer.ranges import TOP, Fact, RangeAnalysis, describe, static_safe
+from grist_lsp.analyzer.ranges import TOP, Fact, RangeAnalysis, describe, fmt, round_up, static_safe
 from grist_lsp.analyzer.sites import Candidate, find_sites
 from grist_lsp.model import Status, Verdict, file_error
 
@@ -101,15 +101,33 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
                        message=f"{site.op}: possible {kind.title}; {reason}")
     try:
         fact = ranges.fact(c.operand) if c.operand is not None else TOP
+        if c.clamp is not None:
+            fact = _clamped(fact, ranges.fact(c.clamp), dtype)
     except RecursionError:
         fact = TOP
     if site.kind == "pow":
         return _pow_verdict(c, fact, ranges, dtype)
+    at = kind.region.backward_at
+    if at is not None and static_safe(fact, kind.region, dtype) and fact.lo <= at <= fact.hi and not (
+            at == 0.0 and fact.nonzero):
+        reason = (f"{label} {describe(fact)} ({fact.why or 'range'}) can be exactly {at:g}, "
+                  f"where the gradient is infinite (NaN/INF in the backward pass)")
+        return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
     if static_safe(fact, kind.region, dtype):
         reason = f"{label} {describe(fact)}: {fact.why}" if fact.why else f"{label} {describe(fact)}"
         return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
     reason = _unsafe_reason(label, fact, kind.region.text, dtype)
     return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+
+
+def _clamped(fact: Fact, eps: Fact, dtype: str) -> Fact:
+    """The operand as an op with an eps argument sees it: clamped to [eps, 1 - eps]."""
+    if eps.pytype == "none" or not eps.known or eps.lo <= 0:
+        return fact
+    top = round_up(1.0 - eps.lo, dtype)
+    lo = min(max(fact.lo, eps.lo), top)
+    hi = max(min(fact.hi, top), eps.lo)
+    return Fact(lo, hi, True, fact.pytype, f"clamped by eps={eps.why or fmt(eps.lo)}")
 
 
 def _unsafe_reason(label: str, fact: Fact, region: str, dtype: str) -> str:

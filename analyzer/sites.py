@@ -50,6 +50,7 @@ class Candidate:
     operand: ast.AST | None
     exponent: ast.AST | None = None
     safe_keyword: str | None = None  # e.g. "correction=0"
+    clamp: ast.AST | None = None  # torch.logit's eps: the op clamps the operand to [eps, 1 - eps]
 
 
 def _is_const(e: ast.AST) -> bool:
@@ -94,11 +95,11 @@ class SiteFinder:
     # --- sites -----------------------------------------------------------------
 
     def _add(self, node: ast.AST, op: Op, operand: ast.AST | None, exponent: ast.AST | None = None,
-             safe_keyword: str | None = None) -> None:
+             safe_keyword: str | None = None, clamp: ast.AST | None = None) -> None:
         span = self.lines.span(node)
         site = Site(file=self.path, span=span, op=op.name, kind=op.kind, operand=op.operand_label,
                     text=self.lines.text_of(span), function=self.function)
-        self.found.append(Candidate(site, node, operand, exponent, safe_keyword))
+        self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp))
 
     @staticmethod
     def _arg(call: ast.Call, index: int, keyword: str | None) -> ast.expr | None:
@@ -133,7 +134,8 @@ class SiteFinder:
             exponent = self._arg(node, op.aux_index, op.aux_keyword) if op.aux_index is not None else None
             if exponent is not None and _nonneg_int_literal(exponent):
                 return
-            self._add(node, op, operand, exponent, self._safe_keyword(op, node))
+            clamp = self._arg(node, op.clamp_index, op.clamp_keyword) if op.clamp_index is not None else None
+            self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp)
             return
         if not isinstance(node.func, ast.Attribute):
             return
@@ -145,7 +147,8 @@ class SiteFinder:
             return
         if self.flow.callee(node) is not None:
             return  # self.log(...) calling a method defined in this file
-        if self._elementwise(op) and (node.args or any(k.arg not in ("out",) for k in node.keywords)):
+        if self._elementwise(op) and op.clamp_index is None and (
+                node.args or any(k.arg not in ("out",) for k in node.keywords)):
             return  # logger.log("msg", x): Tensor.log takes no arguments
         # For methods, argument index 0 is the tensor itself.
         operand = receiver if op.operand_index == 0 else self._arg(node, op.operand_index - 1, op.operand_keyword)
@@ -154,7 +157,8 @@ class SiteFinder:
             exponent = self._arg(node, op.aux_index - 1, op.aux_keyword)
             if exponent is not None and _nonneg_int_literal(exponent):
                 return
-        self._add(node, op, operand, exponent, self._safe_keyword(op, node))
+        clamp = self._arg(node, op.clamp_index - 1, op.clamp_keyword) if op.clamp_index is not None else None
+        self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp)
 
     @staticmethod
     def _elementwise(op: Op) -> bool:
