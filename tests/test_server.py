@@ -9,6 +9,8 @@ commands send back, and work-done progress around engine runs.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Callable, Union
@@ -134,16 +136,13 @@ def replace_text(client: LanguageClient, uri: str, text: str, version: int) -> N
 
 
 async def wait_for(client: LanguageClient, check: Callable[[], bool], what: str) -> None:
-    """Wait for publications until ``check`` holds."""
-    deadline = asyncio.get_running_loop().time() + WAIT
+    """Wait until ``check`` holds on what the client has received (any notification kind)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
     while not check():
-        remaining = deadline - asyncio.get_running_loop().time()
-        if remaining <= 0:
+        if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}; last publications: {client.publications[-3:]}")
-        try:
-            await asyncio.wait_for(client.wait_for_notification(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), remaining)
-        except asyncio.TimeoutError:
-            pass
+        await asyncio.sleep(0.05)
 
 
 def published_for(client: LanguageClient, uri: str, version: int) -> list[types.Diagnostic] | None:
@@ -429,16 +428,72 @@ async def test_crashing_program_gives_error_and_server_keeps_answering(client: L
 
 async def test_edits_during_a_run_cancel_it_and_the_last_text_wins(client: LanguageClient, tmp_path: Path) -> None:
     await start(client, tmp_path, {"budget": 3, "dynamic": {"enable": True, "debounce": 0.3}})
-    uri = open_file(client, tmp_path / "train.py", SCRIPT)
-    # Wait until the engine is running on version 1, then type: the run must stop.
+    # The program sleeps before it reaches the op: the run is surely still going when we type.
+    slow = "import time\n" + SCRIPT.replace("    print(loss(", "    time.sleep(600)\n    print(loss(")
+    uri = open_file(client, tmp_path / "train.py", slow)
     await wait_for(client, lambda: any(client.progress_reports.values()), "progress of the first run")
-    safe = SCRIPT.replace("-torch.log(p).sum()", "-torch.log(p.clamp_min(1e-8)).sum()")
+    safe = slow.replace("-torch.log(p).sum()", "-torch.log(p.clamp_min(1e-8)).sum()")
     for version in range(2, 22):
-        replace_text(client, uri, safe if version % 2 else SCRIPT + f"\n# edit {version}\n", version)
+        replace_text(client, uri, safe if version % 2 else slow + f"\n# edit {version}\n", version)
     await wait_for(client, lambda: published_for(client, uri, 21) is not None, "diagnostics for the last version")
     final = published_for(client, uri, 21)
     assert not [d for d in final if d.code == KINDS["log"].code]  # the last text clamps the operand
     versions = [p.version for p in client.publications if p.uri == uri]
     assert versions == sorted(versions)
-    ends = [r[-1] for r in client.progress_reports.values() if r]
-    assert any(isinstance(e, types.WorkDoneProgressEnd) and e.message == "cancelled" for e in ends)
+    # The first run was stopped (its workers killed), not left to finish.
+    await wait_for(client, lambda: all(r and isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values()), "progress to end")
+    first = next(r for r in client.progress_reports.values() if r)
+    assert first[-1].message == "cancelled"
+    assert (await status(client))["engine_runs"] == 1  # the clamped last text needs no run
+
+def descendants(pid: int) -> list[int]:
+    """Processes started (transitively) by ``pid``, from /proc."""
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as f:
+                children = [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+        for child in children:
+            out.append(child)
+            out.extend(descendants(child))
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+async def test_worker_killed_from_outside_gives_error_and_server_keeps_answering(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"budget": 3})
+    slow = "import time\nimport torch\n\nx = torch.randn(3)\ntime.sleep(600)\ny = torch.log(x)\n"
+    uri = open_file(client, tmp_path / "slow.py", slow)
+    await wait_for(client, lambda: any(client.progress_reports.values()), "the run to begin")
+
+    server_pid = client._server.pid  # the server process this test started
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
+    workers: list[int] = []
+    while not workers and loop.time() < deadline:
+        workers = [p for p in descendants(server_pid) if "grist_lsp.dynamic" in cmdline(p)]
+        await asyncio.sleep(0.1)
+    assert workers, "no engine worker process appeared"
+    for pid in workers:
+        os.kill(pid, signal.SIGKILL)
+
+    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []), "an error verdict")
+    (err,) = [d for d in published_for(client, uri, 1) if d.code == ERROR_CODE]
+    assert err.severity == types.DiagnosticSeverity.Error
+    assert "signal" in err.message or "killed" in err.message, err.message
+    state = await status(client)
+    assert state["engine_runs"] == 1 and state["open_documents"] == 1
+    assert not [p for p in descendants(server_pid) if "grist_lsp.dynamic" in cmdline(p)]
