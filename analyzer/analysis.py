@@ -108,7 +108,8 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
     if site.kind == "pow":
         return _pow_verdict(c, fact, ranges, dtype)
     at = kind.region.backward_at
-    if at is not None and static_safe(fact, kind.region, dtype) and fact.lo <= at <= fact.hi and not (
+    # math.sqrt / numpy.sqrt have no backward pass; only torch ops carry gradients
+    if at is not None and site.op.startswith("torch.") and static_safe(fact, kind.region, dtype) and fact.lo <= at <= fact.hi and not (
             at == 0.0 and fact.nonzero):
         reason = (f"{label} {describe(fact)} ({fact.why or 'range'}) can be exactly {at:g}, "
                   f"where the gradient is infinite (NaN/INF in the backward pass)")

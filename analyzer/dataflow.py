@@ -180,6 +180,13 @@ def _declared_names(body: Iterable[ast.stmt]) -> set[str]:
     return out
 
 
+@dataclass
+class _After:
+    """A walk marker: handle this in-place call after its sub-expressions."""
+
+    call: ast.Call
+
+
 class _Builder:
     def __init__(self, flow: DataFlow) -> None:
         self.flow = flow
@@ -238,7 +245,8 @@ class _Builder:
     def _bind(self, target: ast.AST, env: Env, scope: Scope, how: str, value: ast.AST | None,
               path: tuple[int, ...] = ()) -> None:
         if isinstance(target, ast.Name):
-            key = self._new_def(scope, target.id, how if not path else "unpack", value, target, path=path)
+            kind = how if not path or how == "for" else "unpack"  # a loop target keeps "for"
+            key = self._new_def(scope, target.id, kind, value, target, path=path)
             env[target.id] = frozenset({key})
         elif isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
@@ -317,7 +325,6 @@ class _Builder:
                 self._bind(t, env, scope, "aug", s)
         elif isinstance(s, ast.Expr):
             self._expr(s.value, env, scope)
-            self._inplace_call(s.value, env, scope)
         elif isinstance(s, ast.Return):
             if s.value is not None:
                 self._expr(s.value, env, scope)
@@ -508,9 +515,12 @@ class _Builder:
             self.nonlocal_uses.append((n, n.id, scope))
 
     def _expr(self, e: ast.AST, env: Env, scope: Scope, store_ok: bool = False) -> None:
-        stack = [e]
+        stack: list[ast.AST | _After] = [e]
         while stack:
             n = stack.pop()
+            if isinstance(n, _After):
+                self._inplace_call(n.call, env, scope)
+                continue
             if isinstance(n, ast.Name):
                 if isinstance(n.ctx, ast.Load):
                     self._use(n, env, scope)
@@ -538,6 +548,8 @@ class _Builder:
                 if id(n) not in self._seen_ops:
                     self.calls.append((n, scope))
                 self._operation(n, scope)
+                if isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
+                    stack.append(_After(n))  # redefine the receiver once its operands are read
             elif isinstance(n, ast.BinOp):
                 self._operation(n, scope)
             stack.extend(ast.iter_child_nodes(n))

@@ -58,6 +58,7 @@ class Fact:
 
 
 TOP = Fact()
+CYCLE = Fact(pytype="cycle")
 BOTTOM = Fact(INF, -INF, True, "bottom", "unreachable")
 
 
@@ -65,7 +66,7 @@ def join(facts: list[Fact], why: str | None = None) -> Fact:
     live = [f for f in facts if f.pytype != "bottom"]
     if not live:
         return BOTTOM if facts else TOP
-    types = {f.pytype for f in live}
+    types = {f.pytype for f in live if f.pytype != "cycle"} or {"unknown"}
     whys = []
     for f in live:
         if f.why and f.why not in whys:
@@ -279,7 +280,10 @@ class RangeAnalysis:
         if got is not None:
             return got
         if key in self._active or self._depth > MAX_DEPTH:
-            return TOP  # a cycle (loop-carried redefinition) or a very long chain
+            # A cycle (loop-carried redefinition) or a very long chain: no range.
+            # The Python type is left open ("cycle") so `total = 0.0; total += v.item()`
+            # stays a Python number (the usual optimistic type fixpoint).
+            return CYCLE
         self._active.add(key)
         self._depth += 1
         try:
@@ -404,7 +408,7 @@ class RangeAnalysis:
         if how == "param":
             return self._param(d)
         if how == "for":
-            return self._loop_target(d.value)
+            return self._loop_target(d.value, d.path)
         if how == "import":
             return Fact(pytype="module")
         if how in ("function", "class"):
@@ -460,8 +464,20 @@ class RangeAnalysis:
             return "tensor"
         return "unknown"
 
-    def _loop_target(self, it: ast.AST | None) -> Fact:
-        if isinstance(it, ast.Call) and self.resolver.qualified_name(it.func) == "builtins.range":
+    def _loop_target(self, it: ast.AST | None, path: tuple[int, ...] = ()) -> Fact:
+        qn = self.resolver.qualified_name(it.func) if isinstance(it, ast.Call) else None
+        if path:
+            if qn == "builtins.enumerate" and path[0] == 0 and len(path) == 1:
+                return Fact(0.0, INF, False, "num", "loop index")
+            if qn == "builtins.enumerate" and path[0] == 1 and isinstance(it, ast.Call) and it.args:
+                return self._loop_target(it.args[0], path[1:])
+            if qn == "builtins.zip" and isinstance(it, ast.Call) and path[0] < len(it.args):
+                return self._loop_target(it.args[path[0]], path[1:])
+            if isinstance(it, (ast.List, ast.Tuple)) and it.elts and len(path) == 1 and all(
+                    isinstance(e, (ast.Tuple, ast.List)) and len(e.elts) > path[0] for e in it.elts):
+                return join([self.fact(e.elts[path[0]]) for e in it.elts])
+            return TOP
+        if isinstance(it, ast.Call) and qn == "builtins.range":
             args = [self.fact(a) for a in it.args]
             if len(args) == 1:
                 return Fact(0.0, max(args[0].hi - 1, 0.0), False, "num", "range index")
@@ -612,6 +628,10 @@ class RangeAnalysis:
 
     @staticmethod
     def _result_type(a: Fact, b: Fact, op: ast.operator) -> str:
+        if a.pytype == "cycle":
+            a = replace(a, pytype=b.pytype)
+        if b.pytype == "cycle":
+            b = replace(b, pytype=a.pytype)
         if isinstance(op, ast.Mod) and a.pytype == "str":
             return "str"
         if isinstance(op, ast.Add) and a.pytype == "str" and b.pytype == "str":
