@@ -1,5 +1,6 @@
-"""A real editor end to end: headless Neovim (0.7 API) starts the server, shows its
-diagnostics, and applies its quick fix through ``vim.lsp.buf.code_action``.
+"""A real editor end to end: headless Neovim (0.7 API) starts ``python -m grist_lsp``, shows
+the confirmed diagnostic of a buggy script, and applies the engine-verified quick
+fix through ``vim.lsp.buf.code_action``.
 
 Neovim writes what it saw (diagnostics, the buffer before and after the fix) to a
 JSON file; the assertions are on that file.
@@ -26,6 +27,10 @@ BUGGY = '''import torch
 def loss(logits):
     p = torch.softmax(logits, dim=-1)
     s = "é😀"; return -torch.log(p).sum()
+
+
+if __name__ == "__main__":
+    print(loss(torch.randn(2, 3)))
 '''
 
 # Neovim 0.7.2 has no vim.lsp.start: start_client + buf_attach_client.
@@ -44,15 +49,29 @@ local ok, err = pcall(function()
   local bufnr = vim.api.nvim_get_current_buf()
   local client_id = vim.lsp.start_client({
     name = "grist",
-    cmd = { os.getenv("GRIST_NVIM_PYTHON"), "-m", "grist_lsp.server.server" },
+    cmd = { os.getenv("GRIST_NVIM_PYTHON"), "-m", "grist_lsp" },
     root_dir = vim.fn.getcwd(),
-    init_options = { dynamic = { enable = false } },
+    init_options = { budget = 3, dynamic = { enable = true } },
   })
   result.client_id = client_id
   vim.lsp.buf_attach_client(bufnr, client_id)
 
-  result.stage = "waiting for diagnostics"
-  vim.wait(60000, function() return #vim.diagnostic.get(bufnr) > 0 end, 50)
+  -- Wait for the engine: an error (confirmed) whose fix the engine has re-checked.
+  result.stage = "waiting for a confirmed diagnostic with a verified fix"
+  local function verified(d)
+    local data = d.user_data and d.user_data.lsp and d.user_data.lsp.data
+    if type(data) ~= "table" or d.severity ~= vim.diagnostic.severity.ERROR then return false end
+    for _, fix in ipairs(data.verdict.fixes or {}) do
+      if fix.verified then return true end
+    end
+    return false
+  end
+  vim.wait(150000, function()
+    for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+      if verified(d) then return true end
+    end
+    return false
+  end, 100)
   result.diagnostics = {}
   for _, d in ipairs(vim.diagnostic.get(bufnr)) do
     table.insert(result.diagnostics, {
@@ -65,13 +84,16 @@ local ok, err = pcall(function()
 
   -- Put the cursor on the first diagnostic and take the first quick fix offered.
   local first = vim.diagnostic.get(bufnr)[1]
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    if verified(d) then first = d end
+  end
   vim.api.nvim_win_set_cursor(0, { first.lnum + 1, first.col })
   result.stage = "code action"
   result.offered = {}
   vim.ui.select = function(items, _, on_choice)
     for _, item in ipairs(items) do table.insert(result.offered, item[2].title) end
     for i, item in ipairs(items) do
-      if item[2].kind == "quickfix" and item[2].edit then return on_choice(item, i) end
+      if item[2].kind == "quickfix" and item[2].isPreferred and item[2].edit then return on_choice(item, i) end
     end
     on_choice(nil, nil)
   end
@@ -117,7 +139,7 @@ def test_neovim_shows_diagnostics_and_applies_the_quick_fix(tmp_path: Path) -> N
     }
     subprocess.run(
         [NVIM, "--headless", "--clean", "-c", f"luafile {script}"],
-        cwd=tmp_path, env=env, timeout=150, check=False, capture_output=True, stdin=subprocess.DEVNULL,
+        cwd=tmp_path, env=env, timeout=240, check=False, capture_output=True, stdin=subprocess.DEVNULL,
     )
     result = json.loads(out.read_text(encoding="utf-8"))
     assert "error" not in result, result
@@ -128,10 +150,11 @@ def test_neovim_shows_diagnostics_and_applies_the_quick_fix(tmp_path: Path) -> N
     # Neovim 0.7 converts the server's UTF-16 column to a byte column for its own use.
     assert d["lnum"] == 5
     assert d["col"] == len(line[: line.index("torch.log")].encode("utf-8"))
-    assert d["source"] == "grist" and d["severity"] == 2  # vim.diagnostic.severity.WARN
-    assert "log" in d["message"]
+    assert d["source"] == "grist" and d["severity"] == 1  # vim.diagnostic.severity.ERROR: confirmed
+    assert "torch.log receives" in d["message"] and "-inf" in d["message"]
 
-    assert any("not verified" in title or "verified" in title for title in result["offered"])
+    assert any("verified by GRIST" in title for title in result["offered"])
+    assert "Create reproducer test" in result["offered"] and "Re-check this file" in result["offered"]
     assert result["after"] != result["before"]
     fixed_line = result["after"][5]
     assert fixed_line.startswith('    s = "é😀"; return -torch.log(') and fixed_line != line
