@@ -19,12 +19,12 @@ function defaultOf(key: string): unknown {
   return value;
 }
 
+/** The shipped sources: src/*.ts (tests and the smoke script live in subfolders). */
 function sourceFiles(dir: string): string[] {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) return e.name === "tests" ? [] : sourceFiles(p);
-    return p.endsWith(".ts") ? [p] : [];
-  });
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile() && e.name.endsWith(".ts"))
+    .map((e) => path.join(dir, e.name));
 }
 
 describe("package.json", () => {
@@ -49,7 +49,9 @@ describe("package.json", () => {
 
   it("only names grist settings and commands in the sources that the manifest declares", () => {
     const known = new Set([...Object.keys(properties), ...Object.values(COMMANDS)]);
-    for (const file of sourceFiles(path.join(ROOT, "src"))) {
+    const files = sourceFiles(path.join(ROOT, "src"));
+    assert.deepEqual(files.map((f) => path.basename(f)).sort(), ["config.ts", "extension.ts", "probe.ts"]);
+    for (const file of files) {
       const text = fs.readFileSync(file, "utf8");
       for (const m of text.matchAll(/["'`](grist\.[A-Za-z.]+)["'`]/g)) {
         assert.ok(known.has(m[1]), `${path.basename(file)} uses undeclared "${m[1]}"`);
