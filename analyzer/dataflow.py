@@ -146,6 +146,18 @@ class DataFlow:
     def returns_of(self, func: ast.AST) -> list[ast.expr]:
         return [self.attrs[p]["expr"] for p in self._pred_nodes(("ret", id(func)))]  # type: ignore[misc]
 
+    def upstream(self, expr: ast.AST) -> list[Def]:
+        """Every definition whose value may flow, transitively, into ``expr``
+        (through assignments, arguments, returns and class attributes)."""
+        g = self.graph
+        seen: set[tuple] = set()
+        for n in ast.walk(expr):
+            for key in (("use", id(n)), ("call", id(n))):
+                if key in g and key not in seen:
+                    seen.add(key)
+                    seen |= nx.ancestors(g, key)
+        return sorted((self.defs[k[1]] for k in seen if k[0] == "def"), key=lambda d: d.key)
+
     def sources(self, expr: ast.AST) -> list[ast.AST | Def]:
         """What may flow into ``expr``: its definitions for a name or ``self.x``, the
         returned expressions for a call of an in-file function, else nothing."""
@@ -191,6 +203,7 @@ class _Builder:
     def __init__(self, flow: DataFlow) -> None:
         self.flow = flow
         self._seen_ops: set[int] = set()
+        self._def_for: dict[tuple[int, str, str], int] = {}
         self.pending: list[tuple[ast.AST, Scope]] = []  # nested functions to walk after their parent
         self.nonlocal_uses: list[tuple[ast.AST, str, Scope]] = []
         self.calls: list[tuple[ast.Call, Scope]] = []
@@ -233,27 +246,33 @@ class _Builder:
     # --- definitions ----------------------------------------------------------
 
     def _new_def(self, scope: Scope, name: str, how: str, value: ast.AST | None, node: ast.AST,
-                 **kw: object) -> int:
-        key = len(self.flow.defs)
-        d = Def(key, name, how, value, node, **kw)  # type: ignore[arg-type]
-        self.flow.defs.append(d)
-        self._node(("def", key), info=d)
-        target = self.module if name in scope.globals else scope
-        target.defs.setdefault(name, []).append(key)
+                 deps: list[tuple] | None = None, **kw: object) -> int:
+        ident = (id(node), name, how)
+        key = self._def_for.get(ident)
+        if key is None:  # a loop body is walked twice: one definition per statement
+            key = len(self.flow.defs)
+            d = Def(key, name, how, value, node, **kw)  # type: ignore[arg-type]
+            self.flow.defs.append(d)
+            self._def_for[ident] = key
+            self._node(("def", key), info=d)
+            target = self.module if name in scope.globals else scope
+            target.defs.setdefault(name, []).append(key)
+        for dep in deps or ():
+            self._edge(dep, ("def", key))  # the value depends on these uses and calls
         return key
 
     def _bind(self, target: ast.AST, env: Env, scope: Scope, how: str, value: ast.AST | None,
-              path: tuple[int, ...] = ()) -> None:
+              path: tuple[int, ...] = (), deps: list[tuple] | None = None) -> None:
         if isinstance(target, ast.Name):
             kind = how if not path or how == "for" else "unpack"  # a loop target keeps "for"
-            key = self._new_def(scope, target.id, kind, value, target, path=path)
+            key = self._new_def(scope, target.id, kind, value, target, deps, path=path)
             env[target.id] = frozenset({key})
         elif isinstance(target, (ast.Tuple, ast.List)):
             for i, elt in enumerate(target.elts):
                 if isinstance(elt, ast.Starred):
                     self._bind(elt.value, env, scope, "unknown", None)
                 else:
-                    self._bind(elt, env, scope, how, value, path + (i,))
+                    self._bind(elt, env, scope, how, value, path + (i,), deps)
         elif isinstance(target, ast.Starred):
             self._bind(target.value, env, scope, "unknown", None)
         elif isinstance(target, ast.Attribute):
@@ -261,14 +280,14 @@ class _Builder:
             if (scope.class_node is not None and isinstance(target.value, ast.Name)
                     and target.value.id == scope.self_name):
                 key = self._new_def(Scope(target, "attr", None, None), target.attr,
-                                    "attr" if not path else "unknown", value if not path else None, target)
+                                    "attr" if not path else "unknown", value if not path else None, target, deps)
                 self.flow.class_attrs.setdefault((id(scope.class_node), target.attr), []).append(key)
         elif isinstance(target, ast.Subscript):
             self._expr(target, env, scope, store_ok=True)
             # `x[i] = v` changes what x holds: a new definition joining old and new values
             base = target.value
             if isinstance(base, ast.Name) and base.id in env:
-                key = self._new_def(scope, base.id, "mutate", value, target)
+                key = self._new_def(scope, base.id, "mutate", value, target, deps)
                 old = env.get(base.id, frozenset())
                 self._link_mutation(key, old, target)
                 env[base.id] = frozenset({key})
@@ -298,38 +317,40 @@ class _Builder:
 
     def _stmt(self, s: ast.stmt, env: Env, scope: Scope) -> Env:
         if isinstance(s, ast.Assign):
-            self._expr(s.value, env, scope)
+            deps = self._expr(s.value, env, scope)
             for t in s.targets:
-                self._bind(t, env, scope, "assign", s.value)
+                self._bind(t, env, scope, "assign", s.value, deps=deps)
         elif isinstance(s, ast.AnnAssign):
             if s.value is not None:
-                self._expr(s.value, env, scope)
-                self._bind(s.target, env, scope, "assign", s.value)
+                deps = self._expr(s.value, env, scope)
+                self._bind(s.target, env, scope, "assign", s.value, deps=deps)
             elif isinstance(s.target, ast.Name):
                 env.setdefault(s.target.id, frozenset())
         elif isinstance(s, ast.AugAssign):
             self._operation(s, scope)
-            self._expr(s.value, env, scope)
+            deps = self._expr(s.value, env, scope)
             t = s.target
             if isinstance(t, ast.Name):
                 self._use(t, env, scope)
-                key = self._new_def(scope, t.id, "aug", s, t)
+                key = self._new_def(scope, t.id, "aug", s, t, deps + [("use", id(t))])
                 env[t.id] = frozenset({key})
             elif isinstance(t, ast.Attribute):
                 self._expr(t, env, scope)
                 if (scope.class_node is not None and isinstance(t.value, ast.Name)
                         and t.value.id == scope.self_name):
-                    key = self._new_def(Scope(t, "attr", None, None), t.attr, "aug", s, t)
+                    key = self._new_def(Scope(t, "attr", None, None), t.attr, "aug", s, t, deps)
                     self.flow.class_attrs.setdefault((id(scope.class_node), t.attr), []).append(key)
             else:
-                self._bind(t, env, scope, "aug", s)
+                self._bind(t, env, scope, "aug", s, deps=deps)
         elif isinstance(s, ast.Expr):
             self._expr(s.value, env, scope)
         elif isinstance(s, ast.Return):
             if s.value is not None:
-                self._expr(s.value, env, scope)
+                deps = self._expr(s.value, env, scope)
                 if scope.kind in ("function", "lambda"):
                     self._node(("expr", id(s.value)), expr=s.value)
+                    for dep in deps:
+                        self._edge(dep, ("expr", id(s.value)))
                     self._edge(("expr", id(s.value)), ("ret", id(scope.node)))
         elif isinstance(s, ast.If):
             self._expr(s.test, env, scope)
@@ -337,13 +358,13 @@ class _Builder:
             b = self._block(s.orelse, dict(env), scope)
             env = self._merge(a, b)
         elif isinstance(s, (ast.For, ast.AsyncFor)):
-            self._expr(s.iter, env, scope)
+            deps = self._expr(s.iter, env, scope)
             entry = dict(env)
             first = dict(entry)
-            self._bind(s.target, first, scope, "for", s.iter)
+            self._bind(s.target, first, scope, "for", s.iter, deps=deps)
             after1 = self._block(s.body, first, scope)
             second = self._merge(entry, after1)
-            self._bind(s.target, second, scope, "for", s.iter)
+            self._bind(s.target, second, scope, "for", s.iter, deps=deps)
             after2 = self._block(s.body, second, scope)
             env = self._merge(entry, after1, after2)
             env = self._merge(env, self._block(s.orelse, dict(env), scope))
@@ -514,7 +535,10 @@ class _Builder:
             # Local or not is only known once the whole scope is walked: decided in run().
             self.nonlocal_uses.append((n, n.id, scope))
 
-    def _expr(self, e: ast.AST, env: Env, scope: Scope, store_ok: bool = False) -> None:
+    def _expr(self, e: ast.AST, env: Env, scope: Scope, store_ok: bool = False) -> list[tuple]:
+        """Record the uses, calls and in-place redefinitions in an expression; return
+        the graph nodes (uses, calls) its value depends on."""
+        deps: list[tuple] = []
         stack: list[ast.AST | _After] = [e]
         while stack:
             n = stack.pop()
@@ -524,6 +548,7 @@ class _Builder:
             if isinstance(n, ast.Name):
                 if isinstance(n.ctx, ast.Load):
                     self._use(n, env, scope)
+                    deps.append(("use", id(n)))
                 continue
             if isinstance(n, ast.Lambda):
                 for d in n.args.defaults:
@@ -531,45 +556,50 @@ class _Builder:
                 self.pending.append((n, scope))
                 continue
             if isinstance(n, _COMPS):
-                self._comprehension(n, env, scope)
+                deps.extend(self._comprehension(n, env, scope))
                 continue
             if isinstance(n, ast.NamedExpr):
-                self._expr(n.value, env, scope)
-                target_scope = scope
-                key = self._new_def(target_scope, n.target.id, "walrus", n.value, n.target)
+                inner = self._expr(n.value, env, scope)
+                key = self._new_def(scope, n.target.id, "walrus", n.value, n.target, inner)
                 env[n.target.id] = frozenset({key})
+                deps.append(("def", key))
                 continue
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
                 if (scope.class_node is not None and isinstance(n.value, ast.Name)
                         and n.value.id == scope.self_name):
                     self._node(("use", id(n)))
                     self.attr_uses.append((n, id(scope.class_node)))
+                    deps.append(("use", id(n)))
             if isinstance(n, ast.Call):
                 if id(n) not in self._seen_ops:
                     self.calls.append((n, scope))
                 self._operation(n, scope)
+                deps.append(("call", id(n)))
                 if isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
                     stack.append(_After(n))  # redefine the receiver once its operands are read
             elif isinstance(n, ast.BinOp):
                 self._operation(n, scope)
             stack.extend(ast.iter_child_nodes(n))
+        return deps
 
-    def _comprehension(self, n: ast.AST, env: Env, scope: Scope) -> None:
+    def _comprehension(self, n: ast.AST, env: Env, scope: Scope) -> list[tuple]:
         inner = dict(env)
+        deps: list[tuple] = []
         for i, gen in enumerate(n.generators):  # type: ignore[attr-defined]
-            self._expr(gen.iter, inner if i else env, scope)
+            deps += self._expr(gen.iter, inner if i else env, scope)
             self._bind_comp(gen.target, inner, scope, gen.iter)
             for cond in gen.ifs:
-                self._expr(cond, inner, scope)
+                deps += self._expr(cond, inner, scope)
         if isinstance(n, ast.DictComp):
-            self._expr(n.key, inner, scope)
-            self._expr(n.value, inner, scope)
+            deps += self._expr(n.key, inner, scope)
+            deps += self._expr(n.value, inner, scope)
         else:
-            self._expr(n.elt, inner, scope)  # type: ignore[attr-defined]
+            deps += self._expr(n.elt, inner, scope)  # type: ignore[attr-defined]
         # walrus targets inside a comprehension bind in the enclosing scope
         for k, v in inner.items():
             if k not in env and any(self.flow.defs[d].how == "walrus" for d in v):
                 env[k] = v
+        return deps
 
     def _bind_comp(self, target: ast.AST, env: Env, scope: Scope, iterable: ast.expr) -> None:
         for n in ast.walk(target):
@@ -632,6 +662,11 @@ class _Builder:
     def _arg_edge(self, expr: ast.expr, param: Def) -> None:
         self._node(("arg", id(expr)), expr=expr)
         self._edge(("arg", id(expr)), ("def", param.key))
+        for n in ast.walk(expr):  # the argument's own dependencies
+            if isinstance(n, ast.Call):
+                self._edge(("call", id(n)), ("arg", id(expr)))
+            elif ("use", id(n)) in self.flow.attrs:
+                self._edge(("use", id(n)), ("arg", id(expr)))
 
     # --- graph primitives ----------------------------------------------------------
 
