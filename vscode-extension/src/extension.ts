@@ -123,11 +123,18 @@ class ServerController implements vscode.Disposable {
     void this.stop();
   }
 
+  /** Settles once every start/stop/restart asked for so far has finished. */
+  idle(): Promise<void> {
+    return this.queue;
+  }
+
   private enqueue(step: () => Promise<void>): Promise<void> {
-    const next = this.queue.then(step, step);
-    // A failed step is reported where it happens; the queue itself must stay usable.
-    this.queue = next.catch(() => undefined);
-    return next;
+    // Steps report their own expected failures; anything else is logged here so the queue (and
+    // the promises handed out) never reject and one failure does not block later restarts.
+    this.queue = this.queue.then(step).catch((err: unknown) => {
+      this.output.appendLine(`GRIST: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+    });
+    return this.queue;
   }
 
   private launchContext(): LaunchContext {
@@ -256,6 +263,8 @@ class ServerController implements vscode.Disposable {
 }
 
 async function recheck(controller: ServerController, output: vscode.OutputChannel, args: unknown[]): Promise<void> {
+  // Invoked while the server is (re)starting, wait for it rather than report it missing.
+  await controller.idle();
   const client = controller.running;
   if (!client) {
     const picked = await vscode.window.showWarningMessage("GRIST: the language server is not running.", "Show output");
@@ -282,7 +291,15 @@ async function recheck(controller: ServerController, output: vscode.OutputChanne
 
 let controller: ServerController | undefined;
 
-export async function activate(context: vscode.ExtensionContext): Promise<void> {
+/** What activate() returns (the extension's exports). */
+export interface GristExtensionApi {
+  /** Settles when the first start attempt is over: server running, start failed, or disabled. */
+  serverReady: Promise<void>;
+}
+
+// Activation does not wait for the server: the import probe can take many seconds (torch), and
+// VS Code holds this extension's commands, "Show output" included, until activate() returns.
+export function activate(context: vscode.ExtensionContext): GristExtensionApi {
   const output = vscode.window.createOutputChannel("GRIST");
   controller = new ServerController(context, output);
   const ctl = controller;
@@ -301,7 +318,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
   );
   void watchPythonExtension(context, ctl);
-  await ctl.start();
+  return { serverReady: ctl.start() };
 }
 
 async function watchPythonExtension(context: vscode.ExtensionContext, ctl: ServerController): Promise<void> {

@@ -74,7 +74,7 @@ async function run(trusted: boolean, workspace: string): Promise<void> {
   docs.push({ uri: file, languageId: "python", version: 1, getText: () => BUGGY, isClosed: false, fileName: file.fsPath });
   const context = { subscriptions: [] as { dispose(): unknown }[], extensionUri: Uri.file(ROOT), extensionPath: ROOT };
   try {
-    await extension.activate(context as never);
+    await extension.activate(context as never).serverReady;
     if (state.messages.length) throw new Error(`unexpected message: ${state.messages[0].text}`);
     const status = (await state.commands.get("grist.status")?.()) as { trusted: boolean; dynamic_allowed: boolean };
     if (status.trusted !== trusted || status.dynamic_allowed !== trusted) {

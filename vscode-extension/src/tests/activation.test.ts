@@ -154,7 +154,7 @@ describe("activate() with a recording language server", () => {
     state.settings.set("grist.interpreter", PYTHON);
     state.settings.set("grist.budget", 5);
     const ctx = context();
-    await extension.activate(ctx);
+    await extension.activate(ctx).serverReady;
 
     const init = await until("initialize", () => withMethod("initialize")[0]);
     const opts = init.msg.params?.initializationOptions as Record<string, unknown>;
@@ -195,10 +195,10 @@ describe("activate() with a recording language server", () => {
     const file = Uri.file(path.join(workspace, "model.py"));
     state.activeTextEditor = { document: { uri: file, languageId: "python" } };
     const ctx = context();
-    await extension.activate(ctx);
-    await until("initialized", () => withMethod("initialized")[0]);
-
+    // Invoked before the server is up (activate() does not wait for it): the command waits.
+    const api = extension.activate(ctx);
     await state.commands.get("grist.recheck")?.();
+    await api.serverReady;
     const exec = await until("executeCommand", () => withMethod("workspace/executeCommand")[0]);
     assert.deepEqual(exec.msg.params, { command: "grist.recheck", arguments: [file.toString()] });
 
@@ -250,7 +250,7 @@ describe("activate() with a recording language server", () => {
       },
     });
     const ctx = context();
-    await extension.activate(ctx);
+    await extension.activate(ctx).serverReady;
     await until("initialize", () => withMethod("initialize")[0]);
     assert.ok(asked.length >= 1);
     assert.ok(
@@ -264,7 +264,7 @@ describe("activate() with a recording language server", () => {
     state.settings.set("grist.interpreter", PYTHON);
     state.settings.set("grist.enable", false);
     const ctx = context();
-    await extension.activate(ctx);
+    await extension.activate(ctx).serverReady;
     assert.equal(withMethod("initialize").length, 0);
     assert.ok(state.output.some((l) => l.includes('"grist.enable": false')));
 
@@ -278,7 +278,7 @@ describe("activate() with a recording language server", () => {
     state.settings.set("grist.interpreter", missing);
     state.answer = "Set interpreter";
     const ctx = context();
-    await extension.activate(ctx);
+    await extension.activate(ctx).serverReady;
     const opened = await until("settings opened", () =>
       state.executed.find((e) => e.id === "workbench.action.openSettings"),
     );
@@ -303,7 +303,7 @@ describe("activate() with a recording language server", () => {
       fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(resolveOnPath(PYTHON))} -S "$@"\n`, { mode: 0o755 });
       state.settings.set("grist.interpreter", wrapper);
       const ctx = context();
-      await extension.activate(ctx);
+      await extension.activate(ctx).serverReady;
       await until("error message", () => state.messages[0]);
       assert.match(state.messages[0].text, /grist-lsp is not installed in/);
       assert.ok(state.output.some((l) => /No module named 'grist_lsp'/.test(l)), state.output.join("\n"));
