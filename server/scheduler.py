@@ -119,6 +119,11 @@ class Scheduler:
 
     # --- static ----------------------------------------------------------------
 
+    def warm_up(self) -> None:
+        """Load the analyzer on the static thread now, so the first didOpen is fast."""
+        future = self.static_pool.submit(core.warm_up)
+        future.add_done_callback(lambda f: f.exception())  # a failure shows up on first real use
+
     def kick_static(self, uri: str) -> None:
         """Analyse the current text of ``uri`` soon; bursts of edits share one task."""
         task = self._static_tasks.get(uri)

@@ -275,6 +275,7 @@ def create_server() -> GristServer:
     @server.feature(types.INITIALIZE)
     @guarded
     def initialize(ls: GristServer, params: types.InitializeParams) -> None:
+        ls.scheduler.warm_up()
         options = params.initialization_options
         trusted = client_trust(options)
         ls.client_trusted = True if trusted is None else trusted
