@@ -843,6 +843,11 @@ class RangeAnalysis:
                             f"{name}imum of {inp.why or '?'} and {other.why or '?'}")
             if name in _WITH_INDICES and self._has_dim(call):
                 return Fact(pytype="object")  # (values, indices): see _subscript
+            if name in ("mean", "nanmean", "quantile", "nanquantile"):
+                # a computed mean can land an ulp outside its inputs' range
+                lo = inp.lo - abs(inp.lo) * 1e-6
+                hi = inp.hi + abs(inp.hi) * 1e-6
+                return Fact(lo, hi, lo > 0 or hi < 0, T, f"mean of {inp.why}" if inp.why else "mean")
             return replace(inp, pytype=T if inp.pytype != "bottom" else inp.pytype)
         if name in _STACK:
             seq = self._arg(call, -1 if method else 0, "tensors")
