@@ -408,6 +408,7 @@ def create_server() -> GristServer:
             "dynamic_allowed": ls.settings.dynamic_allowed(ls.client_trusted),
             "engine_available": core.engine_available(),
             "engine_runs": ls.scheduler.runs_started,
+            "running": sorted(uri for uri in ls.open_uris if ls.scheduler.running(uri)),
             "open_documents": len(ls.open_uris),
             "config_ready": ls.config_ready,
             "settings": dataclasses.asdict(ls.settings),
