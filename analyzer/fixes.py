@@ -655,10 +655,17 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
     if operand.form == "method" and ctx.node.args:
         return []
     inner = _strip(operand.node)
+    negate = False
+    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) \
+            and isinstance(_strip(inner.left), (cst.Integer, cst.Float)) and float(_strip(inner.left).value) == 1.0:
+        # log(1 - sigmoid(x)) == logsigmoid(-x)
+        inner, negate = _strip(inner.right), True
     callee = ctx.index.callee(inner)
     if callee is None or not isinstance(inner, cst.Call):
         return []
     kind, name = callee
+    if negate and not ((kind == "function" and name in _SIGMOID_NAMES) or (kind == "method" and name == "sigmoid")):
+        return []
     if (kind == "function" and name in _SOFTMAX_NAMES) or (kind == "method" and name == "softmax"):
         assert isinstance(inner.func, (cst.Attribute, cst.Name))
         if isinstance(inner.func, cst.Attribute):
@@ -683,6 +690,8 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
                 return []
             x = arg.value
         ns, imports = ctx.functional()
+        if negate:
+            x = cst.UnaryOperation(operator=cst.Minus(), expression=_atom(_strip(x)))
         return [_Proposal("Use F.logsigmoid" if ns == "F" else f"Use {ns}.logsigmoid", ctx.node,
                           _call(f"{ns}.logsigmoid", x), imports)]
     lse = _logsumexp_of(ctx, inner)

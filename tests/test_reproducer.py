@@ -1,0 +1,225 @@
+"""Reproducers are real pytest files: they fail while the bug is there and pass once it is fixed.
+
+Every reproducer here is written to disk and run with ``python -m pytest`` in a subprocess, once
+against the buggy program and once after applying the proposed fix to it (programs are copied
+into tmp_path first, so the corpus stays buggy).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+from xml.etree import ElementTree
+
+import pytest
+
+from grist_lsp.analyzer.analysis import analyze_source
+from grist_lsp.analyzer.fixes import propose_fixes
+from grist_lsp.dynamic.reproducer import INLINE_ELEMENTS, render_reproducer, write_reproducer
+from grist_lsp.dynamic.verify import apply_edits
+from grist_lsp.model import Site, Status, TensorValue, Verdict, Witness
+
+CORPUS = Path(__file__).parent / "corpus" / "fixes"
+
+
+def _copy(name: str, directory: Path, as_name: str | None = None) -> Path:
+    """A copy of a corpus program under its own module name (one pytest process imports them all)."""
+    target = directory / (as_name or name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(CORPUS / name, target)
+    return target
+
+
+def _site(path: Path, text: str) -> Site:
+    verdicts = [v for v in analyze_source(str(path), path.read_text()) if v.site.text == text]
+    assert verdicts, f"the static pass reports no site {text!r} in {path.name}"
+    return verdicts[0].site
+
+
+def _run_pytest(folder: Path, tag: str) -> dict[str, str]:
+    """Run every reproducer in ``folder`` in one pytest subprocess; test name -> passed/failed/error."""
+    report = folder.parent / f"{tag}.xml"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
+                           str(folder)], capture_output=True, text=True, cwd=str(folder), timeout=600)
+    outcomes: dict[str, str] = {}
+    for case in ElementTree.parse(report).getroot().iter("testcase"):
+        failed = case.find("failure") is not None
+        errored = case.find("error") is not None
+        message = "".join((case.find("failure") if failed else case.find("error") if errored else case).itertext())
+        outcomes[case.get("name", "")] = ("failed: " + message) if failed else ("error: " + message) if errored \
+            else "passed"
+    assert outcomes, proc.stdout + proc.stderr
+    return outcomes
+
+
+def _fix(path: Path, site: Site, title_start: str) -> None:
+    text = path.read_text()
+    fixes = [f for f in propose_fixes(text, Verdict(site=site, status=Status.CONFIRMED))
+             if f.title.startswith(title_start)]
+    assert fixes, f"no fix starting with {title_start!r}"
+    path.write_text(apply_edits(text, fixes[0].edits))
+
+
+@dataclass
+class Case:
+    site: Site
+    witness: Witness
+    program: Path
+    fix: Callable[[], None]
+    test_name: str = ""
+    source: str = ""
+    payloads: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Batch:
+    cases: dict[str, Case]
+    before: dict[str, str]
+    after: dict[str, str]
+
+    def outcome(self, case: str) -> tuple[str, str]:
+        name = self.cases[case].test_name
+        return self.before[name], self.after[name]
+
+
+def _case(name: str, program: Path, site_text: str, witness: Witness, fix_title: str) -> tuple[str, Case]:
+    site = _site(program, site_text)
+    return name, Case(site=site, witness=witness, program=program, fix=lambda: _fix(program, site, fix_title))
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """All reproducers written, run once on the buggy programs and once after their fixes."""
+    root = tmp_path_factory.mktemp("reproducers")
+    programs, repro = root / "programs", root / "repro"
+    cases: dict[str, Case] = {}
+
+    p = _copy("entry_log_softmax.py", programs, "softmax_entry.py")
+    cases.update([_case("entry", p, "torch.log(F.softmax(x, dim=-1))", Witness(
+        entry=f"entry:{p}:make", inputs={"x": TensorValue([2, 3], "float32", [[0.0, -200.0, 0.0], [0.1, 0.2, 0.3]])},
+        weights_moved={}, operand=None, result="-inf"), "Use log_softmax")])
+
+    p = _copy("entry_logsigmoid.py", programs, "sigmoid_import.py")
+    # logsigmoid adds `import torch.nn.functional as F` above the site: the lines move
+    cases.update([_case("import", p, "torch.log(1 - torch.sigmoid(logits))", Witness(
+        entry=f"entry:{p}:make", inputs={"logits": TensorValue([4], "float32", [0.3, -1.2, 200.0, 0.5])},
+        weights_moved={}, operand=None, result="-inf"), "Use F.logsigmoid")])
+
+    p = _copy("entry_logsigmoid.py", programs, "sigmoid_wrong_fix.py")
+    name, case = _case("wrong", p, "torch.log(torch.sigmoid(logits))", Witness(
+        entry=f"entry:{p}:make", inputs={"logits": TensorValue([4], "float32", [-200.0, -1.2, 2.0, 0.5])},
+        weights_moved={}, operand=None, result="-inf"), "")
+
+    def wrong_fix(path: Path = p) -> None:  # a clamp at 0 is no guard for log: still -inf
+        path.write_text(path.read_text().replace("torch.log(torch.sigmoid(logits))",
+                                                 "torch.log(torch.sigmoid(logits).clamp_min(0.0))"))
+
+    case.fix = wrong_fix
+    cases[name] = case
+
+    p = _copy("entry_log_softmax.py", programs, "softmax_payload.py")
+    rows = [[0.0, -200.0, 0.0]] + [[0.1, 0.2, 0.3]] * 39
+    cases.update([_case("payload", p, "torch.log(F.softmax(x, dim=-1))", Witness(
+        entry=f"entry:{p}:make", inputs={"x": TensorValue([40, 3], "float32", rows),
+                                         "target": TensorValue([40, 3], "float32", [[1.0, 0.0, 0.0]] * 40)},
+        weights_moved={}, operand=None, result="-inf"), "Clamp")])
+
+    p = _copy("backward_norm.py", programs, "norm_backward.py")
+    cases.update([_case("backward", p, "torch.sqrt((v * v).sum(dim=-1))", Witness(
+        entry=f"entry:{p}:make", inputs={"v": TensorValue([1, 2], "float32", [[0.0, 0.0]])}, weights_moved={},
+        operand=None, result="inf", phase="backward"), "Clamp")])
+
+    p = _copy("entry_log_softmax.py", programs, "softmax_probe.py")
+    cases.update([_case("probe", p, "torch.log(F.softmax(logits, dim=-1))", Witness(
+        entry=f"probe:{p}:Head", inputs={"x": TensorValue([1, 4], "float32", [[900.0, -900.0, 5.0, 1.0]])},
+        weights_moved={}, operand=None, result="-inf", seed=0), "Use log_softmax")])
+
+    # a real witness: the engine confirms log(p) in a script (entered as `script:`, so replay)
+    from grist_lsp.dynamic.engine import EngineOptions, confirm
+
+    p = _copy("script_entropy.py", programs / "script", "entropy_script.py")
+    text = p.read_text()
+    verdicts = confirm(str(p), text, analyze_source(str(p), text),
+                       EngineOptions(budget=2.0, seed=0, project_root=str(p.parent)))
+    confirmed = [v for v in verdicts if v.status is Status.CONFIRMED and v.site.text == "torch.log(p)"]
+    assert confirmed, [(v.status, v.site.text, v.reason) for v in verdicts]
+    cases["script"] = Case(site=confirmed[0].site, witness=confirmed[0].witness, program=p,
+                           fix=lambda: _fix(p, confirmed[0].site, "Clamp"))
+
+    for case in cases.values():
+        path = write_reproducer(case.site, case.witness, str(repro))
+        case.source = Path(path).read_text()
+        case.test_name = re.search(r"^def (test_\w+)", case.source, re.M).group(1)
+        case.payloads = sorted(f.name for f in repro.glob(Path(path).stem + "*.pt"))
+    before = _run_pytest(repro, "before")
+    for case in cases.values():
+        case.fix()
+    after = _run_pytest(repro, "after")
+    return Batch(cases, before, after)
+
+
+def _fails_then_passes(batch: Batch, case: str) -> tuple[str, str]:
+    before, after = batch.outcome(case)
+    assert before.startswith("failed"), before
+    assert after == "passed", after
+    return before, after
+
+
+def test_entry_witness_reproducer_is_plain_torch_and_fails_until_fixed(batch: Batch) -> None:
+    case = batch.cases["entry"]
+    assert "grist_lsp" not in case.source  # plain torch: runs without grist-lsp installed
+    assert "torch.tensor([[0.0, -200.0, 0.0], [0.1, 0.2, 0.3]], dtype=torch.float32)" in case.source
+    assert case.payloads == []
+    before, _ = _fails_then_passes(batch, "entry")
+    assert "torch.log" in before and "-inf" in before
+
+
+def test_reproducer_follows_the_site_when_the_fix_adds_an_import_line(batch: Batch) -> None:
+    _fails_then_passes(batch, "import")
+    assert "import torch.nn.functional as F" in batch.cases["import"].program.read_text()
+
+
+def test_a_wrong_fix_keeps_the_reproducer_failing(batch: Batch) -> None:
+    before, after = batch.outcome("wrong")
+    assert before.startswith("failed") and after.startswith("failed"), (before, after)
+
+
+def test_large_inputs_go_to_a_payload_file_beside_the_test(batch: Batch) -> None:
+    case = batch.cases["payload"]
+    assert len(case.payloads) == 1 and "PAYLOAD['x']" in case.source
+    _fails_then_passes(batch, "payload")
+
+
+def test_backward_witness_checks_the_gradient(batch: Batch) -> None:
+    before, _ = _fails_then_passes(batch, "backward")
+    assert "gradient of torch.sqrt" in before
+
+
+def test_probe_witness_rebuilds_the_module_with_the_seed(batch: Batch) -> None:
+    assert "SITE_FUNCTION = 'Head.forward'" in batch.cases["probe"].source
+    _fails_then_passes(batch, "probe")
+
+
+def test_script_witness_from_the_engine_uses_replay(batch: Batch) -> None:
+    case = batch.cases["script"]
+    assert case.witness.entry.startswith("script:")
+    assert "from grist_lsp.dynamic.replay import replay" in case.source
+    _fails_then_passes(batch, "script")
+
+
+@pytest.mark.parametrize("entry", ["entry:{p}:make", "probe:{p}:Head(3)", "script:{p}", "test:{p}::test_x"])
+def test_rendered_source_compiles_for_every_entry_kind(tmp_path: Path, entry: str) -> None:
+    program = _copy("entry_log_softmax.py", tmp_path)
+    site = _site(program, "torch.log(F.softmax(x, dim=-1))")
+    witness = Witness(entry=entry.format(p=program), inputs={"x": TensorValue([1], "float32", ["nan"]),
+                                                             "dim": TensorValue([], "python:int", -1)},
+                      weights_moved={}, operand=None, result="nan")
+    repro = render_reproducer(site, witness, str(tmp_path))
+    compile(repro.source, repro.filename, "exec")
+    assert repro.filename.startswith("test_") and repro.filename.endswith(".py")
+    assert "def test_log_at_entry_log_softmax_line_18_is_finite" in repro.source
