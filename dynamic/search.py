@@ -6,7 +6,7 @@ the work up to the target). Moves, combined because each finds bugs the others
 miss:
 
 * the example inputs as recorded (the program may already fail);
-* mutations: shape (batch of one, a length-one dimension, an empty one) for the
+* mutations: shape (batch of one, a length-one dimension) for the
   shape-decided kinds, all zeros, identical rows, constants, extremes of the
   domain, integer labels at each class, empty / full boolean masks;
 * signed-gradient steps ``x <- clip(x - a*sign(grad))`` with an adaptive ``a``;
@@ -149,16 +149,19 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
     shape_kind = KINDS[kind].region.shape is not None
 
     def shape_moves() -> Iterator[tuple[str, dict[str, Any]]]:
+        # A batch or a length of one is what real data produce (the last batch of an epoch, one
+        # example at inference); a batch of zero rows is not, so "empty" is left to masks.
+        if KINDS[kind].region.shape == "empty":
+            return
         n = _leading(examples)
-        keep = 0 if KINDS[kind].region.shape == "empty" else 1
-        if n is not None and n > keep:
-            yield f"batch of {keep}", {k: (v[:keep] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n else v)
-                                        for k, v in examples.items()}
+        if n is not None and n > 1:
+            yield "batch of 1", {k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n else v)
+                                 for k, v in examples.items()}
         for k in floats:
             v = examples[k]
             for dim in range(1, v.dim()):
-                if v.shape[dim] > keep:
-                    yield f"{k} with dimension {dim} of length {keep}", {**examples, k: v.narrow(dim, 0, keep).clone()}
+                if v.shape[dim] > 1:
+                    yield f"{k} with dimension {dim} of length 1", {**examples, k: v.narrow(dim, 0, 1).clone()}
 
     if shape_kind:
         yield from shape_moves()
@@ -183,6 +186,11 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
         yield f"{k} all True", {**examples, k: torch.ones_like(examples[k])}
     if not shape_kind:
         yield from shape_moves()
+
+
+LATE_AFTER = 60  # gradient iterations before the domain's extremes are tried
+WEIGHTS_AFTER = 200  # iterations on the inputs alone before parameters move too
+LATE_MUTATIONS = frozenset({"largest values", "most negative values", "one large value per row"})
 
 
 def _one_hot_large(v: torch.Tensor, bound: float) -> torch.Tensor:
@@ -224,9 +232,14 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     best = ev.d
     start, start_ev = examples, ev
 
+    late: list[tuple[str, dict[str, Any]]] = []
     for how, values in mutations(examples, site.kind, bounds):
         if time.monotonic() > end:
             break
+        if how in LATE_MUTATIONS:
+            # The domain's extremes make less believable witnesses: gradient steps go first.
+            late.append((how, values))
+            continue
         mev = runner.evaluate(values)
         if mev.found:
             return done(mev, values, {}, f"mutation: {how}")
@@ -240,15 +253,26 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     a = 0.05
     newton_ok = _newton_applies(site.kind)
     restarts = 0
-    half = t0 + (end - t0) * 0.5
+    # Phases switch by iteration count, not by the clock, so that the same seed gives the
+    # same witness on a busy machine; the budget only decides when to give up.
+    late_at = runner.iterations + LATE_AFTER
+    weights_at = runner.iterations + WEIGHTS_AFTER
     while time.monotonic() < end:
-        if not weights_on and settings.move_weights and time.monotonic() > half and runner.param_values:
+        if not weights_on and settings.move_weights and runner.iterations >= weights_at and runner.param_values:
             weights_on = True
             deltas = {k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)}
             cur, cur_ev = dict(start), runner.evaluate(start, deltas)
             if cur_ev.found:
                 return done(cur_ev, cur, deltas, "gradient with weights")
             a = 0.05
+            continue
+        if late and (not cur_ev.grads or cur_ev.d == float("inf") or runner.iterations >= late_at):
+            how, values = late.pop(0)
+            lev = runner.evaluate(values, deltas if weights_on else None)
+            if lev.found:
+                return done(lev, values, deltas if weights_on else {}, f"mutation: {how}")
+            if lev.outcome is not None and lev.grads and lev.d < cur_ev.d:
+                cur, cur_ev = values, lev
             continue
         if not cur_ev.grads or cur_ev.d == float("inf"):
             restarts += 1
@@ -262,29 +286,32 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
                 return done(cur_ev, cur, deltas, "random restart")
             a = 0.05
             continue
+        # Both moves each iteration, keep the better: Newton lands exactly on roots that signed
+        # steps circle around, signed steps cross exponential plateaus that Newton crawls along.
+        nev = None
         if newton_ok and cur_ev.d > 0:
-            cand, cand_d = _newton(cur, deltas, cur_ev, bounds, runner.param_values, settings.weight_factor)
-            nev = runner.evaluate(cand, cand_d if weights_on else None)
+            ncand, ncand_d = _newton(cur, deltas, cur_ev, bounds, runner.param_values, settings.weight_factor)
+            nev = runner.evaluate(ncand, ncand_d if weights_on else None)
             if nev.found:
-                return done(nev, cand, cand_d if weights_on else {}, "Newton step")
+                return done(nev, ncand, ncand_d if weights_on else {}, "Newton step")
             best = min(best, nev.d)
-            if nev.d < cur_ev.d and nev.grads:
-                cur, cur_ev, deltas = cand, nev, cand_d if weights_on else deltas
-                continue
-            newton_ok = False
         cand, cand_d = _signed(cur, deltas, cur_ev, bounds, a, runner.param_values, settings.weight_factor)
         sev = runner.evaluate(cand, cand_d if weights_on else None)
         if sev.found:
             return done(sev, cand, cand_d if weights_on else {}, "gradient step")
         best = min(best, sev.d)
-        if sev.outcome is not None and sev.d < cur_ev.d:
+        signed_better = sev.outcome is not None and sev.d < cur_ev.d
+        newton_better = nev is not None and nev.outcome is not None and nev.d < cur_ev.d and bool(nev.grads)
+        if newton_better and (not signed_better or nev.d <= sev.d):
+            cur, cur_ev, deltas = ncand, nev, ncand_d if weights_on else deltas
+        elif signed_better:
             cur, cur_ev, deltas = cand, sev, cand_d if weights_on else deltas
             a = min(a * 2.0, 1.0)
-            newton_ok = _newton_applies(site.kind)
         else:
             a *= 0.5
             if a < 1e-7:
                 cur_ev = Evaluation(None, None, float("inf"), {}, [], {}, {})  # forces a restart
+        newton_ok = _newton_applies(site.kind) and (newton_better or not signed_better or nev is None)
     note = f"searched {runner.iterations} runs in {time.monotonic() - t0:.1f} s; closest distance to the region {best:.3g}"
     return SearchReport(None, runner.iterations, time.monotonic() - t0, best, note)
 

@@ -84,8 +84,13 @@ def describe_failure(exc: BaseException, files: set[str], label: str, memory_mb:
             "operations: fix the error or give an entry with --entry file.py:function"), line
 
 
-def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int], None]) -> Iterator[E.Program]:
-    """Programs in the order the contract gives: explicit entries, tests, script, probes."""
+def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int], None]) -> Iterator[E.Program | BaseException]:
+    """Programs in the order the contract gives: explicit entries, tests, script, probes.
+
+    Probing imports the module, which runs its top-level code: the caller times each step
+    and stops pulling as soon as every target is reached. An exception raised while
+    importing for probes is yielded, for the caller to report if nothing else ran.
+    """
     target = os.path.abspath(path)
     root = E.project_root_for(path, req.get("project_root"))
     seed = int(req.get("seed", 0))
@@ -105,9 +110,8 @@ def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int],
         yield E.ScriptProgram(label=f"script:{path}", user_files=frozenset({target}), text=text, **base)
     try:
         progs = E.probe_programs(path, text, seed)
-    except BaseException as e:  # importing the module for probing failed
-        msg, line = describe_failure(e, {target}, f"probe:{path}", req.get("memory_mb"))
-        emit_error(f"{path}: {msg}", line)
+    except BaseException as e:  # importing the module for probing failed (or timed out)
+        yield e
         return
     yield from progs
 
@@ -147,15 +151,26 @@ class Worker:
         """Record runs, entry by entry, until every target is reached by some entry."""
         todo = {s.key for s in self.targets}
         assigned: dict[str, Assignment] = {}
-        failures: list[tuple[E.Program, BaseException]] = []
-        for prog in candidates(self.path, self.text, self.req, self.emit_error):
-            if not todo:
+        failures: list[tuple[str, frozenset[str], BaseException]] = []
+        ran_any = False
+        gen = candidates(self.path, self.text, self.req, self.emit_error)
+        while todo:
+            try:
+                prog = self._timed(self.record_timeout, lambda: next(gen, None))
+            except RunTimeout as e:
+                failures.append((f"probe:{self.path}", frozenset({self.target}), e))
+                break
+            if prog is None:
+                break
+            if isinstance(prog, BaseException):
+                if not ran_any:
+                    failures.append((f"probe:{self.path}", frozenset({self.target}), prog))
                 break
             try:
                 self._timed(self.record_timeout, prog.setup)
             except BaseException as e:
                 if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
-                    failures.append((prog, e))
+                    failures.append((prog.label, prog.user_files, e))
                 continue
             cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo))
             tracer, _, error = self._timed(self.record_timeout, lambda: prog.run(cfg))
@@ -163,12 +178,13 @@ class Worker:
             for k in reached:
                 assigned[k] = Assignment(prog, dict(tracer.recorded), tracer.reached[k])
                 todo.discard(k)
-            if error is not None and not reached and isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
-                failures.append((prog, error))
+            if error is None or reached:
+                ran_any = True
+            elif isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
+                failures.append((prog.label, prog.user_files, error))
         if todo and failures:
-            prog, exc = failures[0]
-            files = {os.path.abspath(f) for f in prog.user_files}
-            msg, line = describe_failure(exc, files, prog.label, self.req.get("memory_mb"))
+            label, files, exc = failures[0]
+            msg, line = describe_failure(exc, {os.path.abspath(f) for f in files}, label, self.req.get("memory_mb"))
             loc = user_location(exc, {self.target})
             self.emit_error(f"{self.path}: {msg}", loc[1] if loc else line)
         return assigned
@@ -276,8 +292,8 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
     if region.shape is not None and outcome.operand is not None:
         got = f"a tensor of shape {list(outcome.operand.shape)} ({region.text})"
     elif outcome.bad_value is not None:
-        got = describe(outcome.bad_value if not float(outcome.bad_value).is_integer() else float(outcome.bad_value))
-        got = got.rstrip("0").rstrip(".") if "." in got and "e" not in got else got
+        b = float(outcome.bad_value)
+        got = str(int(b)) if b.is_integer() and abs(b) < 1e15 else f"{b:.4g}"
     elif outcome.operand is not None:
         got = describe(outcome.operand)
     else:
