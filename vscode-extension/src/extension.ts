@@ -159,7 +159,8 @@ class ServerController implements vscode.Disposable {
       workspaceFolders: workspaceFolderPaths(),
       homeDir: os.homedir(),
       platform: process.platform,
-      // Only the interpreter itself is trusted in restricted mode; see resolveInterpreter.
+      // Asked only when grist.interpreter is empty or unusable; in restricted mode an answer inside the
+      // workspace (a project .venv) is dropped by resolveInterpreter.
       pythonExtension: interpreterFromPythonExtension,
     });
     this.interpreter = choice;
