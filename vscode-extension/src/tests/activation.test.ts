@@ -6,8 +6,8 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { defaultInterpreter } from "../config";
 import { Uri, state, vscodeModule } from "./fakeVscode";
+import { testPython } from "./python";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const Module = require("node:module") as { _load: (request: string, ...rest: unknown[]) => unknown };
@@ -18,7 +18,7 @@ Module._load = function (request: string, ...rest: unknown[]) {
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const extension = require("../extension") as typeof import("../extension");
 
-const PYTHON = process.env.GRIST_TEST_PYTHON ?? defaultInterpreter(process.platform);
+const PYTHON = testPython();
 
 // Speaks just enough LSP: answers initialize/shutdown/executeCommand, asks the client for the
 // "grist" configuration once initialized, and appends every message it receives (and the answer
@@ -244,7 +244,7 @@ describe("activate() with a recording language server", () => {
             asked.push(resource);
             return { path: path.join(root, "some-env") };
           },
-          resolveEnvironment: async () => ({ executable: { uri: Uri.file(resolveOnPath(PYTHON)) } }),
+          resolveEnvironment: async () => ({ executable: { uri: Uri.file(PYTHON) } }),
           onDidChangeActiveEnvironmentPath: () => ({ dispose() {} }),
         },
       },
@@ -254,7 +254,7 @@ describe("activate() with a recording language server", () => {
     await until("initialize", () => withMethod("initialize")[0]);
     assert.ok(asked.length >= 1);
     assert.ok(
-      state.output.some((l) => l.startsWith(`Interpreter: ${resolveOnPath(PYTHON)} (from python-extension)`)),
+      state.output.some((l) => l.startsWith(`Interpreter: ${PYTHON} (from python-extension)`)),
       state.output.join("\n"),
     );
     await deactivate(ctx);
@@ -300,7 +300,7 @@ describe("activate() with a recording language server", () => {
     try {
       // -S hides any grist_lsp installed on this machine; a wrapper script keeps it one command.
       const wrapper = path.join(root, "bare-python");
-      fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(resolveOnPath(PYTHON))} -S "$@"\n`, { mode: 0o755 });
+      fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(PYTHON)} -S "$@"\n`, { mode: 0o755 });
       state.settings.set("grist.interpreter", wrapper);
       const ctx = context();
       await extension.activate(ctx).serverReady;
@@ -313,12 +313,3 @@ describe("activate() with a recording language server", () => {
     }
   });
 });
-
-function resolveOnPath(command: string): string {
-  if (path.isAbsolute(command)) return command;
-  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
-    const candidate = path.join(dir, command);
-    if (fs.existsSync(candidate)) return candidate;
-  }
-  throw new Error(`${command} not on PATH`);
-}

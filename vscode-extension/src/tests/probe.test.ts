@@ -5,10 +5,11 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, describe, it } from "node:test";
-import { type Launch, defaultInterpreter, describeProbeFailure, probeLaunch } from "../config";
+import { type Launch, describeProbeFailure, probeLaunch } from "../config";
 import { runProbe } from "../probe";
+import { testPython } from "./python";
 
-const PYTHON = process.env.GRIST_TEST_PYTHON ?? defaultInterpreter(process.platform);
+const PYTHON = testPython();
 
 let root: string;
 let extensionDir: string;
