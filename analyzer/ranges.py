@@ -29,7 +29,7 @@ INF = math.inf
 # How far F.normalize / F.cosine_similarity outputs stray past +-1 by rounding
 # (measured: cosine_similarity of near-parallel float32 vectors reaches 1 + 3.6e-7).
 UNIT_SLOP = 1e-6
-MAX_DEPTH = 150  # evaluation depth before giving up with TOP (never a RecursionError)
+MAX_DEPTH = 60  # evaluation depth before giving up with TOP (never a RecursionError)
 
 # machine epsilon (torch.finfo(dtype).eps), distinct from the catalogue's fix eps
 _MACHINE_EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
@@ -265,17 +265,24 @@ class RangeAnalysis:
     flow: DataFlow
     resolver: Resolver
     dtype: str = "float32"
-    _memo: dict[int, Fact] = field(default_factory=dict)
-    _active: set[int] = field(default_factory=set)
+    _memo: dict[object, Fact] = field(default_factory=dict)
+    _active: set[object] = field(default_factory=set)
     _dumps: dict[int, str] = field(default_factory=dict)
     _depth: int = 0
 
     # --- entry points --------------------------------------------------------
 
     def fact(self, e: ast.AST | None) -> Fact:
+        """The range of an expression (TOP when nothing is known)."""
         if e is None:
             return TOP
-        key = id(e)
+        return self._guarded(id(e), self._eval, e)
+
+    def def_fact(self, d: Def) -> Fact:
+        """The range of the value a definition binds."""
+        return self._guarded(("def", d.key), self._def_fact, d)
+
+    def _guarded(self, key: object, compute, arg) -> Fact:  # type: ignore[no-untyped-def]
         got = self._memo.get(key)
         if got is not None:
             return got
@@ -287,7 +294,9 @@ class RangeAnalysis:
         self._active.add(key)
         self._depth += 1
         try:
-            f = self._eval(e)
+            f = compute(arg)
+        except RecursionError:
+            return TOP  # not memoised: a shallower query may still succeed
         finally:
             self._depth -= 1
             self._active.discard(key)
@@ -386,8 +395,7 @@ class RangeAnalysis:
         facts = [self.def_fact(d) for d in defs]
         return join(facts)
 
-    def def_fact(self, d: Def) -> Fact:
-        """The range of the value a definition binds."""
+    def _def_fact(self, d: Def) -> Fact:
         how = d.how
         if how in ("assign", "walrus", "attr"):
             return self.fact(d.value)
