@@ -6,7 +6,7 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { after, before, beforeEach, describe, it } from "node:test";
-import { Uri, state, vscodeModule } from "./fakeVscode";
+import { EventEmitter, Uri, state, vscodeModule } from "./fakeVscode";
 import { testPython } from "./python";
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -233,8 +233,9 @@ describe("activate() with a recording language server", () => {
     await until("server shut down", () => withMethod("exit")[0]);
   });
 
-  it("falls back to the Python extension's interpreter when grist.interpreter is empty", async () => {
+  it("uses the Python extension's interpreter when grist.interpreter is empty, and follows its changes", async () => {
     const asked: unknown[] = [];
+    const envChanged = new EventEmitter<unknown>();
     state.extensions.set("ms-python.python", {
       isActive: true,
       exports: {
@@ -244,19 +245,36 @@ describe("activate() with a recording language server", () => {
             asked.push(resource);
             return { path: path.join(root, "some-env") };
           },
-          resolveEnvironment: async () => ({ executable: { uri: Uri.file(PYTHON) } }),
-          onDidChangeActiveEnvironmentPath: () => ({ dispose() {} }),
+          resolveEnvironment: async (env: { path: string }) =>
+            env.path === path.join(root, "some-env") ? { executable: { uri: Uri.file(PYTHON) } } : undefined,
+          onDidChangeActiveEnvironmentPath: envChanged.event,
         },
       },
     });
     const ctx = context();
     await extension.activate(ctx).serverReady;
-    await until("initialize", () => withMethod("initialize")[0]);
-    assert.ok(asked.length >= 1);
+    const first = await until("initialize", () => withMethod("initialize")[0]);
+    assert.equal(asked.length, 1);
     assert.ok(
       state.output.some((l) => l.startsWith(`Interpreter: ${PYTHON} (from python-extension)`)),
       state.output.join("\n"),
     );
+
+    // The user picks another environment in the Python extension: the server is restarted with it.
+    envChanged.fire({ path: path.join(root, "some-env") });
+    await until("restart after the environment changed", () => withMethod("initialize").find((l) => l.pid !== first.pid));
+    assert.equal(asked.length, 2);
+    await deactivate(ctx);
+  });
+
+  it("changing grist.interpreter restarts the server", async () => {
+    state.settings.set("grist.interpreter", PYTHON);
+    const ctx = context();
+    await extension.activate(ctx).serverReady;
+    const first = await until("initialize", () => withMethod("initialize")[0]);
+    state.changeSettings({ "grist.interpreter": path.join(root, "no-such-python") });
+    await until("error for the new interpreter", () => state.messages.find((m) => /was not found/.test(m.text)));
+    await until("old server shut down", () => withMethod("exit", first.pid)[0]);
     await deactivate(ctx);
   });
 
