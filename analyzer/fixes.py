@@ -958,10 +958,44 @@ def _var_fixes(ctx: _Context) -> list[_Proposal]:
             return [_Proposal("Use unbiased=False (population variance: defined for one element)", node, new)]
     older_style = "unbiased=" in ctx.text
     keyword, value = ("unbiased", "False") if older_style else ("correction", "0")
-    new_arg = cst.Arg(_expr(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(
+    new = node.with_changes(args=_commas([*node.args, _kwarg(keyword, value)]))
+    proposals = [_Proposal(f"Use {keyword}={value} (population variance: defined for one element)", node, new)]
+    # The same estimator wherever it was defined, 0 for a single element: the output does not
+    # change for inputs that did not hit the bug (correction=0 scales every result by (n-1)/n).
+    count = _reduced_count(ctx, node)
+    if count is not None:
+        guard = f"bool({count} > 1)" if older_style else f"int({count} > 1)"
+        kept = node.with_changes(args=_commas([*node.args, _kwarg(keyword, guard)]))
+        proposals.append(_Proposal(f"Keep the unbiased estimate; {keyword}={value} only for a single element", node, kept))
+    return proposals
+
+
+def _kwarg(keyword: str, value: str) -> cst.Arg:
+    return cst.Arg(_expr(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(
         whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-    new = node.with_changes(args=_commas([*node.args, new_arg]))
-    return [_Proposal(f"Use {keyword}={value} (population variance: defined for one element)", node, new)]
+
+
+def _reduced_count(ctx: _Context, node: cst.Call) -> str | None:
+    """Code for the number of elements a var/std call reduces over (no dim, or one simple dim)."""
+    method = _is_method_call(ctx, node)
+    if method:
+        assert isinstance(node.func, cst.Attribute)
+        x, rest = node.func.value, list(node.args)
+    else:
+        if not node.args:
+            return None
+        x, rest = node.args[0].value, list(node.args[1:])
+    if not isinstance(_strip(x), (cst.Name, cst.Attribute)):
+        return None  # the operand would be evaluated twice
+    code = ctx.module.code_for_node(_strip(x))
+    dims = [a for a in rest if (a.keyword is None and not isinstance(a.value, cst.Name)) or
+            (a.keyword is not None and a.keyword.value == "dim")]
+    if not dims:
+        return f"{code}.numel()"
+    dim = _strip(dims[0].value)
+    if len(dims) == 1 and isinstance(dim, (cst.Integer, cst.UnaryOperation, cst.Name)):
+        return f"{code}.size({ctx.module.code_for_node(dim)})"
+    return None
 
 
 def _mean_fixes(ctx: _Context) -> list[_Proposal]:

@@ -174,26 +174,35 @@ def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any) ->
     """
     from grist_lsp.analyzer.fixes import propose_fixes
 
-    out: list[Verdict] = []
     with tempfile.TemporaryDirectory(prefix="grist-verify-") as tmp:
         originals = _Originals(tmp)
+        proposals: list[list[Fix]] = []
+        out: list[Verdict] = []
         for verdict in verdicts:
-            out.append(_fix_one(path, text, verdict, verdicts, options, originals, propose_fixes))
+            if verdict.status not in (Status.CONFIRMED, Status.POSSIBLE) or verdict.site.kind == "error":
+                proposals.append([])
+                out.append(verdict)
+                continue
+            try:
+                proposals.append(propose_fixes(text, verdict))
+                out.append(verdict)
+            except Exception as exc:  # a rewrite bug must not lose the finding
+                proposals.append([])
+                out.append(dataclasses.replace(
+                    verdict, reason=f"{verdict.reason} (no fix proposed: {type(exc).__name__}: {exc})"))
+        # Each check is subprocesses (engine workers, replay, program runs): threads overlap them,
+        # as many at once as the engine may use workers.
+        jobs = max(1, int(getattr(options, "jobs", 1) or 1))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [[pool.submit(check_fix, path, text, verdict, fix, verdicts, options, originals)
+                        for fix in fixes] for verdict, fixes in zip(out, proposals)]
+            for i, pending in enumerate(futures):
+                if pending:
+                    checked = [f.result() for f in pending]
+                    # verified fixes first: the CLI's --fix and the editor's preferred action take the first
+                    checked.sort(key=lambda f: not f.verified)
+                    out[i] = dataclasses.replace(out[i], fixes=checked)
     return out
-
-
-def _fix_one(path: str, text: str, verdict: Verdict, verdicts: list[Verdict], options: Any,
-             originals: "_Originals", propose_fixes: Any) -> Verdict:
-    if verdict.status not in (Status.CONFIRMED, Status.POSSIBLE) or verdict.site.kind == "error":
-        return verdict
-    try:
-        proposals = propose_fixes(text, verdict)
-    except Exception as exc:  # a rewrite bug must not lose the finding
-        return dataclasses.replace(verdict, reason=f"{verdict.reason} (no fix proposed: {type(exc).__name__}: {exc})")
-    checked = [check_fix(path, text, verdict, fix, verdicts, options, originals) for fix in proposals]
-    # verified fixes first: the CLI's --fix and the editor's preferred action take the first
-    checked.sort(key=lambda f: not f.verified)
-    return dataclasses.replace(verdict, fixes=checked)
 
 
 def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any,

@@ -159,3 +159,33 @@ def test_no_fix_for_a_span_that_is_not_in_the_text() -> None:
                     status=Status.POSSIBLE)
     assert propose_fixes(text, moved) == []
     assert propose_fixes("def broken(:\n", verdict) == []
+
+
+def test_var_offers_an_output_preserving_guard_too() -> None:
+    text = "import torch\n\ndef f(x):\n    return torch.std(x, dim=0)\n"
+    verdict = [v for v in analyze_source("m.py", text) if v.status is Status.POSSIBLE][0]
+    titles_and_lines = [(f.title, apply_edits(text, f.edits).splitlines()[3].strip()) for f in propose_fixes(text, verdict)]
+    assert titles_and_lines == [
+        ("Use correction=0 (population variance: defined for one element)", "return torch.std(x, dim=0, correction=0)"),
+        ("Keep the unbiased estimate; correction=0 only for a single element",
+         "return torch.std(x, dim=0, correction=int(x.size(0) > 1))"),
+    ]
+
+
+def test_log_of_one_minus_sigmoid_becomes_logsigmoid_of_the_negation() -> None:
+    text = "import torch\nimport torch.nn.functional as F\n\ndef f(x, y):\n    return torch.log(1 - (x + y).sigmoid())\n"
+    fixed, _ = _fixed(text, "torch.log(1 - (x + y).sigmoid())")
+    assert fixed.splitlines()[4] == "    return F.logsigmoid(-(x + y))"
+
+
+def test_bare_softmax_gets_log_softmax_from_the_same_module() -> None:
+    text = "import torch\nfrom torch.nn.functional import softmax\n\ndef f(x):\n    return torch.log(softmax(x, 1))\n"
+    fixed, _ = _fixed(text, "torch.log(softmax(x, 1))")
+    assert fixed == ("import torch\nfrom torch.nn.functional import softmax\nfrom torch.nn.functional import log_softmax\n"
+                     "\ndef f(x):\n    return log_softmax(x, 1)\n")
+
+
+def test_an_F_that_is_not_functional_is_not_reused() -> None:
+    text = "import torch\nF = 3\n\ndef f(x):\n    return torch.log(torch.sigmoid(x))\n"
+    fixed, fixes = _fixed(text, "torch.log(torch.sigmoid(x))")
+    assert "return torch.nn.functional.logsigmoid(x)" in fixed and len(fixes[0].edits) == 1
