@@ -252,7 +252,7 @@ _NONNEG_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss
                             "multilabel_soft_margin_loss", "hinge_embedding_loss"})
 _NUM_RESULT = frozenset({"numel", "dim", "ndimension", "nelement", "size", "element_size", "__len__"})
 _TORCH_ROOTS = ("torch.", "numpy.", "math.", "builtins.", "np.")
-_CONSTANTS = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.inf": INF,
+CONSTANTS = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.inf": INF,
               "numpy.pi": math.pi, "numpy.e": math.e, "numpy.inf": INF, "torch.pi": math.pi,
               "torch.e": math.e, "torch.inf": INF}
 _INT_TYPES = frozenset({"int", "float", "bool"})
@@ -386,8 +386,8 @@ class RangeAnalysis:
     def _name(self, e: ast.Name) -> Fact:
         qn = self.resolver.qualified_name(e)
         if qn is not None:
-            if qn in _CONSTANTS:
-                return self._num(_CONSTANTS[qn], e.id)
+            if qn in CONSTANTS:
+                return self._num(CONSTANTS[qn], e.id)
             return Fact(pytype="module" if not qn.startswith("builtins.") else "object")
         defs = self.flow.defs_reaching(e)
         if not defs:
@@ -517,8 +517,8 @@ class RangeAnalysis:
     def _attribute(self, e: ast.Attribute) -> Fact:
         qn = self.resolver.qualified_name(e)
         if qn is not None:
-            if qn in _CONSTANTS:
-                return self._num(_CONSTANTS[qn], qn.split(".")[-1])
+            if qn in CONSTANTS:
+                return self._num(CONSTANTS[qn], qn.split(".")[-1])
             if qn.startswith("torch.") and qn.split(".")[-1] in ("float16", "float32", "float64", "bfloat16",
                                                                   "half", "double", "float", "long", "int"):
                 return Fact(pytype="object", why=qn)

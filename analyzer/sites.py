@@ -31,7 +31,7 @@ from grist_lsp.analyzer.catalogue import (AUGMENTED_OPERATORS, BINARY_OPERATORS,
 from grist_lsp.analyzer.dataflow import DataFlow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
-from grist_lsp.analyzer.ranges import RangeAnalysis
+from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
 from grist_lsp.model import Site
 
 _OPERATOR_NAMES = {ast.Div: "Divide", ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power"}
@@ -128,8 +128,8 @@ class SiteFinder:
             op = OP_TABLE.get(qn)
             if op is None:
                 return
-            if node.args and all(_is_const(a) for a in node.args) and not node.keywords:
-                return  # math.log(10000.0): a constant, computed once, no tensor involved
+            if node.args and all(self._constant(a) for a in node.args) and not node.keywords:
+                return  # math.log(2 * math.pi): a constant, computed once, no tensor involved
             operand = self._arg(node, op.operand_index, op.operand_keyword)
             exponent = self._arg(node, op.aux_index, op.aux_keyword) if op.aux_index is not None else None
             if exponent is not None and _nonneg_int_literal(exponent):
@@ -166,8 +166,23 @@ class SiteFinder:
         region = KINDS[op.kind].region
         return op.operand_index == 0 and op.aux_index is None and region.shape is None and op.kind != "logit"
 
+    def _constant(self, e: ast.AST) -> bool:
+        """A numeric constant expression: literals, math.pi, math.sqrt(2 * math.pi) ..."""
+        if _is_const(e):
+            return True
+        if isinstance(e, (ast.Name, ast.Attribute)):
+            return self.resolver.qualified_name(e) in CONSTANTS
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            return self._constant(e.operand)
+        if isinstance(e, ast.BinOp):
+            return self._constant(e.left) and self._constant(e.right)
+        if isinstance(e, ast.Call) and not e.keywords and e.args:
+            qn = self.resolver.qualified_name(e.func)
+            return bool(qn and qn.startswith("math.")) and all(self._constant(a) for a in e.args)
+        return False
+
     def _skip_operator(self, left: ast.AST, right: ast.AST, op: ast.operator) -> bool:
-        if _is_const(left) and _is_const(right):
+        if self._constant(left) and self._constant(right):
             return True
         lf, rf = self.ranges.fact(left), self.ranges.fact(right)
         if lf.pytype == "num" and rf.pytype == "num":

@@ -207,3 +207,21 @@ def test_fifty_thousand_line_file(tmp_path: Path):
     assert len(out) == 3 * n_blocks
     assert [v.status for v in out[:3]] == [Status.POSSIBLE, Status.SAFE, Status.POSSIBLE]
     assert out[-1].site.span.start_line == text.count("\n") - 2
+
+
+def test_in_place_updates_in_loops_terminate():
+    """Optimizer-style code: in-place chains redefine names inside a loop (once recursed forever)."""
+    src = (
+        "import torch\n"
+        "def step(params, grads, exp_avgs, exp_avg_sqs, lr, eps=1e-8):\n"
+        "    for p, g, m, v in zip(params, grads, exp_avgs, exp_avg_sqs):\n"
+        "        m.mul_(0.9).add_(g, alpha=0.1)\n"
+        "        v.mul_(0.999).addcmul_(g, g, value=0.001)\n"
+        "        denom = v.sqrt().add_(eps)\n"
+        "        p.addcdiv_(m, denom, value=-lr)\n"
+        "        v.clamp_(min=eps)\n"
+        "        q = torch.log(v)\n"
+    )
+    out = analyze_source("adam.py", src)
+    assert [(v.site.op, v.status) for v in out] == [
+        ("torch.Tensor.sqrt", Status.POSSIBLE), ("torch.log", Status.SAFE)]
