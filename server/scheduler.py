@@ -200,6 +200,13 @@ class Scheduler:
         if self._gate is None:
             self._gate = asyncio.Lock()
         try:
+            pending = self._static_tasks.get(run.uri)
+            if pending is not None and not pending.done():
+                # Static diagnostics first (they are what the user waits for), and they
+                # tell whether there is anything for the engine to confirm at all.
+                await asyncio.wait({pending})
+            if run.cancel.is_set():
+                return
             static = self.static_results.get(snap.hash)
             if static is not None and not core.needs_engine(static):
                 # Nothing to confirm: the static verdicts are the whole answer.

@@ -104,10 +104,12 @@ async def client(lsp_client: LanguageClient):
     await lsp_client.shutdown_session()
 
 
-async def start(client: LanguageClient, root: Path, options: dict[str, Any] | None = None) -> None:
-    await client.initialize_session(
+async def start(
+    client: LanguageClient, root: Path, options: dict[str, Any] | None = None, capabilities: types.ClientCapabilities | None = None
+) -> types.InitializeResult:
+    return await client.initialize_session(
         types.InitializeParams(
-            capabilities=client_capabilities("visual-studio-code"),
+            capabilities=capabilities or client_capabilities("visual-studio-code"),
             root_uri=root.as_uri(),
             workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
             initialization_options=options,
@@ -202,6 +204,20 @@ async def test_columns_are_utf16_code_units(client: LanguageClient, tmp_path: Pa
     assert d.range.start == position_of(UNICODE, "torch.log(x)")
 
 
+async def test_negotiated_utf32_columns_are_code_points(client: LanguageClient, tmp_path: Path) -> None:
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.general = types.GeneralClientCapabilities(
+        position_encodings=[types.PositionEncodingKind.Utf32, types.PositionEncodingKind.Utf16]
+    )
+    result = await start(client, tmp_path, {"dynamic": {"enable": False}}, capabilities)
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf32
+    uri = open_file(client, tmp_path / "uni.py", UNICODE)
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics")
+
+    (d,) = [d for d in published_for(client, uri, 1) if d.code == KINDS["log"].code]
+    assert d.range.start == types.Position(line=4, character=UNICODE.split("\n")[4].index("torch.log"))
+
+
 async def test_change_updates_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
     await start(client, tmp_path, {"dynamic": {"enable": False}})
     uri = open_file(client, tmp_path / "model.py", BUGGY)
@@ -294,6 +310,24 @@ async def test_untrusted_workspace_never_runs_code(client: LanguageClient, tmp_p
     assert state["trusted"] is False and state["dynamic_allowed"] is False
     assert state["engine_runs"] == 0
     assert client.progress_reports == {}
+    (d,) = [d for d in published_for(client, uri, 1) if d.code == KINDS["log"].code]
+    assert d.severity == types.DiagnosticSeverity.Warning
+
+
+async def test_pulled_configuration_applies_before_any_code_runs(client: LanguageClient, tmp_path: Path) -> None:
+    # initializationOptions allow running code; the workspace/configuration answer forbids it.
+    client.set_configuration({"grist": {"dynamic": {"enable": False}, "showSafe": True}})
+    await start(client, tmp_path, {"budget": 2})
+    uri = open_file(client, tmp_path / "train.py", SCRIPT)  # at once: before the answer may have arrived
+    await wait_for(client, lambda: published_for(client, uri, 1) is not None, "static diagnostics")
+    state = await status(client)
+    for _ in range(int(WAIT / 0.05)):
+        if state["config_ready"]:
+            break
+        await asyncio.sleep(0.05)
+        state = await status(client)
+    assert state["settings"]["dynamic_enable"] is False and state["settings"]["show_safe"] is True
+    assert state["engine_runs"] == 0 and client.progress_reports == {}
     (d,) = [d for d in published_for(client, uri, 1) if d.code == KINDS["log"].code]
     assert d.severity == types.DiagnosticSeverity.Warning
 
@@ -499,3 +533,23 @@ async def test_worker_killed_from_outside_gives_error_and_server_keeps_answering
     state = await status(client)
     assert state["engine_runs"] == 1 and state["open_documents"] == 1
     assert not [p for p in descendants(server_pid) if "grist_lsp.dynamic" in cmdline(p)]
+
+
+async def test_cancelling_the_progress_stops_the_run(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"budget": 3})
+    slow = "import time\nimport torch\n\nx = torch.randn(3)\ntime.sleep(600)\ny = torch.log(x)\n"
+    uri = open_file(client, tmp_path / "slow.py", slow)
+    await wait_for(client, lambda: any(client.progress_reports.values()), "the run to begin")
+    assert published_for(client, uri, 1) is not None  # static diagnostics come before the run
+    (token,) = [t for t, r in client.progress_reports.items() if r]
+    assert client.progress_reports[token][0].cancellable is True
+
+    client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
+    await wait_for(client, lambda: isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd), "the run to end")
+    assert client.progress_reports[token][-1].message == "cancelled"
+    state = await status(client)
+    assert state["running"] == [] and state["engine_runs"] == 1
+    # Static diagnostics stay; closing the file clears them.
+    assert [d.code for d in published_for(client, uri, 1)] == [KINDS["log"].code]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await wait_for(client, lambda: client.publications[-1].uri == uri and not client.publications[-1].diagnostics, "cleared diagnostics")
