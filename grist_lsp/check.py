@@ -42,7 +42,7 @@ class CheckOptions:
     """What the caller asked for. None means "use `[tool.grist]`, else the engine's default"."""
 
     static_only: bool = False
-    budget: float | None = None  # seconds of search per file
+    budget: float | None = None  # seconds of search per site
     seed: int | None = None
     jobs: int | None = None  # parallel worker processes (files, then sites within a file)
     entries: list[str] = field(default_factory=list)  # FILE:FUNCTION, relative to the cwd

@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--entry", action="append", default=[], metavar="FILE:FUNC",
                        help="entry point returning (callable, args[, kwargs]); repeatable")
     check.add_argument("--budget", type=_non_negative_float, metavar="SECONDS",
-                       help="search time per file for the dynamic engine")
+                       help="search time per unsafe site for the dynamic engine (default 5)")
     check.add_argument("--seed", type=_non_negative_int, metavar="N", help="random seed of the search")
     check.add_argument("--jobs", "-j", type=_positive_int, metavar="N", help="parallel worker processes")
     check.add_argument("--fail-on", choices=("confirmed", "possible"),

@@ -59,10 +59,19 @@ def message(verdict: Verdict) -> str:
         return verdict.message or verdict.reason or ERROR_TITLE
     kind = KINDS.get(verdict.site.kind)
     title = kind.title if kind else verdict.site.kind
-    text = f"{_what(verdict)}: {title}"
-    if verdict.message and verdict.message != verdict.reason:
-        text += f": {verdict.message}"
-    return text
+    # The core's own message names the op and the evidence; lead with the rule's
+    # words only when it does not already say them.
+    if verdict.message:
+        return verdict.message if title in verdict.message else f"{title}: {verdict.message}"
+    return f"{_what(verdict)}: {title}"
+
+
+def detail(verdict: Verdict) -> str:
+    """The parts of the reason that the message (and the witness line) do not already say."""
+    if verdict.status is Status.ERROR or not verdict.reason or verdict.witness is not None:
+        return ""
+    said = verdict.message
+    return "; ".join(part for part in verdict.reason.split("; ") if part and part not in said)
 
 
 def visible(report: Report, show_safe: bool) -> list[Verdict]:
@@ -99,7 +108,8 @@ def render_text(report: Report, show_safe: bool = False, base: Path | None = Non
     lines: list[str] = []
     for v in visible(report, show_safe):
         span = v.site.span
-        reason = f" ({v.reason})" if v.reason and v.status is not Status.ERROR else ""
+        extra = detail(v)
+        reason = f" ({extra})" if extra else ""
         lines.append(f"{display_path(v.site.file, base)}:{span.start_line}:{span.start_col + 1}: "
                      f"{rule_code(v)} [{v.status.value}] {message(v)}{reason}")
         if v.witness is not None:
@@ -216,8 +226,8 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
         if (span.end_line, span.end_col) > (span.start_line, span.start_col):
             region.update(endLine=span.end_line, endColumn=span.end_col + 1)
         text = message(v)
-        if v.reason and v.status is not Status.ERROR:
-            text += f" ({v.reason})"
+        if detail(v):
+            text += f" ({detail(v)})"
         if v.witness is not None:
             text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: '):]}"
         # Fingerprint by what the code is, not where: the same finding keeps its

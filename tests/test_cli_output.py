@@ -119,3 +119,20 @@ def test_sarif_fingerprint_survives_lines_moving(tmp_path: Path) -> None:
     first = json.loads(render_sarif(before))["runs"][0]["results"][0]["partialFingerprints"]
     second = json.loads(render_sarif(after))["runs"][0]["results"][0]["partialFingerprints"]
     assert first == second
+
+
+def test_core_messages_are_not_repeated(tmp_path: Path) -> None:
+    site = Site(file=str(tmp_path / "m.py"), span=Span(2, 4, 2, 14), op="torch.Tensor.mean", kind="mean",
+                operand="input", text="loss.mean()")
+    possible = Verdict(site=site, status=Status.POSSIBLE,
+                       message="torch.Tensor.mean: possible mean over an empty dimension; depends on shapes",
+                       reason="depends on shapes; dynamic: searched 12 runs in 5.0 s")
+    confirmed = Verdict(site=site, status=Status.CONFIRMED, message="torch.Tensor.mean receives shape [0]: nan",
+                        reason="torch.Tensor.mean receives shape [0]: nan [mutation: empty, 2 runs]",
+                        witness=Witness(entry="script:m.py", inputs={}, weights_moved={}, operand=None, result="nan"))
+    report = Report(verdicts=[possible, confirmed], stats={"files": 1, "possible": 1, "confirmed": 1}, root=tmp_path)
+    lines = render_text(report, base=tmp_path).splitlines()
+    assert lines[0] == ("m.py:2:5: GRIST113 [possible] torch.Tensor.mean: possible mean over an empty dimension; "
+                        "depends on shapes (dynamic: searched 12 runs in 5.0 s)")
+    assert lines[1] == ("m.py:2:5: GRIST113 [confirmed] mean over an empty dimension: "
+                        "torch.Tensor.mean receives shape [0]: nan")

