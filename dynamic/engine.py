@@ -52,6 +52,9 @@ class WorkerResult:
     cancelled: bool = False
 
 
+STARTUP_SECONDS = 60.0  # importing torch in a child, on a machine that may be busy
+
+
 def _limits(memory_mb: int) -> Callable[[], None]:
     def apply() -> None:
         os.setsid()
@@ -84,23 +87,38 @@ def _kill(proc: subprocess.Popen) -> None:
             pass
 
 
-def run_subprocess(module: str, request: dict, deadline: float, memory_mb: int,
-                   on_line: Callable[[dict], None] | None = None,
-                   cancel: threading.Event | None = None) -> WorkerResult:
-    """Run ``python -m module`` with ``request`` on stdin; JSON lines come back on a pipe."""
-    res = WorkerResult()
-    rfd, wfd = os.pipe()
-    env = _worker_env()
-    env["GRIST_RESULT_FD"] = str(wfd)
-    with tempfile.TemporaryFile() as err, tempfile.TemporaryFile() as inp:
-        inp.write(json.dumps(request).encode())
-        inp.seek(0)
-        proc = subprocess.Popen([sys.executable, "-m", module], stdin=inp, stdout=err, stderr=err,
-                                pass_fds=(wfd,), env=env, preexec_fn=_limits(memory_mb), close_fds=True)
+class Subprocess:
+    """A ``python -m module`` child: started early (torch imports while we wait), fed one request.
+
+    The request goes to stdin; JSON lines come back on a dedicated pipe (``GRIST_RESULT_FD``);
+    stdout and stderr (the user's prints, faulthandler dumps) go to a temporary file.
+    """
+
+    def __init__(self, module: str, memory_mb: int) -> None:
+        rfd, wfd = os.pipe()
+        env = _worker_env()
+        env["GRIST_RESULT_FD"] = str(wfd)
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=self.err,
+                                     stderr=self.err, pass_fds=(wfd,), env=env, preexec_fn=_limits(memory_mb),
+                                     close_fds=True)
         os.close(wfd)
+        self.rfd = rfd
+
+    def communicate(self, request: dict, seconds: float, on_line: Callable[[dict], None] | None = None,
+                    cancel: threading.Event | None = None) -> WorkerResult:
+        """Feed ``request``; kill the child ``seconds`` after it is ready (torch imported).
+
+        Start-up is timed separately (``STARTUP_SECONDS``) so that a loaded machine, where
+        importing torch alone can take many seconds, does not eat the program's time.
+        """
+        res = WorkerResult()
+        proc = self.proc
+        ready: list[float] = []
+        started = time.monotonic()
 
         def reader() -> None:
-            with os.fdopen(rfd, "r") as f:
+            with os.fdopen(self.rfd, "r") as f:
                 for line in f:
                     try:
                         msg = json.loads(line)
@@ -112,11 +130,22 @@ def run_subprocess(module: str, request: dict, deadline: float, memory_mb: int,
                         res.errors.append(msg)
                     elif msg.get("type") == "done":
                         res.finished = True
+                    elif msg.get("type") == "ready":
+                        ready.append(time.monotonic())
                     if on_line:
                         on_line(msg)
 
         t = threading.Thread(target=reader, name="grist-worker-reader", daemon=True)
         t.start()
+
+        def feed() -> None:
+            try:
+                proc.stdin.write(json.dumps(request).encode())
+                proc.stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
+
+        threading.Thread(target=feed, name="grist-worker-stdin", daemon=True).start()
         while True:
             try:
                 res.returncode = proc.wait(timeout=0.05)
@@ -126,14 +155,37 @@ def run_subprocess(module: str, request: dict, deadline: float, memory_mb: int,
             if cancel is not None and cancel.is_set():
                 res.cancelled = True
                 _kill(proc)
-            elif time.monotonic() > deadline:
+            elif time.monotonic() > (ready[0] + seconds if ready else started + STARTUP_SECONDS + seconds):
                 res.timed_out = True
+                # SIGABRT first: faulthandler prints where the program is stuck, for the message.
+                try:
+                    proc.send_signal(signal.SIGABRT)
+                    proc.wait(timeout=1.0)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    pass
                 _kill(proc)
         _kill(proc)  # stray children of the user's program
         t.join(timeout=2.0)
-        err.seek(0)
-        res.stderr = err.read().decode("utf-8", errors="replace")[-20000:]
-    return res
+        self.err.seek(0)
+        res.stderr = self.err.read().decode("utf-8", errors="replace")[-20000:]
+        self.err.close()
+        return res
+
+    def discard(self) -> None:
+        _kill(self.proc)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        os.close(self.rfd)
+        self.err.close()
+
+
+def run_subprocess(module: str, request: dict, seconds: float, memory_mb: int,
+                   on_line: Callable[[dict], None] | None = None,
+                   cancel: threading.Event | None = None) -> WorkerResult:
+    """Run ``python -m module`` with ``request`` on stdin; JSON lines come back on a pipe."""
+    return Subprocess(module, memory_mb).communicate(request, seconds, on_line, cancel)
 
 
 def _crash_location(stderr: str, target: str) -> int | None:
@@ -194,7 +246,14 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     lock = threading.Lock()
     t0 = time.monotonic()
 
+    replayer: list[Subprocess] = []
+
     def on_line(msg: dict) -> None:
+        if msg.get("witness"):
+            with lock:
+                if not replayer:
+                    # Start the fresh replay process now: it imports torch while the search goes on.
+                    replayer.append(Subprocess("grist_lsp.dynamic.replay", options.memory_mb))
         if msg.get("type") == "site" and progress is not None:
             with lock:
                 done_count[0] += 1
@@ -215,8 +274,7 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
         }
         # Shrinking and start-up cost about one more budget plus a few seconds.
         seconds[i] = options.timeout + options.budget * (len(group) + 1) + 10.0
-        results[i] = run_subprocess("grist_lsp.dynamic.worker", request, time.monotonic() + seconds[i],
-                                    options.memory_mb, on_line, cancel)
+        results[i] = run_subprocess("grist_lsp.dynamic.worker", request, seconds[i], options.memory_mb, on_line, cancel)
 
     threads = [threading.Thread(target=run_group, args=(i,), name=f"grist-worker-{i}") for i in range(len(groups))]
     for t in threads:
@@ -248,10 +306,12 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
         by_key = {v.site.key: v.site for v in targets}
         request = {"text": text, "items": [{"site": to_json(by_key[k]), "witness": m["witness"]} for k, m in found.items()],
                    "project_root": options.project_root}
-        res = run_subprocess("grist_lsp.dynamic.replay", request,
-                             time.monotonic() + options.timeout + 5.0 * len(found) + 10.0, options.memory_mb,
-                             None, cancel)
+        proc = replayer[0] if replayer else Subprocess("grist_lsp.dynamic.replay", options.memory_mb)
+        replayer.clear()
+        res = proc.communicate(request, options.timeout + 5.0 * len(found) + 10.0, None, cancel)
         replays = res.sites
+    for proc in replayer:
+        proc.discard()
 
     out: list[Verdict] = []
     for v in verdicts:

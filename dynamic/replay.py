@@ -112,6 +112,8 @@ def main() -> int:
     result = os.fdopen(os.dup(fd), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    result.write(json.dumps({"type": "ready"}) + "\n")
+    result.flush()
     req = json.load(sys.stdin)
     for item in req["items"]:
         site = site_from_json(item["site"])

@@ -317,6 +317,8 @@ def main() -> int:
     # The user's prints go to stderr so that they can never corrupt the result stream.
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    result.write(json.dumps({"type": "ready"}) + "\n")
+    result.flush()
     req = json.load(sys.stdin)
     root = E.project_root_for(req["path"], req.get("project_root"))
     for d in (os.path.dirname(os.path.abspath(req["path"])), root):

@@ -90,7 +90,7 @@ def results() -> dict[str, list[Verdict]]:
         text = path.read_text()
         return name, confirm(str(path), text, possible(path, *specs), EngineOptions(**{**FAST, **extra}))
 
-    with ThreadPoolExecutor(max_workers=2) as pool:
+    with ThreadPoolExecutor(max_workers=3) as pool:
         return dict(pool.map(one, jobs))
 
 
@@ -214,27 +214,44 @@ def test_unsaved_buffer_is_what_runs(tmp_path):
     assert v.site.span.start_line == 7
 
 
-def test_same_seed_gives_the_same_witness():
+def test_same_seed_gives_the_same_witness(results):
     path = CORPUS / "upstream.py"
-    runs = [confirm(str(path), path.read_text(), possible(path, ("torch.log(x)", "torch.log")), EngineOptions(**FAST))
-            for _ in range(2)]
-    w1, w2 = (r[0].witness for r in runs)
+    again = confirm(str(path), path.read_text(), possible(path, ("torch.log(x)", "torch.log"), ("torch.exp(z)", "torch.exp")),
+                    EngineOptions(**FAST))
+    w1 = by_text(results["upstream"])["torch.log(x)"].witness
+    w2 = by_text(again)["torch.log(x)"].witness
     assert to_json(w1.inputs) == to_json(w2.inputs)
-    assert (w1.iterations, w1.result) == (w2.iterations, w2.result)
+    assert (w1.iterations, w1.result, to_json(w1.operand)) == (w2.iterations, w2.result, to_json(w2.operand))
 
 
-@pytest.mark.parametrize("name, words, line", [
+ERROR_CASES = [
     ("hang.py", "did not", 5),
     ("segfault.py", "segmentation fault", 6),
     ("raises.py", "FileNotFoundError: data/train.pt", 5),
     ("oom.py", "memory", 5),
     ("importerr.py", "No module named 'not_a_real_module_grist'", 2),
-])
-def test_programs_that_cannot_run_give_an_error_verdict(name, words, line):
+]
+
+
+@pytest.fixture(scope="module")
+def broken() -> dict[str, list[Verdict]]:
+    """The programs that cannot run, each confirmed with small limits (three at a time)."""
+
+    def one(name: str) -> tuple[str, list[Verdict]]:
+        path = CORPUS / name
+        text = path.read_text()
+        snippet = next(s for s in ("torch.log(x)", "torch.log(chunks[0])", "torch.log(torch.randn(3))") if s in text)
+        opts = EngineOptions(budget=1.0, timeout=6.0, memory_mb=1200)
+        return name, confirm(str(path), text, possible(path, (snippet, "torch.log")), opts)
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        return dict(pool.map(one, [c[0] for c in ERROR_CASES]))
+
+
+@pytest.mark.parametrize("name, words, line", ERROR_CASES)
+def test_programs_that_cannot_run_give_an_error_verdict(broken, name, words, line):
     path = CORPUS / name
-    snippet = next(s for s in ("torch.log(x)", "torch.log(chunks[0])", "torch.log(torch.randn(3))") if s in path.read_text())
-    verdicts = possible(path, (snippet, "torch.log"))
-    out = confirm(str(path), path.read_text(), verdicts, EngineOptions(budget=1.0, timeout=6.0, memory_mb=1200))
+    out = broken[name]
     errors = [v for v in out if v.status is Status.ERROR]
     assert len(errors) == 1, [v.message for v in out]
     assert words in errors[0].message
@@ -250,7 +267,7 @@ def test_static_verdicts_from_the_analyzer_flow_through():
     path = CORPUS / "train_script.py"
     text = path.read_text()
     verdicts = analyze_source(str(path), text)
-    out = confirm(str(path), text, verdicts, EngineOptions(**FAST))
+    out = confirm(str(path), text, verdicts, EngineOptions(**{**FAST, "budget": 1.0}))
     assert len(out) == len(verdicts)
     for before, after in zip(verdicts, out):
         assert after.site == before.site
