@@ -320,7 +320,16 @@ class RangeAnalysis:
         return self._dumps[key]
 
     def same(self, a: ast.AST, b: ast.AST) -> bool:
-        return type(a) is type(b) and self._dump(a) == self._dump(b)
+        """Structurally equal expressions (x and x, d.abs() and d.abs())."""
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, ast.Name):
+            return a.id == b.id  # type: ignore[attr-defined]
+        if isinstance(a, ast.Constant):
+            return a.value == b.value and type(a.value) is type(b.value)  # type: ignore[attr-defined]
+        if isinstance(a, ast.Attribute) and a.attr != b.attr:  # type: ignore[attr-defined]
+            return False
+        return self._dump(a) == self._dump(b)
 
     def _text(self, e: ast.AST) -> str:
         try:

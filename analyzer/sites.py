@@ -64,14 +64,28 @@ def _is_const(e: ast.AST) -> bool:
     return False
 
 
+_ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+          ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+          ast.Pow: lambda a, b: a ** b}
+
+
 def _const_value(e: ast.AST) -> float | None:
-    if not _is_const(e):
-        return None
+    """The value of a numeric constant expression, or None."""
     try:
-        v = eval(compile(ast.Expression(body=e), "<const>", "eval"), {"__builtins__": {}})  # noqa: S307
-        return float(v)
-    except (ArithmeticError, ValueError, TypeError, OverflowError):
+        if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+            return float(e.value)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            v = _const_value(e.operand)
+            return None if v is None else (-v if isinstance(e.op, ast.USub) else v)
+        if isinstance(e, ast.BinOp) and type(e.op) in _ARITH:
+            a, b = _const_value(e.left), _const_value(e.right)
+            if a is None or b is None or (isinstance(e.op, ast.Pow) and abs(b) > 1e4):
+                return None
+            v = _ARITH[type(e.op)](a, b)
+            return float(v) if not isinstance(v, complex) else None
+    except (ArithmeticError, ValueError, TypeError):
         return None
+    return None
 
 
 def _nonneg_int_literal(e: ast.AST) -> bool:
