@@ -257,6 +257,9 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     # same witness on a busy machine; the budget only decides when to give up.
     late_at = runner.iterations + LATE_AFTER
     weights_at = runner.iterations + WEIGHTS_AFTER
+    if not start_ev.grads:
+        # The inputs do not reach the operand at all (it depends on parameters only).
+        weights_at = runner.iterations
     while time.monotonic() < end:
         if not weights_on and settings.move_weights and runner.iterations >= weights_at and runner.param_values:
             weights_on = True

@@ -161,8 +161,8 @@ def shrink(values: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool]
 def _round(v: torch.Tensor, digits: int) -> torch.Tensor:
     """Round to ``digits`` significant decimal digits (0: to integers)."""
     if digits == 0:
-        return torch.round(v)
+        return torch.round(v) + 0.0  # + 0.0 turns -0.0 into 0.0
     mag = torch.floor(torch.log10(v.abs().clamp_min(1e-30)))
     scale = torch.pow(10.0, digits - 1 - mag).to(v.dtype)
     r = torch.round(v * scale) / scale
-    return torch.where(v == 0, v, r)
+    return torch.where(v == 0, v, r) + 0.0

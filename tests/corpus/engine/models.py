@@ -22,3 +22,14 @@ class BatchStandardize(nn.Module):
         spread = x.std(dim=0)  # bug: one row in the batch -> NaN (correction 1)
         safe_spread = x.std(dim=0, correction=0)  # safe: 0 for one row, never NaN
         return (x - x.mean(dim=0)) / (spread + 1e-5) + 0.0 * safe_spread
+
+
+class LearnedTemperature(nn.Module):
+    """Inputs cannot reach the bug: only a trained temperature can hit zero."""
+
+    def __init__(self):
+        super().__init__()
+        self.temperature = nn.Parameter(torch.ones(4))
+
+    def forward(self, logits):
+        return logits / self.temperature  # bug: the learned temperature can reach 0
