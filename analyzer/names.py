@@ -36,10 +36,17 @@ class Resolver:
             defs = self.flow.defs_reaching(expr)
             if not defs:
                 return f"builtins.{expr.id}" if expr.id in _BUILTINS else None
-            names = {d.qualified for d in defs}
-            if len(names) == 1 and all(d.how == "import" for d in defs):
-                return names.pop()
-            return None
+            names: set[str | None] = set()
+            for d in defs:
+                if d.how == "import":
+                    names.add(d.qualified)
+                elif d.how == "assign" and isinstance(d.value, (ast.Name, ast.Attribute)) and d.value is not expr:
+                    # `F = torch.nn.functional`, `log = torch.log`: an alias by assignment
+                    self._memo[id(expr)] = None  # cut cycles such as `x = x`
+                    names.add(self.qualified_name(d.value))
+                else:
+                    return None
+            return names.pop() if len(names) == 1 else None
         if isinstance(expr, ast.Attribute):
             base = self.qualified_name(expr.value)
             return f"{base}.{expr.attr}" if base else None

@@ -19,6 +19,14 @@ augmented assignment statement) exactly as CPython's ``co_positions`` reports
 it for the CALL/BINARY_OP instruction, so the tracer can match events to
 sites. ``SAFE_FORMS`` are never sites. ``safe_when`` keywords (``correction=0``)
 are recorded on the candidate for the verdict.
+
+The static pass reads CPython's own ``ast`` rather than a libcst tree: its
+positions are by construction the ones ``co_positions`` reports at run time
+(tests/test_static.py checks every corpus site against the compiled code), and
+libcst 1.9 took ~0.3 s to parse plus ~2.3 s of metadata (scopes, qualified
+names, positions) for a 2,000-line file here, against a budget of 0.3 s for
+the whole pass. Alias resolution (what QualifiedNameProvider would give) is
+names.py over the dataflow graph.
 """
 
 from __future__ import annotations

@@ -12,3 +12,11 @@ def forms(x):
     d = T.log(G.softplus(x) + 1e-6)  # expect: torch.log@8 safe
     e = T.Tensor.sqrt(x)  # expect: torch.Tensor.sqrt@8 possible
     return a, b, c, d, e
+
+
+def assigned_aliases(x):
+    nnf = T.nn.functional
+    log = T.log
+    a = log(nnf.softplus(x) + 1e-6)  # expect: torch.log@8 safe
+    b = log(x)  # expect: torch.log@8 possible
+    return a, b
