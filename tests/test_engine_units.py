@@ -1,0 +1,206 @@
+"""The engine's parts in-process: tracer positions, substitution, oracle, search, witness values, replay.
+
+These run the user's code in the test process on purpose (tiny programs written here), to
+check one part at a time; tests/test_engine.py covers the worker subprocesses end to end.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from grist_lsp.analyzer.catalogue import lookup
+from grist_lsp.dynamic import entries as E
+from grist_lsp.dynamic.engine import EngineOptions, confirm
+from grist_lsp.dynamic.replay import replay
+from grist_lsp.dynamic.search import SearchSettings, mutations, search
+from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
+from grist_lsp.model import Site, Span, Status, Verdict, Witness
+
+torch.set_num_threads(1)
+
+
+def site_at(path: Path, text: str, snippet: str, op: str, function: str | None = None) -> Site:
+    for i, line in enumerate(text.splitlines(), start=1):
+        col = line.find(snippet)
+        if col >= 0:
+            row = lookup(op)
+            return Site(str(path), Span(i, col, i, col + len(snippet)), op, row.kind, row.operand_keyword, snippet, function)
+    raise AssertionError(snippet)
+
+
+def script(tmp_path: Path, name: str, text: str) -> E.ScriptProgram:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    target = str(path.resolve())
+    prog = E.ScriptProgram(label=f"script:{path}", target_file=target, texts={target: text},
+                           user_files=frozenset({target}), text=text)
+    prog.setup()
+    return prog
+
+
+def record(prog: E.Program, sites: list[Site]):
+    tracer, _, error = prog.run(prog.tracer_config(sites=sites, record=True, stop_when_all_reached=True))
+    assert error is None, error
+    return tracer
+
+
+def test_positions_are_code_points_on_lines_with_wide_characters(tmp_path):
+    # 'é' and '→' take 2 and 3 bytes in UTF-8: CPython's byte columns must be converted.
+    text = "import torch\nx = torch.randn(3)\nlabel = 'é→'; y = torch.log(x)\n"
+    prog = script(tmp_path, "wide.py", text)
+    site = site_at(tmp_path / "wide.py", text, "torch.log(x)", "torch.log")
+    assert site.span.start_col == 18
+    tracer = record(prog, [site])
+    assert site.key in tracer.reached
+    assert tracer.reached[site.key].position == (3, 18, 3, 30)
+
+
+def test_nested_sites_map_to_the_innermost_matching_span(tmp_path):
+    text = "import torch\nx = torch.rand(4) + 1\ny = torch.log(torch.log(x))\n"
+    prog = script(tmp_path, "nested.py", text)
+    outer = site_at(tmp_path / "nested.py", text, "torch.log(torch.log(x))", "torch.log")
+    inner = site_at(tmp_path / "nested.py", text, "torch.log(x)", "torch.log")
+    tracer = record(prog, [outer, inner])
+    assert tracer.reached[inner.key].position[1] == inner.span.start_col
+    assert tracer.reached[outer.key].position[1] == outer.span.start_col
+
+
+def test_factories_in_user_code_are_inputs_keyed_by_line_and_occurrence(tmp_path):
+    text = ("import torch, numpy as np\n"
+            "eps = torch.tensor(1e-8)\n"  # a one-element literal: a constant, not an input
+            "lin = torch.nn.Linear(3, 2)\n"  # its weights are made inside torch: not inputs
+            "for i in range(2):\n"
+            "    x = torch.randn(4, 3)\n"
+            "a = torch.from_numpy(np.ones((2, 3), dtype=np.float32))\n"
+            "y = torch.log(lin(x).abs() + a.sum() + eps)\n")
+    prog = script(tmp_path, "inputs.py", text)
+    site = site_at(tmp_path / "inputs.py", text, "torch.log(lin(x).abs() + a.sum() + eps)", "torch.log")
+    tracer = record(prog, [site])
+    # from_numpy does not pass through the mode: the tensor is caught where it is first used as an
+    # operand (line 7), never having been produced under the mode.
+    assert sorted(tracer.recorded) == ["inputs.py:5:torch.randn#0", "inputs.py:5:torch.randn#1", "inputs.py:7:operand#0"]
+
+
+def test_oracle_blames_the_op_that_turns_finite_into_nan_not_the_one_after(tmp_path):
+    text = ("import torch\n"
+            "x = torch.tensor([-1.0, 2.0])\n"
+            "y = torch.sqrt(x)\n"
+            "z = torch.log(y)\n")
+    prog = script(tmp_path, "chain.py", text)
+    sq = site_at(tmp_path / "chain.py", text, "torch.sqrt(x)", "torch.sqrt")
+    lg = site_at(tmp_path / "chain.py", text, "torch.log(y)", "torch.log")
+    tracer = record(prog, [sq, lg])
+    assert tracer.reached[sq.key].found and tracer.reached[sq.key].result == "nan"
+    assert not tracer.reached[lg.key].found and tracer.reached[lg.key].result == "upstream"
+
+
+def test_search_reaches_log_zero_through_softmax_by_gradient(tmp_path):
+    text = "import torch\nx = torch.randn(4, 5)\np = torch.softmax(x, dim=1)\ny = torch.log(p)\n"
+    prog = script(tmp_path, "sm.py", text)
+    site = site_at(tmp_path / "sm.py", text, "torch.log(p)", "torch.log")
+    tracer = record(prog, [site])
+    report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
+    assert report.found is not None, report.note
+    assert report.found.outcome.result == "-inf"
+    x = report.found.values["sm.py:2:torch.randn#0"]
+    assert float(x.abs().max()) <= 100 * float(tracer.recorded["sm.py:2:torch.randn#0"].abs().max())
+    # Deterministic: the same seed walks the same path to the same inputs.
+    again = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
+    assert torch.equal(again.found.values["sm.py:2:torch.randn#0"], x)
+    assert again.iterations == report.iterations
+
+
+def test_search_gives_up_on_a_guarded_op_within_its_budget(tmp_path):
+    text = "import torch\nx = torch.randn(4, 5)\ny = torch.log(x.abs() + 1e-3)\n"
+    prog = script(tmp_path, "guard.py", text)
+    site = site_at(tmp_path / "guard.py", text, "torch.log(x.abs() + 1e-3)", "torch.log")
+    tracer = record(prog, [site])
+    report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=0.5, seed=0))
+    assert report.found is None
+    assert report.iterations > 1 and "closest distance" in report.note
+
+
+def test_mutations_cover_shapes_labels_and_masks():
+    ex = {"x": torch.randn(4, 3), "y": torch.tensor([0, 2, 1, 0]), "m": torch.ones(4, dtype=torch.bool)}
+    names = [n for n, _ in mutations(ex, "var", {"x": 100.0})]
+    assert names[0] == "batch of 1"
+    assert {"all zeros", "identical rows", "y all 0", "y all 1", "y all 2", "m all False", "m all True"} <= set(names)
+    one = dict(mutations(ex, "var", {"x": 100.0}))["batch of 1"]
+    assert [tuple(v.shape) for v in one.values()] == [(1, 3), (1,), (1,)]
+
+
+def test_witness_values_round_trip_inline_and_through_a_payload(tmp_path, monkeypatch):
+    monkeypatch.setenv("GRIST_CACHE_DIR", str(tmp_path))
+    small = torch.tensor([[1.5, -0.0], [3.0, 2.0**-100]])
+    tv = to_value(small)
+    assert tv.values == [[1.5, -0.0], [3.0, 2.0**-100]] and tv.file is None
+    assert torch.equal(from_value(tv), small)
+    big = torch.randn(INLINE_LIMIT + 1, dtype=torch.float64)
+    tb = to_value(big)
+    assert tb.values is None and tb.file and Path(tb.file).parent == tmp_path / "payloads"
+    assert torch.equal(from_value(tb), big)
+    assert from_value(to_value(3)) == 3 and from_value(to_value(True)) is True
+
+
+def test_shrink_keeps_one_failing_row_and_rounds():
+    values = {"x": torch.tensor([[0.3, 0.7], [-2.345678, 0.1], [0.5, 0.5]])}
+
+    def fails(v):
+        return bool((v["x"] < -1).any())
+
+    out = shrink(values, fails)
+    assert out["x"].tolist() == [[-2.0, 0.0]]
+
+
+def _witness(entry: str, inputs: dict, seed: int = 0) -> Witness:
+    return Witness(entry=entry, inputs={k: to_value(v) for k, v in inputs.items()}, weights_moved={},
+                   operand=None, result="-inf", seed=seed)
+
+
+def test_replay_reproduces_and_a_fixed_line_still_counts_as_the_site(tmp_path):
+    path = tmp_path / "fixme.py"
+    text = "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"
+    path.write_text(text)
+    site = site_at(path, text, "torch.log(x)", "torch.log", "f")
+    w = _witness(f"probe:{path}:f", {"x": torch.tensor([0.0, 1.0])})
+    r = replay(site, w)
+    assert (r.reproduced, r.result) == (True, "-inf")
+    fixed = text.replace("torch.log(x)", "torch.log(x.clamp_min(1e-8))")
+    r = replay(site, w, fixed)
+    assert (r.reproduced, r.result) == (False, "finite")
+    gone = text.replace("torch.log(x)", "x")
+    assert replay(site, w, gone).result == "not-reached"
+
+
+def test_replay_of_a_script_witness_substitutes_the_keyed_factory(tmp_path):
+    path = tmp_path / "s.py"
+    text = "import torch\nx = torch.randn(3)\ny = torch.sqrt(x)\n"
+    path.write_text(text)
+    site = site_at(path, text, "torch.sqrt(x)", "torch.sqrt")
+    assert replay(site, _witness(f"script:{path}", {"s.py:2:torch.randn#0": torch.tensor([1.0, -4.0, 9.0])})).result == "nan"
+    assert not replay(site, _witness(f"script:{path}", {"s.py:2:torch.randn#0": torch.tensor([1.0, 4.0, 9.0])})).reproduced
+
+
+def test_cancel_stops_the_engine_and_leaves_the_verdicts_alone(tmp_path):
+    path = tmp_path / "slow.py"
+    text = "import torch, time\ntime.sleep(600)\ny = torch.log(torch.randn(3))\n"
+    path.write_text(text)
+    v = Verdict(site_at(path, text, "torch.log(torch.randn(3))", "torch.log"), Status.POSSIBLE, reason="static")
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    out = confirm(str(path), text, [v], EngineOptions(budget=1.0, timeout=600.0), cancel=cancel)
+    assert out == [v]
+
+
+def test_entry_spec_errors_name_the_problem(tmp_path):
+    with pytest.raises(E.EntryError, match="expected 'path/to/file.py:function'"):
+        E.parse_entry("model.py", str(tmp_path))
+    with pytest.raises(E.EntryError, match="not found"):
+        E.parse_entry("nowhere.py:make", str(tmp_path))
+    assert E.is_script("import torch\nx = torch.randn(3)\n")
+    assert not E.is_script('"""doc"""\nimport torch\nEPS = 1e-8\n\ndef f(x):\n    return x\n')
