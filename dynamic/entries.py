@@ -147,6 +147,17 @@ class Program:
         """(callable, [(name, value, is_keyword)]) for this run; tensor values are inputs."""
         raise NotImplementedError
 
+    def produce_only(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` (imports, model construction) under a tracer that only notes what it makes.
+
+        Tensors made there (module constants, buffers) are then known as the program's own,
+        never mistaken for external inputs when they show up as operands later.
+        """
+        cfg = TracerConfig(target_file=self.target_file, texts=self.texts, sites=[], user_files=frozenset(),
+                           produced=self.produced, local_backward=False)
+        with Tracer(cfg):
+            return fn()
+
     def tracer_config(self, **kw: Any) -> TracerConfig:
         return TracerConfig(target_file=self.target_file, texts=self.texts, user_files=self.user_files,
                             produced=self.produced, **kw)
@@ -155,7 +166,7 @@ class Program:
         seed_everything(self.seed)
         tracer = Tracer(cfg)
         try:
-            call, named = self.prepare()
+            call, named = self.produce_only(self.prepare)
         except BaseException as e:  # the entry function itself failed
             return tracer, None, e
         args: list[Any] = []

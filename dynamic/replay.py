@@ -69,7 +69,7 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         torch.set_num_threads(1)
         prog = E.program_from_label(witness.entry, site.file, text, witness.seed, inputs)
         try:
-            prog.setup()
+            prog.produce_only(prog.setup)
         except BaseException as e:  # the program cannot even be set up any more
             return ReplayResult(False, "not-reached", f"{witness.entry} cannot be set up: {type(e).__name__}: {e}")
         cfg = prog.tracer_config(sites=[site], target=site, subs=inputs, weight_subs=deltas,

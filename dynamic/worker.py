@@ -167,7 +167,7 @@ class Worker:
                     failures.append((f"probe:{self.path}", frozenset({self.target}), prog))
                 break
             try:
-                self._timed(self.record_timeout, prog.setup)
+                self._timed(self.record_timeout, lambda: prog.produce_only(prog.setup))
             except BaseException as e:
                 if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
                     failures.append((prog.label, prog.user_files, e))

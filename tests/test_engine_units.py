@@ -204,3 +204,28 @@ def test_entry_spec_errors_name_the_problem(tmp_path):
         E.parse_entry("nowhere.py:make", str(tmp_path))
     assert E.is_script("import torch\nx = torch.randn(3)\n")
     assert not E.is_script('"""doc"""\nimport torch\nEPS = 1e-8\n\ndef f(x):\n    return x\n')
+
+
+def test_buffers_and_module_constants_are_not_inputs(tmp_path):
+    path = tmp_path / "buffers.py"
+    text = ("import torch\nimport torch.nn as nn\n\nTABLE = torch.arange(1.0, 5.0)\n\n\n"
+            "class Scaled(nn.Module):\n"
+            "    example_input_array = torch.ones(2, 4)\n\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.register_buffer('scale', torch.full((4,), 2.0))\n\n"
+            "    def forward(self, x):\n"
+            "        return x / self.scale / TABLE\n")
+    path.write_text(text)
+    target = str(path.resolve())
+    progs = [p for p in E.probe_programs(str(path), text, 0) if p.qualname == "Scaled"]
+    # Lightning's example_input_array comes first, then shapes guessed from the layers.
+    assert [tuple(v.shape) for _, v, _ in progs[0].inputs] == [(2, 4)]
+    prog = progs[0]
+    prog.produce_only(prog.setup)
+    s1 = site_at(path, text, "x / self.scale", "torch.Tensor.__truediv__")
+    tracer = record(prog, [s1])
+    assert list(tracer.recorded) == ["x"]  # neither the buffer nor TABLE
+    report = search(prog, s1, [s1], dict(tracer.recorded), SearchSettings(budget=0.5, seed=0))
+    assert report.found is None
+    assert target == prog.target_file
