@@ -32,7 +32,6 @@ _SOFTMAX_NAMES = {"torch.softmax", "torch.nn.functional.softmax", "torch.special
 _SIGMOID_NAMES = {"torch.sigmoid", "torch.nn.functional.sigmoid", "torch.special.expit"}
 _EXP_NAMES = {"torch.exp"}
 _SUM_NAMES = {"torch.sum"}
-_LOG_NAMES = {"torch.log"}
 # Producers whose value is >= 0: a divisor built from them only needs clamp_min, not a
 # sign-preserving guard. Matched on the function's last name so methods count too.
 _NONNEG_PRODUCERS = {
@@ -43,7 +42,7 @@ _NONNEG_PRODUCERS = {
 _NONNEG_PRESERVING = {
     "sum", "mean", "amax", "amin", "max", "min", "float", "double", "half", "to", "detach",
     "clone", "contiguous", "squeeze", "unsqueeze", "view", "reshape", "flatten", "type_as",
-    "expand_as", "prod", "cumsum", "logsumexp_exp",
+    "expand_as", "prod", "cumsum",
 }
 
 
@@ -368,10 +367,6 @@ def _num(value: float) -> str:
     return text
 
 
-def _int_or_num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else _num(value)
-
-
 def _expr(code: str) -> cst.BaseExpression:
     return cst.parse_expression(code)
 
@@ -501,11 +496,6 @@ def _replace(ctx: _Context, old: cst.CSTNode, new: cst.CSTNode, within: cst.CSTN
     """``within`` (the site's node by default) with the child ``old`` swapped for ``new``."""
     within = within if within is not None else ctx.node
     return within.deep_replace(old, new)  # type: ignore[return-value]
-
-
-def _in_place_method(node: cst.Call) -> bool:
-    return isinstance(node.func, cst.Attribute) and node.func.attr.value.endswith("_") \
-        and not node.func.attr.value.endswith("__")
 
 
 def _guard_operand(ctx: _Context, operand: _Operand, lo: float | None, hi: float | None,
