@@ -60,6 +60,8 @@ class Def:
     owner: ast.AST | None = None  # the function a parameter belongs to
     param_index: int = -1  # position among the function's parameters
     annotation: ast.expr | None = None
+    # for how == "refine": the guard (``value``) is known to be this truth value here
+    truth: bool = True
 
 
 @dataclass
@@ -192,6 +194,18 @@ def _declared_names(body: Iterable[ast.stmt]) -> set[str]:
     return out
 
 
+def _terminates(body: list[ast.stmt]) -> bool:
+    """Whether a block never falls through to the statement after it."""
+    if not body:
+        return False
+    last = body[-1]
+    if isinstance(last, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+        return True
+    if isinstance(last, ast.If):
+        return _terminates(last.body) and _terminates(last.orelse)
+    return False
+
+
 @dataclass
 class _After:
     """A walk marker: handle this in-place call after its sub-expressions."""
@@ -203,7 +217,8 @@ class _Builder:
     def __init__(self, flow: DataFlow) -> None:
         self.flow = flow
         self._seen_ops: set[int] = set()
-        self._def_for: dict[tuple[int, str, str], int] = {}
+        self._def_for: dict[tuple[int, str, str, bool], int] = {}
+        self.loops: list[list[Env]] = []  # per enclosing loop: environments at continue/break
         self.pending: list[tuple[ast.AST, Scope]] = []  # nested functions to walk after their parent
         self.nonlocal_uses: list[tuple[ast.AST, str, Scope]] = []
         self.calls: list[tuple[ast.Call, Scope]] = []
@@ -247,7 +262,7 @@ class _Builder:
 
     def _new_def(self, scope: Scope, name: str, how: str, value: ast.AST | None, node: ast.AST,
                  deps: list[tuple] | None = None, **kw: object) -> int:
-        ident = (id(node), name, how)
+        ident = (id(node), name, how, bool(kw.get("truth", True)))
         key = self._def_for.get(ident)
         if key is None:  # a loop body is walked twice: one definition per statement
             key = len(self.flow.defs)
@@ -354,27 +369,36 @@ class _Builder:
                     self._edge(("expr", id(s.value)), ("ret", id(scope.node)))
         elif isinstance(s, ast.If):
             self._expr(s.test, env, scope)
-            a = self._block(s.body, dict(env), scope)
-            b = self._block(s.orelse, dict(env), scope)
-            env = self._merge(a, b)
+            a = self._block(s.body, self._refine(s.test, dict(env), scope, True), scope)
+            b = self._block(s.orelse, self._refine(s.test, dict(env), scope, False), scope)
+            # A branch that always leaves (return/raise/continue/break) does not
+            # reach the next statement: `if d == 0: return x` guards what follows.
+            if _terminates(s.body) and not _terminates(s.orelse):
+                env = b
+            elif _terminates(s.orelse) and not _terminates(s.body):
+                env = a
+            else:
+                env = self._merge(a, b)
         elif isinstance(s, (ast.For, ast.AsyncFor)):
             deps = self._expr(s.iter, env, scope)
             entry = dict(env)
             first = dict(entry)
             self._bind(s.target, first, scope, "for", s.iter, deps=deps)
+            self.loops.append([])  # environments at continue/break statements
             after1 = self._block(s.body, first, scope)
-            second = self._merge(entry, after1)
+            second = self._merge(entry, after1, *self.loops[-1])
             self._bind(s.target, second, scope, "for", s.iter, deps=deps)
             after2 = self._block(s.body, second, scope)
-            env = self._merge(entry, after1, after2)
+            env = self._merge(entry, after1, after2, *self.loops.pop())
             env = self._merge(env, self._block(s.orelse, dict(env), scope))
         elif isinstance(s, ast.While):
             self._expr(s.test, env, scope)
+            self.loops.append([])
             after1 = self._block(s.body, dict(env), scope)
-            second = self._merge(env, after1)
+            second = self._merge(env, after1, *self.loops[-1])
             self._expr(s.test, second, scope)
             after2 = self._block(s.body, second, scope)
-            env = self._merge(env, after1, after2)
+            env = self._merge(env, after1, after2, *self.loops.pop())
             env = self._merge(env, self._block(s.orelse, dict(env), scope))
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             for item in s.items:
@@ -444,12 +468,37 @@ class _Builder:
                     self._expr(case.guard, cenv, scope)
                 outs.append(self._block(case.body, cenv, scope))
             env = self._merge(*outs)
-        elif isinstance(s, (ast.Global, ast.Nonlocal, ast.Pass, ast.Break, ast.Continue)):
+        elif isinstance(s, (ast.Break, ast.Continue)):
+            if self.loops:
+                self.loops[-1].append(dict(env))
+        elif isinstance(s, ast.Assert):
+            self._expr(s.test, env, scope)
+            if s.msg is not None:
+                self._expr(s.msg, env, scope)
+            env = self._refine(s.test, env, scope, True)
+        elif isinstance(s, (ast.Global, ast.Nonlocal, ast.Pass)):
             pass
         else:  # Delete, Raise, Assert, ...: only uses
             for child in ast.iter_child_nodes(s):
                 if isinstance(child, ast.expr):
                     self._expr(child, env, scope)
+        return env
+
+    def _refine(self, test: ast.expr, env: Env, scope: Scope, truth: bool) -> Env:
+        """Where ``test`` is ``truth``, names it compares get a guarded definition."""
+        parts = [test]
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if truth else ast.Or):
+            parts = list(test.values)
+        elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self._refine(test.operand, env, scope, not truth)
+        for part in parts:
+            if not isinstance(part, ast.Compare) or len(part.ops) != 1:
+                continue
+            for side in (part.left, part.comparators[0]):
+                if isinstance(side, ast.Name) and side.id in env and ("use", id(side)) in self.flow.attrs:
+                    key = self._new_def(scope, side.id, "refine", test, side, [("use", id(side))],
+                                        truth=truth)
+                    env[side.id] = frozenset({key})
         return env
 
     def _inplace_call(self, e: ast.expr, env: Env, scope: Scope) -> None:

@@ -432,6 +432,9 @@ class RangeAnalysis:
             return Fact(pytype="object")
         if how == "mutate":
             return self._mutation(d)
+        if how == "refine":
+            prior = join([self.def_fact(p) for p in self.flow.defs_reaching(d.node)])
+            return self._apply(prior, d.node, d.value, d.truth)
         return TOP
 
     def _param(self, d: Def) -> Fact:

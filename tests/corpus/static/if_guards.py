@@ -1,0 +1,41 @@
+"""Guards by if statements and asserts refine what follows."""
+import torch
+
+
+def normalise(x):
+    norm = x.norm()
+    if norm == 0:
+        return x
+    return x / norm  # expect: torch.Tensor.__truediv__@11 safe
+
+
+def scale(x, d):
+    if d > 0:
+        y = x / d  # expect: torch.Tensor.__truediv__@12 safe
+    else:
+        y = x / d  # expect: torch.Tensor.__truediv__@12 possible
+    return y
+
+
+def checked(x, s):
+    assert s > 1e-6, "scale too small"
+    return torch.log(s) + x  # expect: torch.log@11 safe
+
+
+def loop(xs, d):
+    out = []
+    for x in xs:
+        if d == 0:
+            continue
+        out.append(x / d)  # expect: torch.Tensor.__truediv__@19 safe
+    return out
+
+
+def unguarded_after_loop(xs):
+    d = torch.ones(1)
+    for x in xs:
+        d = torch.zeros(1)
+        if x.sum() > 0:
+            continue
+        d = torch.ones(1)
+    return xs[0] / d  # expect: torch.Tensor.__truediv__@11 possible
