@@ -14,11 +14,13 @@ Nothing here runs user code or imports torch: it is cheap enough for the editor'
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
+from grist_lsp.analyzer.analysis import file_dtype
 from grist_lsp.analyzer.catalogue import KINDS, OP_TABLE, DtypeLimits, dtype_limits
 from grist_lsp.model import Fix, Span, TextEdit, Verdict
 
@@ -65,12 +67,14 @@ def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
     node = index.find(site.span)
     if node is None:
         return []
-    dtype = None
     if verdict.witness is not None and verdict.witness.operand is not None:
         dtype = verdict.witness.operand.dtype
+    else:  # no witness: the precision the static pass assumed for the file (float16 if it says so)
+        dtype = file_dtype(text)
     ctx = _Context(module=module, text=text, index=index, limits=dtype_limits(dtype),
                    op=site.op, kind=site.kind, node=node, span=site.span,
-                   integer_operand=_is_integer_dtype(dtype))
+                   integer_operand=_is_integer_dtype(dtype),
+                   operand_nonnegative=_reason_says_nonnegative(verdict.reason))
     builder = _BUILDERS.get(site.kind)
     if builder is None:
         return []
@@ -206,6 +210,7 @@ class _Context:
     node: cst.CSTNode
     span: Span
     integer_operand: bool = False
+    operand_nonnegative: bool = False  # the static pass's range for the operand starts at >= 0
 
     # -- namespaces ---------------------------------------------------------------
     def module_alias(self, qualified: str) -> str | None:
@@ -592,6 +597,21 @@ def _nonnegative(ctx: _Context, node: cst.BaseExpression) -> bool:
     return False
 
 
+# The static pass states the operand's range at the start of its reason ("other >= 0 (sum of
+# abs) ...", "other in [0, 1] ..."): a lower bound >= 0 means clamp_min keeps the sign.
+_RANGE_REASON = re.compile(r"^(?:other|input|divisor|base) (?:>= |in \[)(-?[0-9.e+-]+|-?inf)")
+
+
+def _reason_says_nonnegative(reason: str) -> bool:
+    m = _RANGE_REASON.match(reason or "")
+    if not m:
+        return False
+    try:
+        return float(m.group(1)) >= 0.0
+    except ValueError:
+        return False
+
+
 def _nonnegative_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, (cst.Integer, cst.Float)) and float(node.value) >= 0
 
@@ -753,7 +773,7 @@ def _div_guard(ctx: _Context) -> list[_Proposal]:
     x = operand.node
     eps = _num(ctx.eps)
     label = "divisor" if ctx.op.split(".")[-1] not in ("reciprocal", "reciprocal_") else "operand"
-    if _nonnegative(ctx, x):
+    if _nonnegative(ctx, x) or ctx.operand_nonnegative:
         suffix = "_" if operand.form == "inplace" and ctx.op.endswith("reciprocal_") else ""
         guarded = _method(x, "clamp_min" + suffix, eps)
         title = f"Clamp the {label} of {_op_label(ctx)} to >= {eps}{ctx.dtype_note()}"
