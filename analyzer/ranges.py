@@ -231,7 +231,7 @@ def static_safe(f: Fact, region: Region, dtype: str) -> bool:
 # --- short names of the calls we know, by what they do to a range --------------------
 
 _IDENTITY = frozenset("""detach clone contiguous float double half bfloat16 to cpu cuda view reshape flatten
-squeeze unsqueeze permute transpose t expand expand_as repeat view_as reshape_as type_as requires_grad_
+squeeze unsqueeze permute transpose t expand expand_as repeat view_as reshape_as type_as
 flip roll narrow select index_select gather masked_select movedim unflatten repeat_interleave
 squeeze_ unsqueeze_ detach_ max min amax amin median nanmedian mean nanmean quantile nanquantile
 sort msort topk kthvalue cummax cummin mode take take_along_dim diagonal diag tile broadcast_to
@@ -780,6 +780,9 @@ class RangeAnalysis:
             if qn.startswith(_TORCH_ROOTS):
                 short = qn.rsplit(".", 1)[-1]
                 root = qn.split(".")[0]
+                if any(k.arg == "requires_grad" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                       for k in e.keywords):
+                    return Fact(pytype="tensor", why="a trainable tensor")  # an optimizer may move it anywhere
                 if short in ("Tensor", "FloatTensor", "DoubleTensor", "tensor", "as_tensor", "from_numpy",
                              "asarray", "array") and root in ("torch", "numpy"):
                     return self._arg_fact(e, 0, "data").with_type("tensor")
