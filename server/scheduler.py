@@ -12,20 +12,58 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import queue
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Hashable, TypeVar
 
-from grist_lsp.model import Verdict
+import dataclasses
+
+from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict
 from grist_lsp.server import core
+from grist_lsp.server.diagnostics import witness_words
 
 if TYPE_CHECKING:
     from grist_lsp.server.server import GristServer
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+
+
+class DaemonExecutor(Executor):
+    """One daemon worker thread, first in first out.
+
+    Not a ThreadPoolExecutor: the interpreter joins those at exit, and a fix re-check
+    (``fix_verdicts`` takes no cancel event) could then hold the server's exit for
+    tens of seconds after the editor said goodbye.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Any, tuple[Any, ...], dict[str, Any]] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._work, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self._queue.put((future, fn, args, kwargs))
+        return future
+
+    def _work(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, fn, args, kwargs = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:
+                future.set_exception(exc)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._queue.put(None)
+        if wait:
+            self._thread.join()
 
 
 class LRU(Generic[K, V]):
@@ -55,6 +93,56 @@ class LRU(Generic[K, V]):
 
     def __contains__(self, key: object) -> bool:
         return key in self._items
+
+
+CARRIED_NOTE = " (found before your last edit; re-checking)"
+
+
+def _identity(site: Site) -> tuple[str, str, str, str | None]:
+    return (site.op, site.kind, site.text, site.function)
+
+
+def _shift_fix(fix: Fix, old: Span, new: Span) -> Fix | None:
+    """``fix`` moved along with its site, if every edit lies inside the site's one line."""
+    if old.start_line != old.end_line or new.start_line != new.end_line:
+        return None
+    delta = new.start_col - old.start_col
+    edits = []
+    for edit in fix.edits:
+        span = edit.span
+        if not (span.start_line == span.end_line == old.start_line and old.start_col <= span.start_col and span.end_col <= old.end_col):
+            return None  # touches text outside the site (an import, another line): may not apply any more
+        edits.append(TextEdit(Span(new.start_line, span.start_col + delta, new.start_line, span.end_col + delta), edit.new_text))
+    return dataclasses.replace(fix, edits=edits)
+
+
+def carry_over(static: list[Verdict], previous: list[Verdict]) -> list[Verdict]:
+    """Static verdicts of a new text, with confirmations of the same sites in the previous text.
+
+    While the engine re-checks an edited file, a bug it confirmed a moment ago should not
+    fade to a warning because a comment changed. A site is "the same" when op, kind, source
+    text and enclosing function match, n-th occurrence to n-th occurrence; its range is the
+    new text's, and the message says it awaits the re-check.
+    """
+    confirmed: dict[tuple, list[Verdict]] = {}
+    for verdict in sorted(previous, key=lambda v: v.site.span):
+        if verdict.status is Status.CONFIRMED and verdict.witness is not None:
+            confirmed.setdefault(_identity(verdict.site), []).append(verdict)
+    seen: dict[tuple, int] = {}
+    out = []
+    for verdict in sorted(static, key=lambda v: v.site.span):
+        identity = _identity(verdict.site)
+        index = seen.get(identity, 0)
+        seen[identity] = index + 1
+        matches = confirmed.get(identity, [])
+        if verdict.status is not Status.POSSIBLE or index >= len(matches):
+            out.append(verdict)
+            continue
+        old = matches[index]
+        words = old.message or witness_words(old, old.witness)
+        fixes = [f for f in (_shift_fix(f, old.site.span, verdict.site.span) for f in old.fixes) if f is not None]
+        out.append(dataclasses.replace(old, site=verdict.site, fixes=fixes, message=words + CARRIED_NOTE))
+    return out
 
 
 def text_hash(path: str, text: str) -> str:
@@ -92,14 +180,15 @@ class Scheduler:
 
     def __init__(self, server: GristServer) -> None:
         self.server = server
-        self.static_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-static")
-        self.dynamic_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-dynamic")
-        self.fix_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-fixes")
+        self.static_pool = DaemonExecutor("grist-static")
+        self.dynamic_pool = DaemonExecutor("grist-dynamic")
+        self.fix_pool = DaemonExecutor("grist-fixes")
         self.static_results: LRU[str, list[Verdict]] = LRU(256)
         self.dynamic_results: LRU[tuple[Any, ...], list[Verdict]] = LRU(64)
         self._static_tasks: dict[str, asyncio.Task[None]] = {}
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._runs: dict[str, Run] = {}
+        self._last_dynamic: dict[str, list[Verdict]] = {}  # uri -> newest engine answer, any text
         self._gate: asyncio.Lock | None = None  # one engine run at a time: the cores are shared
         self.runs_started = 0  # engine runs actually started (exposed for logging)
         self._warned_no_engine = False
@@ -111,11 +200,24 @@ class Scheduler:
 
     def verdicts_for(self, snap: Snapshot) -> list[Verdict] | None:
         """The best verdicts for exactly this text, or None while none are ready."""
-        if self.server.dynamic_allowed(snap):
-            dynamic = self.dynamic_results.get(self.dynamic_key(snap))
-            if dynamic is not None:
-                return dynamic
-        return self.static_results.get(snap.hash)
+        if not self.server.dynamic_allowed(snap):
+            return self.static_results.get(snap.hash)
+        dynamic = self.dynamic_results.get(self.dynamic_key(snap))
+        if dynamic is not None:
+            return dynamic
+        static = self.static_results.get(snap.hash)
+        previous = self._last_dynamic.get(snap.uri)
+        if static is not None and previous is not None and self.pending(snap.uri):
+            return carry_over(static, previous)
+        return static
+
+    def pending(self, uri: str) -> bool:
+        """A dynamic run is scheduled or running for ``uri``."""
+        return uri in self._timers or self.running(uri)
+
+    def remember(self, run: Run, verdicts: list[Verdict]) -> None:
+        self.dynamic_results.put(run.key, verdicts)
+        self._last_dynamic[run.uri] = verdicts
 
     # --- static ----------------------------------------------------------------
 
@@ -236,7 +338,7 @@ class Scheduler:
                     if verdicts is None:
                         return
                     # Show confirmed bugs now; verified fixes follow (each fix re-runs the engine).
-                    self.dynamic_results.put(run.key, verdicts)
+                    self.remember(run, verdicts)
                     self.server.publish(run.uri)
                     outcome = "done"
                     if core.needs_fixes(verdicts) and core.fixes_available():
@@ -250,7 +352,7 @@ class Scheduler:
                         )
                         if fixed is None:
                             return
-                        self.dynamic_results.put(run.key, fixed)
+                        self.remember(run, fixed)
                         self.server.publish(run.uri)
                 except Exception as exc:
                     outcome = "failed"
@@ -308,6 +410,7 @@ class Scheduler:
         run = self._runs.get(uri)
         if run is not None:
             run.cancel.set()
+        self._last_dynamic.pop(uri, None)
 
     def cancel_all(self) -> None:
         for timer in self._timers.values():
@@ -318,6 +421,6 @@ class Scheduler:
 
     def shutdown(self) -> None:
         self.cancel_all()
-        self.static_pool.shutdown(wait=False, cancel_futures=True)
-        self.dynamic_pool.shutdown(wait=False, cancel_futures=True)
-        self.fix_pool.shutdown(wait=False, cancel_futures=True)
+        self.static_pool.shutdown(wait=False)
+        self.dynamic_pool.shutdown(wait=False)
+        self.fix_pool.shutdown(wait=False)

@@ -11,6 +11,9 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import os
+import signal
+import sys
 import traceback
 import uuid
 from pathlib import Path
@@ -79,6 +82,8 @@ class GristServer(LanguageServer):
         # uri -> (version, text hash, what was published): code actions read this.
         self.published: dict[str, tuple[int | None, str, list[diagnostics.Published]]] = {}
         self.scheduler = Scheduler(self)
+        self.shutdown_requested = False
+        self._logging = False
 
     # --- client capabilities ---------------------------------------------------
 
@@ -217,10 +222,15 @@ class GristServer(LanguageServer):
         return ProgressReporter(self, token)
 
     def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        if self._logging or self.shutdown_requested:
+            return  # a failure while reporting a failure (closed pipe): do not loop
+        self._logging = True
         try:
             self.window_log_message(types.LogMessageParams(type=kind, message=message))
         except Exception:
-            pass  # no client to tell (tests, shutdown): nothing else to do
+            pass  # no client to tell: nothing else to do
+        finally:
+            self._logging = False
 
     def log_exception(self, context: str, exc: BaseException) -> None:
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -415,8 +425,14 @@ def create_server() -> GristServer:
             "position_encoding": ls.encoding,
         }
 
+    @server.feature(types.EXIT)
+    def exit_(ls: GristServer, params: None) -> None:
+        # pygls calls this before its own exit: leave before asyncio tears the tasks down.
+        leave(ls)
+
     @server.feature(types.SHUTDOWN)
     def shutdown(ls: GristServer, params: None) -> None:
+        ls.shutdown_requested = True
         ls.scheduler.shutdown()
 
     return server
@@ -460,9 +476,57 @@ async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -
     return {"uri": target_uri}
 
 
+def _child_pids() -> list[int]:
+    """Processes this server started (the engine's workers), from /proc."""
+    pids: list[int] = []
+    try:
+        tasks = os.listdir("/proc/self/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        try:
+            with open(f"/proc/self/task/{tid}/children", encoding="ascii") as f:
+                pids.extend(int(p) for p in f.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+def _stop_children() -> None:
+    for pid in _child_pids():
+        try:
+            # Engine workers lead their own session: take the whole group (the user's children too).
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+
+
+def leave(server: GristServer) -> None:
+    """Stop every check and end the process now (LSP: exit code 0 after shutdown, 1 without).
+
+    Not a normal interpreter exit: the engine's threads are not daemons and a fix re-check
+    cannot be cancelled, so Python would wait for them long after the editor has gone.
+    """
+    server.scheduler.shutdown()
+    _stop_children()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # the client closed the pipe: nothing left to say
+    os._exit(0 if server.shutdown_requested else 1)
+
+
 def main() -> None:
-    """Serve LSP on stdin/stdout until the client says exit."""
-    create_server().start_io()
+    """Serve LSP on stdin/stdout until the client says exit (or goes away)."""
+    server = create_server()
+    try:
+        server.start_io()
+    finally:
+        leave(server)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ one case at a time (surrogate pairs, empty spans, every settings shape).
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from lsprotocol import types
@@ -193,3 +194,34 @@ def test_reproducer_edit_creates_then_fills_the_file(tmp_path: Path) -> None:
     create, fill = edit.document_changes
     assert isinstance(create, types.CreateFile) and create.uri == target.as_uri() and not create.options.overwrite
     assert fill.text_document.uri == target.as_uri() and fill.edits[0].new_text.startswith("def test_x")
+
+
+# --- carrying confirmations over an edit -------------------------------------------
+
+def test_confirmed_site_is_carried_to_its_new_place_while_rechecking() -> None:
+    from grist_lsp.server.scheduler import CARRIED_NOTE, carry_over
+
+    old_site = Site("/w/m.py", Span(6, 12, 6, 24), "torch.log", "log", "input", "torch.log(p)", "loss")
+    fix = Fix("clamp", [TextEdit(Span(6, 12, 6, 24), "torch.log(p.clamp_min(1e-8))")], verified=True)
+    outside = Fix("log_softmax", [TextEdit(Span(1, 0, 1, 0), "import x\n"), TextEdit(Span(6, 12, 6, 24), "y")], verified=True)
+    previous = [Verdict(old_site, Status.CONFIRMED, witness=witness(), fixes=[fix, outside], message="torch.log receives 0")]
+    # A comment line above and two more spaces of indentation later:
+    new_site = dataclasses.replace(old_site, span=Span(7, 14, 7, 26))
+    other = Site("/w/m.py", Span(9, 4, 9, 12), "torch.sqrt", "sqrt", "input", "torch.sqrt(q)", "loss")
+    static = [Verdict(new_site, Status.POSSIBLE), Verdict(other, Status.POSSIBLE)]
+
+    carried, untouched = carry_over(static, previous)
+    assert carried.status is Status.CONFIRMED and carried.site == new_site
+    assert carried.message == "torch.log receives 0" + CARRIED_NOTE
+    (moved,) = carried.fixes  # the fix that also edits line 1 is dropped: it may not apply any more
+    assert moved.edits == [TextEdit(Span(7, 14, 7, 26), "torch.log(p.clamp_min(1e-8))")]
+    assert untouched == static[1]
+
+
+def test_changed_site_text_is_not_carried() -> None:
+    from grist_lsp.server.scheduler import carry_over
+
+    old_site = Site("/w/m.py", Span(6, 12, 6, 24), "torch.log", "log", "input", "torch.log(p)", "loss")
+    previous = [Verdict(old_site, Status.CONFIRMED, witness=witness())]
+    edited = Site("/w/m.py", Span(6, 12, 6, 28), "torch.log", "log", "input", "torch.log(p + 1)", "loss")
+    assert carry_over([Verdict(edited, Status.POSSIBLE)], previous)[0].status is Status.POSSIBLE
