@@ -25,7 +25,6 @@ this expression".
 from __future__ import annotations
 
 import ast
-import builtins
 from dataclasses import dataclass, field
 from typing import Iterable
 
@@ -33,7 +32,6 @@ import networkx as nx
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
-_BUILTINS = frozenset(dir(builtins))
 
 Env = dict[str, frozenset[int]]
 
@@ -298,7 +296,7 @@ class _Builder:
                                     "attr" if not path else "unknown", value if not path else None, target, deps)
                 self.flow.class_attrs.setdefault((id(scope.class_node), target.attr), []).append(key)
         elif isinstance(target, ast.Subscript):
-            self._expr(target, env, scope, store_ok=True)
+            self._expr(target, env, scope)
             # `x[i] = v` changes what x holds: a new definition joining old and new values
             base = target.value
             if isinstance(base, ast.Name) and base.id in env:
@@ -534,8 +532,6 @@ class _Builder:
         assert isinstance(node, (*_FUNCS, ast.Lambda))
         args = node.args
         positional = args.posonlyargs + args.args
-        all_params = positional + ([args.vararg] if args.vararg else []) + args.kwonlyargs + (
-            [args.kwarg] if args.kwarg else [])
         body = node.body if isinstance(node, _FUNCS) else [ast.Return(value=node.body)]
         name = node.name if isinstance(node, _FUNCS) else "<lambda>"
         qual = f"{parent.qualname}.{name}" if parent.qualname else name
@@ -584,7 +580,7 @@ class _Builder:
             # Local or not is only known once the whole scope is walked: decided in run().
             self.nonlocal_uses.append((n, n.id, scope))
 
-    def _expr(self, e: ast.AST, env: Env, scope: Scope, store_ok: bool = False) -> list[tuple]:
+    def _expr(self, e: ast.AST, env: Env, scope: Scope) -> list[tuple]:
         """Record the uses, calls and in-place redefinitions in an expression; return
         the graph nodes (uses, calls) its value depends on."""
         deps: list[tuple] = []

@@ -1032,8 +1032,6 @@ class RangeAnalysis:
             return Fact(0.0, INF, False, T, name)
         if name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
             return Fact(0.0, INF, False, T, "dropout of a non-negative value") if inp.lo >= 0 else Fact(pytype=T)
-        if name == "sqrt" or name == "isfinite":
-            return None
         return None
 
     def _abs(self, inp: Fact, T: str) -> Fact:
