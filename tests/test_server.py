@@ -473,6 +473,13 @@ async def test_crashing_program_gives_error_and_server_keeps_answering(client: L
     assert err.severity == types.DiagnosticSeverity.Error
     assert (await status(client))["engine_runs"] == 1
 
+    # The same text again (an edit and its undo, then a save) is answered from the cache.
+    replace_text(client, uri, crash + "# typing\n", version=2)
+    replace_text(client, uri, crash, version=3)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 3) or []), "the cached error")
+    assert (await status(client))["engine_runs"] == 1
+
 
 async def test_edits_during_a_run_cancel_it_and_the_last_text_wins(client: LanguageClient, tmp_path: Path) -> None:
     await start(client, tmp_path, {"budget": 3, "dynamic": {"enable": True, "debounce": 0.3}})
@@ -567,3 +574,37 @@ async def test_cancelling_the_progress_stops_the_run(client: LanguageClient, tmp
     assert [d.code for d in published_for(client, uri, 1)] == [KINDS["log"].code]
     client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
     await wait_for(client, lambda: client.publications[-1].uri == uri and not client.publications[-1].diagnostics, "cleared diagnostics")
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def test_exit_during_a_run_stops_its_workers_at_once(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"budget": 3})
+    slow = "import time\nimport torch\n\nx = torch.randn(3)\ntime.sleep(600)\ny = torch.log(x)\n"
+    open_file(client, tmp_path / "slow.py", slow)
+    await wait_for(client, lambda: any(client.progress_reports.values()), "the run to begin")
+    server = client._server
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT
+    workers: list[int] = []
+    while not workers and loop.time() < deadline:
+        workers = [p for p in descendants(server.pid) if "grist_lsp.dynamic" in cmdline(p)]
+        await asyncio.sleep(0.1)
+    assert workers
+
+    await client.shutdown_async(None)
+    client.exit(None)
+    await asyncio.wait_for(server.wait(), WAIT)
+    client.capabilities = None  # the session is over: the fixture must not shut it down again
+    assert server.returncode == 0
+    for _ in range(int(WAIT / 0.05)):
+        if not any(alive(p) for p in workers):
+            break
+        await asyncio.sleep(0.05)
+    assert not [p for p in workers if alive(p)]
