@@ -82,6 +82,9 @@ class FunctionInfo:
     params: list[Def]
     callers: list[ast.Call] = field(default_factory=list)
     open_params: bool = False  # some call passes *args / **kwargs: parameters get anything
+    # referenced other than by a direct call (a callback, a decorator's argument):
+    # callers we cannot see may pass anything
+    escapes: bool = False
 
 
 class DataFlow:
@@ -244,6 +247,26 @@ class _Builder:
                 self._edge(("def", key), ("use", id(attr)))
         for call, scope in self.calls:
             self._link_call(call, scope)
+        self._mark_escapes()
+
+    def _mark_escapes(self) -> None:
+        called = {id(c.func) for c, _ in self.calls}
+        for node_key, preds in self.flow.preds.items():
+            if node_key[0] != "use" or node_key[1] in called:
+                continue
+            for p in preds:
+                if p[0] == "def" and self.flow.defs[p[1]].how == "function":
+                    info = self.flow.functions.get(id(self.flow.defs[p[1]].value))
+                    if info is not None:
+                        info.escapes = True
+        for attr, cls_id in self.attr_uses:
+            method = self.flow.class_methods.get((cls_id, attr.attr))
+            if method is not None and id(attr) not in called and id(method) in self.flow.functions:
+                self.flow.functions[id(method)].escapes = True
+        for info in self.flow.functions.values():
+            decorators = getattr(info.node, "decorator_list", [])
+            if any(not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")) for d in decorators):
+                info.escapes = True
 
     def _lookup_outer(self, name: str, scope: Scope) -> list[int]:
         s = scope.parent if name not in scope.globals else self.module

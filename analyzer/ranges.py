@@ -445,7 +445,7 @@ class RangeAnalysis:
         if info.class_node is not None and d.param_index == 0 and self.flow.self_names.get(id(d.owner)) == d.name:
             tensor_class = any(self._is_tensor_base(b) for b in info.class_node.bases)
             return Fact(pytype="tensor" if tensor_class else "object", why="self")
-        if info.open_params:
+        if info.open_params or info.escapes:
             return Fact(pytype=pytype)
         sources = [a for a in self.flow.param_arguments(d)]
         name = getattr(d.owner, "name", "<lambda>")
