@@ -1,16 +1,20 @@
 """When analyses run: static on every change, dynamic debounced, cancellable and cached.
 
-All scheduling happens on the server's asyncio loop; the work itself runs on two
-private single-thread executors (static, dynamic) so a long engine run never
-delays static diagnostics, and pygls' own thread pool (which reads stdin) stays
-free. Results are cached by a hash of (path, text[, engine settings]); a result
-is shown only while it describes the document's current text, so a stale run
-can finish but never overwrite newer diagnostics.
+All scheduling happens on the server's asyncio loop; the work itself runs on three
+private single-thread executors (static pass, engine run, fix re-checks) so a long
+engine run never delays static diagnostics, and pygls' own thread pool (which reads
+stdin) stays free. The engine runs one file at a time: the cores are shared with the
+editor. Results are cached by a hash of (path, text[, engine settings]); a result is
+shown only while it describes the document's current text, so a stale run can finish
+but never overwrite newer diagnostics. While a re-check of an edited file is pending,
+bugs confirmed on the previous text stay on their (moved) lines, marked as re-checking.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import functools
 import hashlib
 import queue
 import threading
@@ -18,8 +22,6 @@ from collections import OrderedDict
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Hashable, TypeVar
-
-import dataclasses
 
 from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict
 from grist_lsp.server import core
@@ -160,7 +162,7 @@ class Snapshot:
     root: str | None
     can_run: bool  # a real file (not untitled:) the engine may run
 
-    @property
+    @functools.cached_property
     def hash(self) -> str:
         return text_hash(self.path, self.text)
 

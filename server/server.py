@@ -110,14 +110,16 @@ class GristServer(LanguageServer):
         return Snapshot(uri=uri, path=path, version=doc.version, text=doc.source, root=self.root_for(path), can_run=can_run)
 
     def root_for(self, path: str) -> str | None:
-        """The workspace folder holding ``path`` (longest match), else the workspace root."""
-        best: str | None = None
-        for folder in self.workspace.folders.values():
-            folder_path = to_fs_path(folder.uri)
-            if folder_path and (path == folder_path or path.startswith(folder_path.rstrip("/") + "/")):
-                if best is None or len(folder_path) > len(best):
-                    best = folder_path
-        return best or self.workspace.root_path or (str(Path(path).parent) if path else None)
+        """The workspace folder holding ``path`` (longest match), else the file's directory."""
+        def holds(folder: str | None) -> bool:
+            return bool(folder) and (path == folder or path.startswith(folder.rstrip("/") + "/"))
+
+        folders = [to_fs_path(f.uri) for f in self.workspace.folders.values()] + [self.workspace.root_path]
+        inside = [f for f in folders if f and holds(f)]
+        if inside:
+            return max(inside, key=len)
+        # A file outside every folder: its own directory is the project.
+        return str(Path(path).parent) if path else None
 
     def dynamic_allowed(self, snap: Snapshot) -> bool:
         """Never run the user's code unless every switch says yes."""
