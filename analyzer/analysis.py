@@ -23,7 +23,7 @@ from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
 from grist_lsp.analyzer.ranges import TOP, Fact, RangeAnalysis, describe, fmt, round_up, static_safe
 from grist_lsp.analyzer.sites import Candidate, find_sites
-from grist_lsp.model import Status, Verdict, file_error
+from grist_lsp.model import Site, Status, Verdict, file_error
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are almost surely generated data, not code
 
@@ -91,7 +91,7 @@ def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:
 def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
     site = c.site
     kind = KINDS[site.kind]
-    label = site.operand
+    label = _operand_words(site)
     if c.safe_keyword is not None:
         reason = f"{c.safe_keyword} is passed, so a single element gives 0, not NaN"
         return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
@@ -115,10 +115,19 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
                   f"where the gradient is infinite (NaN/INF in the backward pass)")
         return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
     if static_safe(fact, kind.region, dtype):
-        reason = f"{label} {describe(fact)}: {fact.why}" if fact.why else f"{label} {describe(fact)}"
+        reason = f"{label} {describe(fact)} ({fact.why})" if fact.why else f"{label} {describe(fact)}"
         return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
     reason = _unsafe_reason(label, fact, kind.region.text, dtype)
     return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+
+
+def _operand_words(site: Site) -> str:
+    """What to call the dangerous operand in a sentence (Site.operand keeps the catalogue's label)."""
+    if site.kind == "div":
+        return "divisor"
+    if site.operand == "exponent":
+        return "exponent"
+    return "operand"
 
 
 def _clamped(fact: Fact, eps: Fact, dtype: str) -> Fact:
