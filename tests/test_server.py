@@ -234,7 +234,8 @@ async def test_change_updates_diagnostics(client: LanguageClient, tmp_path: Path
 
 
 async def test_hundred_rapid_edits_end_with_the_last_texts_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
-    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    # The engine is on: edits keep cancelling and re-debouncing it while the static pass keeps up.
+    await start(client, tmp_path, {"budget": 1})
     uri = open_file(client, tmp_path / "model.py", "import torch\n")
     lines = ["import torch", "", "", "def f(x):"]
     for version in range(2, 102):
