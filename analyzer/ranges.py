@@ -859,7 +859,7 @@ class RangeAnalysis:
                 return self._binop(inp, ast.Pow(), self.fact(call.args[1]), None)
             return None
         if name in _IDENTITY:
-            if name in ("max", "min") and not method and args and self.fact(args[0]).pytype == "tensor":
+            if name in ("max", "min") and args and self.fact(args[0]).pytype == "tensor":
                 other = self.fact(args[0])
                 pick = max if name == "max" else min
                 return Fact(pick(inp.lo, other.lo), pick(inp.hi, other.hi), False, T,

@@ -83,6 +83,8 @@ def test_static_safe_splits_nonzero_intervals():
     ("torch.tanh(x)", -1.0, 1.0),
     ("max(x.abs(), 2)", 2.0, INF),
     ("torch.maximum(x, torch.tensor(1e-3))", _f32(1e-3), INF),
+    ("torch.max(x, torch.tensor(0.5))", 0.5, INF),
+    ("x.clamp(-2, -1).max(torch.tensor(0.5))", 0.5, 0.5),
     ("F.softplus(x) + 1", 1.0, INF),
     ("torch.where(x > 0, x, 1)", 0.0, INF),
     ("x.abs().sum()", 0.0, INF),
