@@ -234,7 +234,7 @@ _IDENTITY = frozenset("""detach clone contiguous float double half bfloat16 to c
 squeeze unsqueeze permute transpose t expand expand_as repeat view_as reshape_as type_as
 flip roll narrow select index_select gather masked_select movedim unflatten repeat_interleave
 squeeze_ unsqueeze_ detach_ max min amax amin median nanmedian mean nanmean quantile nanquantile
-sort msort topk kthvalue cummax cummin mode take take_along_dim diagonal diag tile broadcast_to
+sort msort topk kthvalue cummax cummin mode take take_along_dim diagonal tile broadcast_to
 expand_copy chunk split unbind tensor_split hsplit vsplit""".split())
 _STACK = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
 _WITH_INDICES = frozenset({"max", "min", "median", "nanmedian", "mode", "sort", "topk", "kthvalue",
@@ -407,6 +407,9 @@ class RangeAnalysis:
     def _def_fact(self, d: Def) -> Fact:
         how = d.how
         if how in ("assign", "walrus", "attr"):
+            if isinstance(d.value, (ast.List, ast.Set, ast.Dict)):
+                # a named mutable container may be appended to anywhere: its elements are unknown
+                return Fact(pytype="object")
             return self.fact(d.value)
         if how == "unpack":
             v = d.value
@@ -996,7 +999,7 @@ class RangeAnalysis:
             if len(ints) == 2:
                 return Fact(ints[0].lo, max(ints[1].hi - 1, ints[0].lo), False, "tensor", "randint")
             return Fact(pytype="tensor")
-        if name in ("triu", "tril"):
+        if name in ("triu", "tril", "diag", "diag_embed", "block_diag"):  # zeros fill the rest
             return join([inp, self._num(0.0)]).with_type(T)
         if name in ("pow", "float_power"):
             e = arg(0, "exponent")

@@ -116,6 +116,12 @@ def test_guards_refine_ranges():
     assert not f.known
 
 
+def test_containers_and_matrices_built_from_values():
+    assert not fact_of("xs = [torch.ones(1)]\nxs.append(torch.zeros(1))\ntorch.cat(xs)").known
+    assert fact_of("torch.cat([torch.ones(1), torch.ones(2) * 2])").lo == 1.0
+    assert fact_of("torch.diag(torch.ones(3))").lo == 0.0
+
+
 def test_python_types_for_operator_filtering():
     assert fact_of("n = len(x)\nn // 2").pytype == "num"
     assert fact_of("'%d' % 3").pytype == "str"
