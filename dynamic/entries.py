@@ -178,8 +178,13 @@ class Program:
                 sub = cfg.subs.get(name)
                 if sub is not None:
                     value = sub.clone()
-                tracer.used_inputs.append(name)
                 self.produced[value] = True
+            elif isinstance(value, (bool, int, float)):
+                # Numbers and flags are part of the witness too (replay passes them again).
+                if cfg.record:
+                    tracer.recorded[name] = value
+                value = cfg.subs.get(name, value)
+            tracer.used_inputs.append(name)
             if is_kw:
                 kwargs[name] = value
             else:
@@ -456,8 +461,14 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
                 continue
             if not params:
                 continue
+            flags = [p for p in inspect.signature(obj).parameters.values() if isinstance(p.default, bool)]
             for args in synthesize(params, None, seed):
                 funcs.append(ProbeProgram(label=f"probe:{path}:{name}", qualname=name, inputs=args, **base))
+            for flag in flags:
+                # Code behind a flag (``if sublinear:``) runs only with the other value.
+                for args in synthesize(params, None, seed)[:3]:
+                    funcs.append(ProbeProgram(label=f"probe:{path}:{name}", qualname=name,
+                                              inputs=args + [(flag.name, not flag.default, True)], **base))
     return progs + funcs
 
 
@@ -529,7 +540,8 @@ def program_from_label(label: str, path: str, text: str, seed: int, inputs: dict
         if not m:
             raise EntryError(f"witness entry {label!r}: expected 'probe:file.py:Name'")
         ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
-        named = [(k, v, False) for k, v in (inputs or {}).items()]
+        # By name: a flag passed by keyword during probing may not be the next positional parameter.
+        named = [(k, v, not re.fullmatch(r"arg\d+", k)) for k, v in (inputs or {}).items()]
         return ProbeProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed,
                             qualname=m.group(2), ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
                             text=text, inputs=named)

@@ -141,6 +141,12 @@ def _leading(examples: dict[str, Any]) -> int | None:
     return max(set(sizes), key=sizes.count)
 
 
+def _leading_sizes(examples: dict[str, Any]) -> list[int]:
+    """Distinct leading sizes above 1, the most common first."""
+    sizes = [v.shape[0] for v in examples.values() if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] > 1]
+    return sorted(set(sizes), key=lambda n: (-sizes.count(n), n))
+
+
 def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Named variants of the example inputs that real data produce, most telling first for the kind."""
     floats = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and torch.is_floating_point(v)]
@@ -154,14 +160,24 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
         if KINDS[kind].region.shape == "empty":
             return
         n = _leading(examples)
-        if n is not None and n > 1:
-            yield "batch of 1", {k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n else v)
-                                 for k, v in examples.items()}
+        for size in _leading_sizes(examples):
+            # Every distinct batch size: the data set's rows and a sampled index vector differ.
+            yield ("batch of 1" if size == n else f"batch of 1 (inputs with {size} rows)"), {
+                k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == size else v)
+                for k, v in examples.items()}
         for k in floats:
             v = examples[k]
             for dim in range(1, v.dim()):
                 if v.shape[dim] > 1:
                     yield f"{k} with dimension {dim} of length 1", {**examples, k: v.narrow(dim, 0, 1).clone()}
+            if v.dim() >= 3 and any(x > 1 for x in v.shape[2:]):
+                # Feature maps pooled to 1x1, sequences of length one: every dimension past the channels.
+                spatial = v[(slice(None), slice(None)) + (slice(0, 1),) * (v.dim() - 2)].clone()
+                yield f"{k} with dimensions 2.. of length 1", {**examples, k: spatial}
+                if n is not None and n > 1 and v.shape[0] == n:
+                    yield f"batch of 1 and {k} with dimensions 2.. of length 1", {
+                        **{j: (w[:1] if isinstance(w, torch.Tensor) and w.dim() >= 1 and w.shape[0] == n else w)
+                           for j, w in examples.items()}, k: spatial[:1].clone()}
 
     if shape_kind:
         yield from shape_moves()
@@ -188,8 +204,8 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
         yield from shape_moves()
 
 
-LATE_AFTER = 60  # gradient iterations before the domain's extremes are tried
-WEIGHTS_AFTER = 200  # iterations on the inputs alone before parameters move too
+LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
+WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
 LATE_MUTATIONS = frozenset({"largest values", "most negative values", "one large value per row"})
 
 

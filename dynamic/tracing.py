@@ -34,6 +34,8 @@ from grist_lsp.model import Site
 RANDOM_FACTORIES = frozenset({
     "torch.randn", "torch.rand", "torch.randn_like", "torch.rand_like", "torch.normal",
     "torch.randint", "torch.randint_like", "torch.Tensor.normal_", "torch.Tensor.uniform_",
+    # Samplers: what they draw is data, whatever the rates they were given.
+    "torch.poisson", "torch.bernoulli", "torch.multinomial",
 })
 # Data constructors: inputs only when they hold more than one element, so that
 # literal constants such as ``torch.tensor(1e-8)`` stay what the programmer wrote.
@@ -184,6 +186,7 @@ class Tracer(TorchFunctionMode):
         self._external: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(orig) -> (orig, replacement)
         self._params: dict[int, tuple[torch.Tensor, str]] = {}
         self._param_count = 0
+        self._moves_ok = True
         self._names: dict[Any, str] = {}
         self._by_kind: dict[str, list[Site]] = {}
         for s in cfg.sites:
@@ -262,7 +265,7 @@ class Tracer(TorchFunctionMode):
         if hit is not None and hit[0] is a:
             return hit[1]
         if isinstance(a, torch.nn.Parameter):
-            return self._parameter(a)
+            return self._parameter(a) if self._moves_ok else a
         if a in self.produced:
             return a
         if not (torch.is_floating_point(a) or a.dtype in (torch.int64, torch.int32, torch.bool)) or a.numel() <= 1:
@@ -309,6 +312,9 @@ class Tracer(TorchFunctionMode):
         name = self._name(func)
         if name.endswith("__get__") or name in ("torch.Tensor.__repr__", "torch.Tensor.__format__"):
             return func(*args, **kwargs)
+        # In-place ops and no-grad code (parameter init, optimizer steps) must act on the real
+        # parameters: a substituted copy would swallow their writes.
+        self._moves_ok = torch.is_grad_enabled() and not name.endswith("_") and not name.startswith("torch.nn.init")
         args, kwargs = self._substitute_args(args, kwargs)
         op = lookup(name)
         if op is not None and op.kind in self._by_kind:
@@ -359,8 +365,24 @@ class Tracer(TorchFunctionMode):
         if site is None or site.key in self.reached:
             return func(*args, **kwargs)
         is_target = site.key == self._target_key
+        # Everything about the operands is taken before the call: in-place forms (log_, /=)
+        # overwrite them with the result.
+        operand, kw, idx = get_argument(op, args, kwargs, op.operand_index, op.operand_keyword)
+        inputs = _tensors_in(list(args)) + _tensors_in(list(kwargs.values()))
+        upstream = any(classify(t) != "finite" for t in inputs) or (
+            isinstance(operand, float) and not math.isfinite(operand))
+        is_tensor = isinstance(operand, torch.Tensor)
+        snap = operand.detach().clone() if is_tensor else None
+        region = KINDS[site.kind].region
+        dist = None
+        if is_target and is_tensor and not upstream:
+            try:
+                # On a clone, so that an in-place op cannot invalidate what backward needs.
+                dist = region.distance(operand.clone(), str(operand.dtype))
+            except Exception:
+                dist = None
         out = func(*args, **kwargs)
-        outcome = self._judge(site, func, op, args, kwargs, out, want_distance=is_target)
+        outcome = self._judge(site, func, args, kwargs, out, snap, kw, idx, upstream, dist)
         outcome.position = pos
         self.reached[site.key] = outcome
         if is_target:
@@ -369,14 +391,10 @@ class Tracer(TorchFunctionMode):
             raise AllSitesReached()
         return out
 
-    def _judge(self, site: Site, func: Any, op: Op, args: tuple, kwargs: dict, out: Any,
-               want_distance: bool) -> SiteOutcome:
-        operand, kw, idx = get_argument(op, args, kwargs, op.operand_index, op.operand_keyword)
-        inputs = _tensors_in(list(args)) + _tensors_in(list(kwargs.values()))
-        snap = operand.detach().clone() if isinstance(operand, torch.Tensor) else None
-        if any(classify(t) != "finite" for t in inputs) or (
-            isinstance(operand, float) and not math.isfinite(operand)
-        ):
+    def _judge(self, site: Site, func: Any, args: tuple, kwargs: dict, out: Any, snap: torch.Tensor | None,
+               kw: str | None, idx: int | None, upstream: bool, dist: torch.Tensor | None) -> SiteOutcome:
+        """The oracle: found only when every operand was finite and the output (or local gradient) is not."""
+        if upstream:
             return SiteOutcome(site, False, "upstream", operand=snap)
         result = "finite"
         for t in _tensors_in(out):
@@ -386,17 +404,11 @@ class Tracer(TorchFunctionMode):
         if result != "finite":
             return SiteOutcome(site, True, result, operand=snap, bad_value=_bad_value(snap, _tensors_in(out)[0]))
         region = KINDS[site.kind].region
-        if self.cfg.local_backward and region.backward_at is not None and isinstance(operand, torch.Tensor) \
-                and torch.is_floating_point(operand):
-            back = _local_backward(func, args, kwargs, kw, idx)
+        if self.cfg.local_backward and region.backward_at is not None and snap is not None \
+                and torch.is_floating_point(snap):
+            back = _local_backward(func, args, kwargs, kw, idx, snap)
             if back is not None:
                 return SiteOutcome(site, True, back[0], phase="backward", operand=snap, bad_value=back[1])
-        dist = None
-        if want_distance and isinstance(operand, torch.Tensor):
-            try:
-                dist = region.distance(operand, str(operand.dtype))
-            except Exception:
-                dist = None
         return SiteOutcome(site, False, "finite", operand=snap, distance=dist)
 
 
@@ -416,18 +428,22 @@ def _bad_value(operand: torch.Tensor | None, out: torch.Tensor) -> float | None:
         return None
 
 
-def _local_backward(func: Any, args: tuple, kwargs: dict, kw: str | None, idx: int | None) -> tuple[str, float] | None:
-    """The gradient of this one op w.r.t. its operand, when that alone is non-finite."""
-    operand = kwargs[kw] if kw is not None else args[idx] if idx is not None else None
-    if not isinstance(operand, torch.Tensor):
+def _local_backward(func: Any, args: tuple, kwargs: dict, kw: str | None, idx: int | None,
+                    before: torch.Tensor) -> tuple[str, float] | None:
+    """The gradient of this one op w.r.t. its operand (its value ``before`` the call), when that alone is non-finite."""
+    if kw is None and idx is None:
         return None
-    leaf = operand.detach().clone().requires_grad_(True)
+    leaf = before.detach().clone().requires_grad_(True)
+    arg = leaf.clone()  # a non-leaf, so that in-place forms (sqrt_) may write to it
     if kw is not None:
-        kwargs = {**kwargs, kw: leaf}
+        kwargs = {**kwargs, kw: arg}
     else:
-        args = tuple(leaf if i == idx else a for i, a in enumerate(args))
+        args = tuple(arg if i == idx else a for i, a in enumerate(args))
     with torch.enable_grad():
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError:
+            return None
         if not isinstance(out, torch.Tensor) or not out.requires_grad:
             return None
         (g,) = torch.autograd.grad(out, leaf, torch.ones_like(out), allow_unused=True)

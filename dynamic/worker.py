@@ -40,6 +40,9 @@ from .tracing import SiteOutcome
 from .witness import describe, from_value, payload_dir, shrink, to_value
 
 
+PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
+
+
 class RunTimeout(BaseException):
     """Raised by the interval timer inside a run of the user's program that took too long."""
 
@@ -48,7 +51,7 @@ class RunTimeout(BaseException):
 class Assignment:
     program: E.Program
     examples: dict[str, Any]
-    outcome: SiteOutcome
+    outcome: SiteOutcome | None  # the site's first evaluation in the recording run, when known
 
 
 def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
@@ -131,6 +134,9 @@ class Worker:
         self.seed = int(req.get("seed", 0))
         self.record_timeout = float(req.get("record_timeout", 20.0))
         self.errors: list[tuple[str, int]] = []
+        self.gen = candidates(self.path, self.text, req, self.emit_error)
+        # Every entry recorded so far, with the sites it reached: second chances come from here first.
+        self.pool: list[tuple[E.Program, set[str], dict[str, Any]]] = []
 
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
@@ -147,13 +153,17 @@ class Worker:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
 
-    def assign(self) -> dict[str, Assignment]:
-        """Record runs, entry by entry, until every target is reached by some entry."""
-        todo = {s.key for s in self.targets}
+    def assign(self, keys: set[str], report: bool = True) -> dict[str, Assignment]:
+        """Record runs, entry by entry, until every key is reached by some entry.
+
+        Resumes where the previous call stopped: a second call finds *other* entries that
+        reach the sites the first entry's search could not break.
+        """
+        todo = set(keys)
         assigned: dict[str, Assignment] = {}
         failures: list[tuple[str, frozenset[str], BaseException]] = []
         ran_any = False
-        gen = candidates(self.path, self.text, self.req, self.emit_error)
+        gen = self.gen
         while todo:
             try:
                 prog = self._timed(self.record_timeout, lambda: next(gen, None))
@@ -174,6 +184,7 @@ class Worker:
                 continue
             cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo))
             tracer, _, error = self._timed(self.record_timeout, lambda: prog.run(cfg))
+            self.pool.append((prog, set(tracer.reached), dict(tracer.recorded)))
             reached = [k for k in tracer.reached if k in todo]
             for k in reached:
                 assigned[k] = Assignment(prog, dict(tracer.recorded), tracer.reached[k])
@@ -182,7 +193,7 @@ class Worker:
                 ran_any = True
             elif isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
                 failures.append((prog.label, prog.user_files, error))
-        if todo and failures:
+        if todo and failures and report:
             label, files, exc = failures[0]
             msg, line = describe_failure(exc, {os.path.abspath(f) for f in files}, label, self.req.get("memory_mb"))
             loc = user_location(exc, {self.target})
@@ -190,26 +201,55 @@ class Worker:
         return assigned
 
     def run(self) -> None:
-        assigned = self.assign()
+        assigned = self.assign({s.key for s in self.targets})
         for message, line in self.errors:
             self.out({"type": "error", "message": message, "line": line, "col": 0})
+        unfound: dict[str, E.Program] = {}
         for site in self.targets:
             a = assigned.get(site.key)
             if a is None:
                 self.out({"type": "site", "key": site.key, "witness": None, "entry": None,
                           "note": "not reached by any entry (explicit entries, tests, script, probes)"})
                 continue
-            settings = SearchSettings(budget=self.budget, seed=self.seed)
-            report = self._timed(self.budget + self.record_timeout,
-                                 lambda: search(a.program, site, self.sites, a.examples, settings))
-            if report.found is None:
-                self.out({"type": "site", "key": site.key, "witness": None, "entry": a.program.label,
-                          "note": f"{report.note} from {a.program.label}"})
-                continue
-            witness, message = self.make_witness(a, site, report.found, settings)
-            self.out({"type": "site", "key": site.key, "witness": to_json(witness), "entry": a.program.label,
-                      "note": report.found.how, "message": message})
+            # Most of the budget on the first entry that reaches the site; the rest on another
+            # entry (a probe of the function itself reaches shapes the script never makes).
+            if not self.search_one(site, a, self.budget * PRIMARY_SHARE, self.seed):
+                unfound[site.key] = a.program
+        if unfound:
+            more: dict[str, Assignment] = {}
+            for key, primary in unfound.items():
+                for prog, reached, recorded in self.pool:
+                    if key in reached and prog is not primary and key not in more:
+                        more[key] = Assignment(prog, recorded, None)
+            try:
+                more.update(self.assign(set(unfound) - set(more), report=False))
+            except RunTimeout:
+                pass
+            for site in self.targets:
+                if site.key not in unfound:
+                    continue
+                a = more.get(site.key) or assigned[site.key]
+                seed = self.seed if site.key in more else self.seed + 1
+                self.search_one(site, a, self.budget * (1 - PRIMARY_SHARE), seed, final=True,
+                                tried=unfound[site.key].label)
         self.out({"type": "done"})
+
+    def search_one(self, site: Site, a: Assignment, budget: float, seed: int, final: bool = False,
+                   tried: str | None = None) -> bool:
+        """Search one site from one entry; report it when found or when this was the last try."""
+        settings = SearchSettings(budget=budget, seed=seed)
+        report = self._timed(budget + self.record_timeout,
+                             lambda: search(a.program, site, self.sites, a.examples, settings))
+        if report.found is None:
+            if final:
+                entries = a.program.label if tried in (None, a.program.label) else f"{tried}, then {a.program.label}"
+                self.out({"type": "site", "key": site.key, "witness": None, "entry": a.program.label,
+                          "note": f"{report.note} from {entries}"})
+            return False
+        witness, message = self.make_witness(a, site, report.found, settings)
+        self.out({"type": "site", "key": site.key, "witness": to_json(witness), "entry": a.program.label,
+                  "note": report.found.how, "message": message})
+        return True
 
     def make_witness(self, a: Assignment, site: Site, found: Found, settings: SearchSettings) -> tuple[Witness, str]:
         runner = Runner(a.program, site, self.sites)
@@ -260,7 +300,7 @@ class Worker:
             beyond_examples=round(beyond, 4) if bounds else None,
             weight_deltas=deltas,
         )
-        return witness, message(site, outcome, values, a.program, moved)
+        return witness, message(site, outcome, values, a.program, moved, a.examples)
 
 
 def input_name(key: str, program: E.Program) -> str:
@@ -286,7 +326,8 @@ def input_name(key: str, program: E.Program) -> str:
     return f"{m.group(3)}(...) at line {m.group(2)}"
 
 
-def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E.Program, moved: dict[str, float]) -> str:
+def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E.Program, moved: dict[str, float],
+            examples: dict[str, Any] | None = None) -> str:
     """'torch.log receives 0 when x = [[...]]: -inf', in words people read."""
     region = KINDS[site.kind].region
     if region.shape is not None and outcome.operand is not None:
@@ -298,9 +339,15 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
         got = describe(outcome.operand)
     else:
         got = "its operand"
-    shown = []
-    for k, v in list(values.items())[:3]:
-        shown.append(f"{input_name(k, program)} = {describe(v)}")
+    def changed(k: str) -> bool:
+        a, b = values[k], (examples or {}).get(k)
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            return a.shape != b.shape or not torch.equal(a, b)
+        return a != b
+
+    # What the search changed is what explains the failure: those first.
+    order = sorted(values, key=lambda k: not changed(k))
+    shown = [f"{input_name(k, program)} = {describe(values[k])}" for k in order[:3]]
     when = " when " + ", ".join(shown) if shown else ""
     if moved:
         top = sorted(moved.items(), key=lambda kv: -kv[1])[:2]
