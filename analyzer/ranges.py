@@ -966,6 +966,8 @@ class RangeAnalysis:
             f = join([kept, self.fact(value) if value is not None else TOP])
             return replace(f, pytype="tensor", why=f"masked_fill with {self.fact(value).why or '?'}")
         if name == "nan_to_num":
+            if args or kw:  # custom replacements can be anything
+                return Fact(pytype=T)
             return join([inp, self._num(0.0)]).with_type(T)
         if name in _NORMS or (name == "norm" and root == "linalg"):
             return Fact(0.0, INF, False, T, "std" if name == "std" else "variance" if name == "var" else "norm")
@@ -1057,11 +1059,12 @@ class RangeAnalysis:
     def _clamp(self, inp: Fact, lo_c: Fact | None, hi_c: Fact | None, T: str, name: str) -> Fact:
         lo, hi = inp.lo, inp.hi
         parts = []
+        # clamp(x, a, b) == min(max(x, a), b), bound by bound
         if lo_c is not None:
-            lo, hi = max(lo, lo_c.lo), max(hi, lo_c.lo)
+            lo, hi = max(lo, lo_c.lo), max(hi, lo_c.hi)
             parts.append(f"min={lo_c.why or '?'}")
         if hi_c is not None:
-            lo, hi = min(lo, hi_c.hi), min(hi, hi_c.hi)
+            lo, hi = min(lo, hi_c.lo), min(hi, hi_c.hi)
             parts.append(f"max={hi_c.why or '?'}")
         nz = (lo > 0 or hi < 0) or (inp.nonzero and (lo_c is None or lo_c.hi <= 0) and (hi_c is None or hi_c.lo >= 0))
         return Fact(lo, hi, nz, T, f"{name}({', '.join(parts)})")

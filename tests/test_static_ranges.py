@@ -75,6 +75,8 @@ def test_static_safe_splits_nonzero_intervals():
     ("x.clamp(min=0.5, max=2)", 0.5, 2.0),
     ("torch.clamp(x, -1, 1)", -1.0, 1.0),
     ("x.clamp_max(3)", -INF, 3.0),
+    ("torch.rand(2).clamp(min=torch.rand(2) * 5)", 0.0, 5.0),
+    ("torch.rand(2).clamp(max=torch.rand(2) - 1)", -1.0, 0.0),
     ("1 - torch.rand(3)", 0.0, 1.0),
     ("torch.ones(3) * 4", 4.0, 4.0),
     ("torch.full((2,), 2.5)", 2.5, 2.5),
