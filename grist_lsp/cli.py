@@ -138,6 +138,9 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         progress.clear()
     for warning in report.warnings:
         print(f"grist-lsp: warning: {warning}", file=sys.stderr)
+    if (args.fix or args.diff) and args.static_only:
+        print("grist-lsp: warning: --fix/--diff use only verified fixes, and --static-only verifies none; "
+              "drop --static-only to let the engine re-check them", file=sys.stderr)
 
     if args.diff:
         text = "".join(report.diffs[f] for f in sorted(report.diffs))

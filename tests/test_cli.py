@@ -232,3 +232,18 @@ def test_dynamic_check_confirms_the_bug_and_exits_1(grist_cli: Cli, write_tree: 
     reproducer = root / witness["reproducer"]
     assert reproducer.is_file() and reproducer.parent == root / "repro"
     assert "def test_" in reproducer.read_text(encoding="utf-8")
+
+
+def test_fix_applies_the_verified_fix_and_the_bug_is_gone(grist_cli: Cli, write_tree: Tree) -> None:
+    root = write_tree({"model.py": ENTRY_PROGRAM})
+    result = grist_cli("--check", "--jobs", "1", "--budget", "3", "--entry", "model.py:make", "--fix", "model.py",
+                       cwd=root)
+    _no_traceback(result)
+    assert "applied 1 verified fix(es) in model.py" in result.stderr, result.stdout + result.stderr
+    assert result.returncode == 0, result.stdout + result.stderr  # the only confirmed bug was fixed
+    fixed = (root / "model.py").read_text(encoding="utf-8")
+    assert "torch.log(p)" not in fixed and fixed.count("\n") >= ENTRY_PROGRAM.count("\n")
+    # The rewritten program must itself be free of the bug: the static pass now proves the log safe.
+    again = grist_cli("--check", "--static-only", "--show-safe", "--format", "json", "model.py", cwd=root)
+    statuses = {(f["op"], f["status"]) for f in json.loads(again.stdout)["findings"]}
+    assert ("torch.log", "safe") in statuses, again.stdout
