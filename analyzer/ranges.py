@@ -803,6 +803,10 @@ class RangeAnalysis:
                     if short in ("str", "repr", "format"):
                         return Fact(pytype="str")
                     return Fact(pytype="object")
+                if short in ("Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"):
+                    return Fact(pytype="tensor", why="a trainable tensor")
+                if short[:1].isupper():
+                    return Fact(pytype="object")  # a class: nn.Linear(...), torch.Size(...), np.Generator
                 return Fact(pytype="tensor" if root == "torch" else "unknown")
             return TOP  # some other library's function
         if isinstance(e.func, ast.Attribute):

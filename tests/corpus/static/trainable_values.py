@@ -17,3 +17,9 @@ class Temperature(nn.Module):
         w = torch.ones(3).requires_grad_()
         d = x / w  # expect: torch.Tensor.__truediv__@12 possible
         return a, b, c, d
+
+
+def free_parameter(x):
+    w = torch.nn.Parameter(torch.ones(3))
+    layer = nn.Linear(3, 3)
+    return w / x, layer  # expect: torch.Tensor.__truediv__@11 possible
