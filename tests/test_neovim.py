@@ -122,8 +122,12 @@ finish()
 '''
 
 
-@pytest.mark.skipif(NVIM is None, reason="nvim is not installed (apt-get install neovim)")
 def test_neovim_shows_diagnostics_and_applies_the_quick_fix(tmp_path: Path) -> None:
+    if NVIM is None:
+        # CI installs Neovim (.ci/run): there a missing nvim is a failure, not a quiet skip.
+        if os.environ.get("CI"):
+            pytest.fail("nvim is not installed; .ci/run installs it with apt-get install neovim")
+        pytest.skip("nvim is not installed (apt-get install neovim)")
     source = tmp_path / "model.py"
     source.write_text(BUGGY, encoding="utf-8")
     script = tmp_path / "grist_test.lua"
