@@ -119,10 +119,12 @@ def _oracle_class():
     class NonFiniteOracle(TorchFunctionMode):
         """Records (line, kind) of catalogue ops in ``path`` that turn finite operands into NaN/INF."""
 
-        def __init__(self, path: str | Path):
+        def __init__(self, path: str | Path, stop_when: set[tuple[int, str]] | None = None):
             super().__init__()
             self.path = str(Path(path).resolve())
             self.events: list[tuple[int, str, str, str]] = []  # (line, kind, op, "nan"/"inf"/"-inf")
+            # Long-running scripts are stopped as soon as every wanted (line, kind) fired.
+            self.stop_when = set(stop_when or ())
 
         def _line(self) -> int | None:
             frame = sys._getframe(2)
@@ -151,6 +153,8 @@ def _oracle_class():
                             bad = o[~torch.isfinite(o)].flatten()[0].item() if o.numel() else float("nan")
                             result = "nan" if math.isnan(bad) else ("inf" if bad > 0 else "-inf")
                             self.events.append((line, row.kind, name, result))
+                            if self.stop_when and self.stop_when <= self.fired():
+                                raise WitnessReached(self.fired())
                         break
             return out
 
@@ -160,6 +164,100 @@ def _oracle_class():
     return NonFiniteOracle
 
 
-def oracle(path: str | Path):
+class WitnessReached(Exception):
+    """Raised by the oracle to stop a program once every wanted site fired."""
+
+
+def oracle(path: str | Path, stop_when: set[tuple[int, str]] | None = None):
     """A fresh NonFiniteOracle for one program file (use as a context manager)."""
-    return _oracle_class()(path)
+    return _oracle_class()(path, stop_when)
+
+
+def run_variant(path: str | Path, replacements: dict[str, str], stop_when: set[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Run a script with some of its constants changed (its inputs), under the oracle.
+
+    Each replacement must keep the line count, so the oracle's line numbers are the
+    file's. The script runs as ``__main__`` and is stopped once ``stop_when`` fired.
+    Returns the (line, kind) pairs that produced NaN/INF from finite operands.
+    """
+    path = Path(path).resolve()
+    text = path.read_text()
+    for old, new in replacements.items():
+        if text.count(old) != 1 or old.count("\n") != new.count("\n"):
+            raise ValueError(f"{path.name}: replacement {old!r} must occur once and keep the line count")
+        text = text.replace(old, new)
+    code = compile(text, str(path), "exec")
+    o = oracle(path, stop_when)
+    try:
+        with o:
+            exec(code, {"__name__": "__main__", "__file__": str(path)})
+    except WitnessReached:
+        pass
+    return o.fired()
+
+
+# --- matching markers to verdicts ----------------------------------------------
+
+@dataclass
+class Match:
+    """One marker paired with the verdict of the site it describes (either may be None)."""
+
+    file: str
+    line: int
+    kind: str
+    marker: Marker | None
+    verdict: Any  # grist_lsp.model.Verdict | None
+
+    @property
+    def col(self) -> int | None:
+        return self.verdict.site.span.start_col if self.verdict is not None else None
+
+
+def match_markers(path: str | Path, verdicts: list) -> list[Match]:
+    """Pair each marker with a site on its line and of its kind.
+
+    Sites of one kind on one line are taken in the order they start (outer
+    expression first when two start together), the order markers are written in.
+    Error verdicts (whole-file problems) are not sites and are ignored here.
+    """
+    markers = parse_markers(path)
+    by_key: dict[tuple[int, str], list] = {}
+    for v in verdicts:
+        if str(v.status) == "error" or not v.site.kind or v.site.kind == "error":
+            continue
+        by_key.setdefault((v.site.span.start_line, v.site.kind), []).append(v)
+    for vs in by_key.values():
+        vs.sort(key=lambda v: (v.site.span.start_col, -v.site.span.end_line, -v.site.span.end_col))
+    marks: dict[tuple[int, str], list[Marker]] = {}
+    for m in markers:
+        marks.setdefault((m.line, m.kind), []).append(m)
+    out: list[Match] = []
+    for key in sorted(set(by_key) | set(marks)):
+        vs, ms = by_key.get(key, []), marks.get(key, [])
+        for i in range(max(len(vs), len(ms))):
+            out.append(Match(str(path), key[0], key[1], ms[i] if i < len(ms) else None, vs[i] if i < len(vs) else None))
+    return out
+
+
+def static_problems(matches: list[Match]) -> list[str]:
+    """What the static pass gets wrong against the markers, one sentence each (empty: all agree)."""
+    problems = []
+    for m in matches:
+        where = f"{Path(m.file).name}:{m.line} {m.kind}"
+        status = str(m.verdict.status) if m.verdict is not None else None
+        if m.marker is None:
+            if status == "possible":
+                problems.append(f"{where}: static 'possible' site without a marker")
+            continue
+        want = m.marker.status
+        if m.verdict is None:
+            if want != "safe":
+                problems.append(f"{where}: marked {want} but the static pass reports no such site")
+            continue
+        if want in ("confirmed", "possible") and status != "possible":
+            problems.append(f"{where}: marked {want}, static says {status} ({m.verdict.reason})")
+        elif want == "safe" and status != "safe":
+            problems.append(f"{where}: marked safe, static says {status} ({m.verdict.reason})")
+        elif want == "unproven" and status not in ("possible", "safe"):
+            problems.append(f"{where}: marked unproven, static says {status}")
+    return problems

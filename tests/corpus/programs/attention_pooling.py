@@ -20,12 +20,9 @@ class AttentionPool(nn.Module):
         attn = torch.softmax(scores, dim=-1)
         pooled = (attn.unsqueeze(-1) * x).sum(1)
         norm = pooled.norm(dim=-1, keepdim=True).clamp_min(1e-6)
-        return pooled / norm, attn  # expect: safe div
-
-
-def attention_entropy(attn):
-    # softmax output plus 1e-9 is at least 1e-9.
-    return -(attn * torch.log(attn + 1e-9)).sum(-1)  # expect: safe log
+        # Entropy regulariser on the weights: a softmax output plus 1e-9 is at least 1e-9.
+        entropy = -(attn * torch.log(attn + 1e-9)).sum(-1)  # expect: safe log
+        return pooled / norm, entropy  # expect: safe div
 
 
 if __name__ == "__main__":
@@ -33,5 +30,5 @@ if __name__ == "__main__":
     pool = AttentionPool()
     x = torch.randn(4, 5, 16)
     mask = torch.arange(5)[None, :] < torch.tensor([5, 3, 1, 2])[:, None]
-    out, attn = pool(x, mask)
-    print(out.shape, attention_entropy(attn))
+    out, entropy = pool(x, mask)
+    print(out.shape, entropy)
