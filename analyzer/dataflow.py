@@ -195,6 +195,37 @@ def _declared_names(body: Iterable[ast.stmt]) -> set[str]:
     return out
 
 
+_REDUCTIONS = frozenset({"min", "amin", "max", "amax", "abs", "all", "any"})
+
+
+def _guarded_names(part: ast.expr) -> list[ast.Name]:
+    """Names a guard constrains: `d > 0`, `d.min() > 0`, `d.abs().min() > 0`, `(d > 0).all()`."""
+    if isinstance(part, ast.Call) and not part.args:
+        f = part.func
+        if isinstance(f, ast.Attribute) and f.attr in ("all", "any"):
+            return _guarded_names(f.value)
+    if isinstance(part, ast.Call) and len(part.args) == 1 and isinstance(part.func, ast.Attribute) \
+            and part.func.attr in ("all", "any"):
+        return _guarded_names(part.args[0])  # torch.all(d > 0)
+    if not isinstance(part, ast.Compare) or len(part.ops) != 1:
+        return []
+    out = []
+    for side in (part.left, part.comparators[0]):
+        while True:
+            if isinstance(side, ast.Name):
+                out.append(side)
+                break
+            if isinstance(side, ast.Call) and isinstance(side.func, ast.Attribute) and \
+                    side.func.attr in _REDUCTIONS and not side.args and not side.keywords:
+                side = side.func.value  # d.min(), d.abs().min()
+            elif isinstance(side, ast.Call) and isinstance(side.func, ast.Attribute) and \
+                    side.func.attr in _REDUCTIONS and len(side.args) == 1 and not side.keywords:
+                side = side.args[0]  # torch.min(d)
+            else:
+                break
+    return out
+
+
 def _terminates(body: list[ast.stmt]) -> bool:
     """Whether a block never falls through to the statement after it."""
     if not body:
@@ -513,10 +544,8 @@ class _Builder:
         elif isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             return self._refine(test.operand, env, scope, not truth)
         for part in parts:
-            if not isinstance(part, ast.Compare) or len(part.ops) != 1:
-                continue
-            for side in (part.left, part.comparators[0]):
-                if isinstance(side, ast.Name) and side.id in env and ("use", id(side)) in self.flow.attrs:
+            for side in _guarded_names(part):
+                if side.id in env and ("use", id(side)) in self.flow.attrs:
                     key = self._new_def(scope, side.id, "refine", test, side, [("use", id(side))],
                                         truth=truth)
                     env[side.id] = frozenset({key})

@@ -687,6 +687,17 @@ class RangeAnalysis:
             for p in parts:
                 f = self._apply(f, expr, p, truth)
             return f
+        if isinstance(cond, ast.Call) and not cond.keywords:
+            # (d > 0).all() true, or (d <= 0).any() false: every element satisfies it
+            inner = None
+            if isinstance(cond.func, ast.Attribute) and cond.func.attr in ("all", "any") and not cond.args:
+                inner = cond.func.value
+            elif len(cond.args) == 1 and self._call_short(cond) in ("all", "any"):
+                inner = cond.args[0]
+            every = self._call_short(cond) == "all"
+            if inner is not None and truth == every:
+                return self._apply(f, expr, inner, truth)
+            return f
         if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
             return f
         left, op, right = cond.left, cond.ops[0], cond.comparators[0]
@@ -699,12 +710,51 @@ class RangeAnalysis:
         if self.same(left, expr):
             c = self.fact(right)
             return self._constrain(f, type(op), c, truth, f"guarded by {self._text(cond)}")
+        # d.min() > c bounds every element from below, d.max() < c from above
+        reduced = self._reduction_of(left, expr)
+        if reduced is None:
+            reduced = self._reduction_of(right, expr)
+            if reduced is not None:
+                left, right, op = right, left, flip[type(op)]()
+        if reduced is not None:
+            kind, through_abs = reduced
+            eff = type(op) if truth else {ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Lt: ast.GtE, ast.LtE: ast.Gt,
+                                          ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}[type(op)]
+            c = self.fact(right)
+            why = f"guarded by {self._text(cond)}"
+            if kind == "min" and eff in (ast.Gt, ast.GtE):
+                if through_abs:
+                    return replace(f, nonzero=True, why=why) if (c.lo > 0 or (eff is ast.Gt and c.lo >= 0)) else f
+                return self._constrain(f, eff, c, True, why)
+            if kind == "max" and eff in (ast.Lt, ast.LtE) and not through_abs:
+                return self._constrain(f, eff, c, True, why)
+            return f
         # |x| > c with c >= 0 says x != 0
         if self._is_abs_of(left, expr) and isinstance(op, (ast.Gt, ast.GtE)) and truth:
             c = self.fact(right)
             if c.lo > 0 or (isinstance(op, ast.Gt) and c.lo >= 0):
                 return replace(f, nonzero=True, why=f"guarded by {self._text(cond)}")
         return f
+
+    def _reduction_of(self, e: ast.AST, expr: ast.AST) -> tuple[str, bool] | None:
+        """("min"|"max", through abs) when ``e`` is expr.min(), torch.amax(expr), expr.abs().min() ..."""
+        if not isinstance(e, ast.Call) or e.keywords:
+            return None
+        short = self._call_short(e)
+        kind = {"min": "min", "amin": "min", "max": "max", "amax": "max"}.get(short or "")
+        if kind is None:
+            return None
+        if isinstance(e.func, ast.Attribute) and not e.args and self.resolver.qualified_name(e.func) is None:
+            arg = e.func.value
+        elif len(e.args) == 1 and self.resolver.qualified_name(e.func) is not None:
+            arg = e.args[0]
+        else:
+            return None  # a reduction along a dim, or min(x, y): not every element
+        if self.same(arg, expr):
+            return kind, False
+        if self._is_abs_of(arg, expr):
+            return kind, True
+        return None
 
     def _is_abs_of(self, e: ast.AST, expr: ast.AST) -> bool:
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "abs" and not e.args:

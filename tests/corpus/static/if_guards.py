@@ -39,3 +39,17 @@ def unguarded_after_loop(xs):
             continue
         d = torch.ones(1)
     return xs[0] / d  # expect: torch.Tensor.__truediv__@11 possible
+
+
+def reductions(x, d, e, g):
+    if d.min() > 0:
+        a = torch.log(d)  # expect: torch.log@12 safe
+    if (e > 1e-6).all():
+        b = x / e  # expect: torch.Tensor.__truediv__@12 safe
+    if g.abs().min() > 0:
+        c = x / g  # expect: torch.Tensor.__truediv__@12 safe
+    if d.max() > 0:
+        h = torch.log(d)  # expect: torch.log@12 possible
+    if (e <= 0).any():
+        return x
+    return a + b + c + h + torch.log(e)  # expect: torch.log@27 safe
