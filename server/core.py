@@ -70,6 +70,8 @@ def engine_options(settings: Settings, project_root: str | None) -> Any:
         # writes files into the workspace behind the user's back.
         "write_reproducers": None,
     }
+    if settings.timeout is not None:
+        wanted["timeout"] = settings.timeout
     return EngineOptions(**_accepted(EngineOptions, wanted))
 
 

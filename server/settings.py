@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 # Settings that change what the dynamic engine does: a change invalidates its runs.
-DYNAMIC_FIELDS = ("dynamic_enable", "budget", "entries", "trusted")
+DYNAMIC_FIELDS = ("dynamic_enable", "budget", "entries", "trusted", "timeout")
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Settings:
     show_safe: bool = False  # grist.showSafe (as hints)
     trusted: bool = True  # grist.trusted; can only take trust away, never grant it
     debounce: float = 1.0  # grist.dynamic.debounce: seconds of quiet before a run
+    timeout: float | None = None  # grist.dynamic.timeout: seconds for the program to reach its sites (engine default)
 
     def dynamic_allowed(self, client_trusts_workspace: bool) -> bool:
         """Whether the user's code may run: enabled, and trusted by both client and setting."""
@@ -38,7 +39,7 @@ class Settings:
 
     def engine_key(self) -> tuple[Any, ...]:
         """What a cached dynamic result depends on besides the text."""
-        return (self.budget, self.entries)
+        return (self.budget, self.entries, self.timeout)
 
 
 # flat key (without "grist.") -> (field, converter)
@@ -55,6 +56,13 @@ def _as_budget(v: Any) -> float:
     return budget
 
 
+def _as_timeout(v: Any) -> float:
+    timeout = float(v)
+    if not timeout > 0:  # 0, negative or NaN: a program needs some time to start
+        raise ValueError(f"grist.dynamic.timeout must be > 0, not {v!r}")
+    return timeout
+
+
 def _as_entries(v: Any) -> tuple[str, ...]:
     if isinstance(v, str):
         v = [v]
@@ -65,6 +73,7 @@ _FLAT: dict[str, tuple[str, Any]] = {
     "enable": ("enable", _as_bool),
     "dynamic.enable": ("dynamic_enable", _as_bool),
     "dynamic.debounce": ("debounce", _as_budget),
+    "dynamic.timeout": ("timeout", _as_timeout),
     "budget": ("budget", _as_budget),
     "entries": ("entries", _as_entries),
     "showPossible": ("show_possible", _as_bool),

@@ -609,3 +609,14 @@ async def test_exit_during_a_run_stops_its_workers_at_once(client: LanguageClien
             break
         await asyncio.sleep(0.05)
     assert not [p for p in workers if alive(p)]
+
+
+async def test_hanging_program_gives_error_at_its_line(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"budget": 1, "dynamic": {"enable": True, "timeout": 2}})
+    hang = "import torch\n\nx = torch.randn(3)\nwhile True:\n    pass\ny = torch.log(x)\n"
+    uri = open_file(client, tmp_path / "hang.py", hang)
+    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []), "an error verdict")
+    (err,) = [d for d in published_for(client, uri, 1) if d.code == ERROR_CODE]
+    assert err.severity == types.DiagnosticSeverity.Error
+    assert err.range.start.line in (3, 4), err  # the loop the program hangs in
+    assert (await status(client))["running"] == []
