@@ -446,11 +446,14 @@ class _Builder:
         elif isinstance(s, ast.While):
             self._expr(s.test, env, scope)
             self.loops.append([])
-            after1 = self._block(s.body, dict(env), scope)
+            after1 = self._block(s.body, self._refine(s.test, dict(env), scope, True), scope)
             second = self._merge(env, after1, *self.loops[-1])
             self._expr(s.test, second, scope)
-            after2 = self._block(s.body, second, scope)
-            env = self._merge(env, after1, after2, *self.loops.pop())
+            after2 = self._block(s.body, self._refine(s.test, dict(second), scope, True), scope)
+            escapes = self.loops.pop()
+            # the loop ends when its test is false, or at a break (kept unrefined)
+            done = self._refine(s.test, self._merge(env, after1, after2), scope, False)
+            env = self._merge(done, *escapes)
             env = self._merge(env, self._block(s.orelse, dict(env), scope))
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             for item in s.items:

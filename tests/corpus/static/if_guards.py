@@ -53,3 +53,10 @@ def reductions(x, d, e, g):
     if (e <= 0).any():
         return x
     return a + b + c + h + torch.log(e)  # expect: torch.log@27 safe
+
+
+def halving(x, d):
+    while d > 1e-3:
+        x = x / d  # expect: torch.Tensor.__truediv__@12 safe
+        d = d / 2  # expect: torch.Tensor.__truediv__@12 safe
+    return x / d  # expect: torch.Tensor.__truediv__@11 possible
