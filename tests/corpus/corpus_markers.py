@@ -119,12 +119,14 @@ def _oracle_class():
     class NonFiniteOracle(TorchFunctionMode):
         """Records (line, kind) of catalogue ops in ``path`` that turn finite operands into NaN/INF."""
 
-        def __init__(self, path: str | Path, stop_when: set[tuple[int, str]] | None = None):
+        def __init__(self, path: str | Path, stop_when: set[tuple[int, str]] | None = None,
+                     stop_first: bool = False):
             super().__init__()
             self.path = str(Path(path).resolve())
             self.events: list[tuple[int, str, str, str]] = []  # (line, kind, op, "nan"/"inf"/"-inf")
             # Long-running scripts are stopped as soon as every wanted (line, kind) fired.
             self.stop_when = set(stop_when or ())
+            self.stop_first = stop_first  # stop at the first NaN/INF: what the program hits on its own
 
         def _line(self) -> int | None:
             frame = sys._getframe(2)
@@ -153,7 +155,7 @@ def _oracle_class():
                             bad = o[~torch.isfinite(o)].flatten()[0].item() if o.numel() else float("nan")
                             result = "nan" if math.isnan(bad) else ("inf" if bad > 0 else "-inf")
                             self.events.append((line, row.kind, name, result))
-                            if self.stop_when and self.stop_when <= self.fired():
+                            if self.stop_first or (self.stop_when and self.stop_when <= self.fired()):
                                 raise WitnessReached(self.fired())
                         break
             return out
@@ -168,9 +170,23 @@ class WitnessReached(Exception):
     """Raised by the oracle to stop a program once every wanted site fired."""
 
 
-def oracle(path: str | Path, stop_when: set[tuple[int, str]] | None = None):
+def oracle(path: str | Path, stop_when: set[tuple[int, str]] | None = None, stop_first: bool = False):
     """A fresh NonFiniteOracle for one program file (use as a context manager)."""
-    return _oracle_class()(path, stop_when)
+    return _oracle_class()(path, stop_when, stop_first)
+
+
+def first_nonfinite(path: str | Path) -> tuple[int, str, str, str] | None:
+    """Run a script as ``__main__`` under the oracle; the first (line, kind, op, result) it hits, or None."""
+    import runpy
+
+    path = Path(path).resolve()
+    o = oracle(path, stop_first=True)
+    try:
+        with o:
+            runpy.run_path(str(path), run_name="__main__")
+    except WitnessReached:
+        pass
+    return o.events[0] if o.events else None
 
 
 def run_variant(path: str | Path, replacements: dict[str, str], stop_when: set[tuple[int, str]]) -> set[tuple[int, str]]:

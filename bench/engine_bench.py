@@ -1,0 +1,284 @@
+"""Benchmark the GRIST engine on the marked programs (examples/ and tests/corpus/programs/).
+
+    python bench/engine_bench.py                      # seed 0, budget 2 s per site, headline on
+    python bench/engine_bench.py --seeds 3 --budget 2 # stability over seeds 0, 1, 2
+    python bench/engine_bench.py --no-headline tests/corpus/programs/dice_loss.py
+
+Per site: file:line, kind, the marker (what a person checked by hand), the static
+status, the final status after ``confirm``, the entry that exposed it, the
+search iterations and the seconds to expose it (the witness's own clock).
+Totals: final confirmed/possible/safe counts, median and p90 seconds to expose,
+misses (marked confirmed, not confirmed), false positives (confirmed where the
+marker says safe or unproven), and `possible` markers the engine did confirm.
+With --seeds N every file is checked with seeds 0..N-1 and stability is
+reported: every bug confirmed and zero false positives, per seed.
+
+Headline (GRIST's measure): for the scripts whose own training loop reaches NaN
+(tests/corpus/programs/training_*.py), the time the unmodified program takes to
+hit NaN on its own against the time the engine takes to expose the same op.
+"On its own" is measured by running ``python script.py`` in a subprocess with a
+time limit and timestamping the line where the script reports its non-finite
+loss (each prints "non-finite loss ... at step N" and stops); the wall clock
+starts at process launch, so it includes interpreter and torch start-up. Which
+op produced the first NaN/INF is found in a second, separate run under the
+corpus oracle (finite operands, non-finite output; tests/corpus/corpus_markers.py).
+The engine side is that site's witness seconds, and also the wall clock of the
+whole ``confirm`` call for the file (worker start-up, every site, replay).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests" / "corpus"))
+
+import corpus_markers as cm  # noqa: E402
+
+from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
+from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
+
+
+@dataclass
+class Row:
+    file: str
+    line: int
+    kind: str
+    marker: str | None
+    static: str | None
+    final: str | None
+    entry: str = ""
+    iterations: int | None = None
+    seconds: float | None = None
+    result: str = ""
+    weights_moved: float | None = None
+
+
+@dataclass
+class FileRun:
+    path: str
+    seed: int
+    wall: float
+    rows: list[Row] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+def rel(path: str | Path) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
+
+
+def entries_for(path: Path) -> list[str]:
+    """The explicit entry a user would pass with --entry: the file's grist_entry(), if it has one."""
+    return [f"{path}:grist_entry"] if "\ndef grist_entry(" in path.read_text() else []
+
+
+def run_file(path: Path, seed: int, budget: float, jobs: int) -> FileRun:
+    static = analyze_file(str(path))
+    options = EngineOptions(budget=budget, seed=seed, jobs=jobs, project_root=str(REPO), entries=entries_for(path))
+    t0 = time.monotonic()
+    final = confirm(str(path), path.read_text(), static, options)
+    wall = time.monotonic() - t0
+    run = FileRun(rel(path), seed, wall)
+    run.errors = [v.reason for v in final if str(v.status) == "error"]
+    static_by_key = {v.site.key: str(v.status) for v in static if v.site.op}
+    for m in cm.match_markers(path, final):
+        v = m.verdict
+        row = Row(rel(path), m.line, m.kind, m.marker.status if m.marker else None,
+                  static_by_key.get(v.site.key) if v is not None else None,
+                  str(v.status) if v is not None else None)
+        if v is not None and v.witness is not None:
+            w = v.witness
+            row.entry, row.iterations, row.seconds, row.result = w.entry, w.iterations, w.seconds, w.result
+            row.weights_moved = max(w.weights_moved.values(), default=0.0)
+        run.rows.append(row)
+    return run
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    k = min(len(values) - 1, max(0, round(q * (len(values) - 1))))
+    return values[k]
+
+
+def fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def summarise(runs: list[FileRun]) -> dict:
+    rows = [r for run in runs for r in run.rows]
+    finals = [r.final for r in rows if r.final is not None]
+    exposed = [r.seconds for r in rows if r.final == "confirmed" and r.seconds is not None]
+    return {
+        "sites": len(finals),
+        "confirmed": finals.count("confirmed"),
+        "possible": finals.count("possible"),
+        "safe": finals.count("safe"),
+        "marked_confirmed": sum(r.marker == "confirmed" for r in rows),
+        "misses": [f"{r.file}:{r.line} {r.kind}" for r in rows if r.marker == "confirmed" and r.final != "confirmed"],
+        "false_positives": [f"{r.file}:{r.line} {r.kind}" for r in rows
+                            if r.marker in ("safe", "unproven", None) and r.final == "confirmed"],
+        "possible_confirmed": [f"{r.file}:{r.line} {r.kind}" for r in rows
+                               if r.marker == "possible" and r.final == "confirmed"],
+        "median_seconds": statistics.median(exposed) if exposed else None,
+        "p90_seconds": pct(exposed, 0.9),
+        "wall_seconds": sum(run.wall for run in runs),
+        "errors": [f"{run.path}: {e}" for run in runs for e in run.errors],
+    }
+
+
+def print_rows(runs: list[FileRun]) -> None:
+    print(f"{'site':44s} {'kind':6s} {'marker':9s} {'static':8s} {'final':9s} {'iters':>6s} {'secs':>6s}  entry")
+    for run in runs:
+        for r in run.rows:
+            if r.final is None and r.marker == "safe":
+                continue  # a safe marker on an expression the static pass does not even list
+            print(f"{r.file + ':' + str(r.line):44s} {r.kind:6s} {r.marker or '-':9s} {r.static or '-':8s} "
+                  f"{r.final or '-':9s} {r.iterations if r.iterations is not None else '-':>6} "
+                  f"{fmt(r.seconds):>6s}  {r.entry}")
+
+
+def print_summary(s: dict, title: str) -> None:
+    print(f"\n== {title}")
+    print(f"sites {s['sites']}: confirmed {s['confirmed']}, possible {s['possible']}, safe {s['safe']}")
+    print(f"marked confirmed {s['marked_confirmed']}, engine confirmed {s['marked_confirmed'] - len(s['misses'])}; "
+          f"misses {len(s['misses'])}, false positives {len(s['false_positives'])}, "
+          f"possible markers confirmed {len(s['possible_confirmed'])}")
+    print(f"seconds to expose: median {fmt(s['median_seconds'])}, p90 {fmt(s['p90_seconds'])}; "
+          f"engine wall clock over all files {fmt(s['wall_seconds'], 1)} s")
+    for label in ("misses", "false_positives", "possible_confirmed", "errors"):
+        for item in s[label]:
+            print(f"  {label[:-1] if label.endswith('s') else label}: {item}")
+
+
+# --- headline: time to NaN on its own vs time to expose ---------------------------
+
+NATURAL_NAN_LIMIT = 600.0
+
+
+def time_to_nan_on_its_own(path: Path, limit: float) -> tuple[float | None, str]:
+    """Wall seconds from launch until the script prints its non-finite loss line (None: never, within limit)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=REPO)
+    found, line = None, ""
+    try:
+        for line in proc.stdout:
+            if "non-finite loss" in line:
+                found = time.monotonic() - t0
+                break
+            if time.monotonic() - t0 > limit:
+                break
+    finally:
+        proc.kill()
+        proc.wait()
+    return found, line.strip()
+
+
+def first_nan_op(path: Path, limit: float) -> tuple[int, str, str, str] | None:
+    """(line, kind, op, result) of the first NaN/INF the unmodified script produces, via the corpus oracle."""
+    code = ("import json, sys; sys.path.insert(0, %r); import corpus_markers as cm; "
+            "print('FIRST', json.dumps(cm.first_nonfinite(%r)))") % (str(REPO / "tests" / "corpus"), str(path))
+    try:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        return None
+    for line in out.stdout.splitlines():
+        if line.startswith("FIRST "):
+            got = json.loads(line[6:])
+            return tuple(got) if got else None
+    return None
+
+
+def headline(runs: list[FileRun], scripts: list[Path], limit: float) -> list[dict]:
+    out = []
+    by_path = {run.path: run for run in runs if run.seed == 0}
+    for script in scripts:
+        natural, said = time_to_nan_on_its_own(script, limit)
+        first = first_nan_op(script, limit)
+        run = by_path.get(rel(script))
+        entry = {"script": rel(script), "natural_seconds": natural, "natural_report": said,
+                 "first_op": first, "engine_seconds": None, "engine_file_wall": run.wall if run else None,
+                 "engine_status": None}
+        if first and run:
+            for r in run.rows:
+                if r.line == first[0] and r.kind == first[1]:
+                    entry["engine_seconds"], entry["engine_status"] = r.seconds, r.final
+        out.append(entry)
+    print("\n== headline: time for the program to hit NaN on its own vs time for the engine to expose that op")
+    print(f"{'script':44s} {'first NaN op':22s} {'own (s)':>8s} {'engine site (s)':>15s} {'engine file (s)':>15s} "
+          f"{'ratio site':>10s} {'ratio file':>10s}")
+    for e in out:
+        op = f"{e['first_op'][0]} {e['first_op'][1]}" if e["first_op"] else "-"
+        nat, eng, wall = e["natural_seconds"], e["engine_seconds"], e["engine_file_wall"]
+        r1 = f"{nat / eng:.0f}x" if nat and eng else "-"
+        r2 = f"{nat / wall:.1f}x" if nat and wall else "-"
+        print(f"{e['script']:44s} {op:22s} {fmt(nat, 1):>8s} {fmt(eng):>15s} {fmt(wall, 1):>15s} {r1:>10s} {r2:>10s}"
+              f"   ({e['engine_status']})")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("paths", nargs="*", help="program files (default: every marked program)")
+    ap.add_argument("--seeds", type=int, default=1, help="repeat with seeds 0..N-1 and report stability")
+    ap.add_argument("--budget", type=float, default=2.0, help="engine search seconds per site")
+    ap.add_argument("--jobs", type=int, default=1, help="engine workers per file")
+    ap.add_argument("--parallel", type=int, default=2, help="files checked at once")
+    ap.add_argument("--no-headline", action="store_true", help="skip the time-to-NaN-on-its-own comparison")
+    ap.add_argument("--nan-limit", type=float, default=NATURAL_NAN_LIMIT, help="seconds a script may run on its own")
+    ap.add_argument("--json", help="write every row and summary here")
+    args = ap.parse_args(argv)
+
+    files = [Path(p).resolve() for p in args.paths] or cm.program_files()
+    all_runs: list[FileRun] = []
+    per_seed = {}
+    for seed in range(args.seeds):
+        with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
+            runs = list(pool.map(lambda f: run_file(f, seed, args.budget, args.jobs), files))
+        all_runs += runs
+        print(f"\n##### seed {seed} (budget {args.budget} s per site)")
+        print_rows(runs)
+        per_seed[seed] = summarise(runs)
+        print_summary(per_seed[seed], f"seed {seed}")
+
+    if args.seeds > 1:
+        print("\n== stability over seeds")
+        for seed, s in per_seed.items():
+            ok = not s["misses"] and not s["false_positives"]
+            print(f"seed {seed}: {'every bug confirmed, no false positive' if ok else 'NOT stable'} "
+                  f"(misses {len(s['misses'])}, false positives {len(s['false_positives'])}, "
+                  f"median {fmt(s['median_seconds'])} s, p90 {fmt(s['p90_seconds'])} s)")
+        always_missed = set.intersection(*(set(s["misses"]) for s in per_seed.values()))
+        sometimes = set.union(*(set(s["misses"]) for s in per_seed.values())) - always_missed
+        print(f"missed on every seed: {len(always_missed)}; missed on some seeds only: {sorted(sometimes)}")
+
+    heads = []
+    if not args.no_headline:
+        scripts = [f for f in files if f.name.startswith("training_")]
+        if scripts:
+            heads = headline(all_runs, scripts, args.nan_limit)
+
+    if args.json:
+        Path(args.json).write_text(json.dumps({
+            "budget": args.budget, "seeds": args.seeds,
+            "runs": [{"path": r.path, "seed": r.seed, "wall": r.wall, "errors": r.errors,
+                      "rows": [vars(x) for x in r.rows]} for r in all_runs],
+            "summary": per_seed, "headline": heads}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
