@@ -57,6 +57,7 @@ class Evaluation:
     used: list[str]  # input keys in order of use
     params: dict[str, torch.Tensor]  # parameter key -> its value at entry
     param_names: dict[str, str]
+    values: dict[str, Any] = field(default_factory=dict)  # the inputs as run (projected on their support)
 
     @property
     def found(self) -> bool:
@@ -96,6 +97,7 @@ class Runner:
     def evaluate(self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None,
                  grad: bool = True) -> Evaluation:
         self.iterations += 1
+        values = project(values)
         leaves: dict[str, Any] = {}
         for k, v in values.items():
             if isinstance(v, torch.Tensor) and grad and torch.is_floating_point(v):
@@ -123,7 +125,30 @@ class Runner:
                 except RuntimeError:
                     grads = {}
         return Evaluation(outcome, error, d, grads, list(dict.fromkeys(tracer.used_inputs)), params,
-                          dict(tracer.param_names))
+                          dict(tracer.param_names), values)
+
+
+# Inputs drawn by a sampler stay in its support: a Poisson count is a non-negative integer,
+# a Bernoulli draw is 0 or 1. Keys name the factory (see tracing).
+_SUPPORT = {
+    "torch.poisson": lambda v: v.detach().round().clamp_min(0),
+    "torch.bernoulli": lambda v: v.detach().round().clamp(0, 1),
+}
+
+
+def project(values: dict[str, Any]) -> dict[str, Any]:
+    """Values moved back onto their input's support where the key says which sampler made it."""
+    out = values
+    for k, v in values.items():
+        if not isinstance(v, torch.Tensor) or not torch.is_floating_point(v):
+            continue
+        factory = k.rpartition("#")[0].rpartition(":")[2]
+        fix = _SUPPORT.get(factory)
+        if fix is not None:
+            if out is values:
+                out = dict(values)
+            out[k] = fix(v)
+    return out
 
 
 def _bounds(examples: dict[str, Any], factor: float) -> dict[str, float]:
@@ -233,6 +258,7 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     best = float("inf")
 
     def done(ev: Evaluation, values: dict[str, Any], deltas: dict[str, torch.Tensor], how: str) -> SearchReport:
+        values = ev.values or values
         used = {k: values[k] for k in ev.used if k in values} or dict(values)
         found = Found(ev.outcome, used, {k: d.detach().clone() for k, d in deltas.items()}, ev.param_names,
                       runner.iterations, time.monotonic() - t0, how)
@@ -269,6 +295,8 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     a = 0.05
     newton_ok = _newton_applies(site.kind)
     restarts = 0
+    momentum: dict[str, torch.Tensor] = {}
+    coast = 0
     # Phases switch by iteration count, not by the clock, so that the same seed gives the
     # same witness on a busy machine; the budget only decides when to give up.
     late_at = runner.iterations + LATE_AFTER
@@ -293,7 +321,19 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
             if lev.outcome is not None and lev.grads and lev.d < cur_ev.d:
                 cur, cur_ev = values, lev
             continue
+        if not cur_ev.grads and momentum and cur_ev.d != float("inf") and coast < 4:
+            # The gradient underflowed on a plateau (softmax at 1e-45): keep going the last way.
+            coast += 1
+            step = {k: m * (2.0 ** coast) for k, m in momentum.items()}
+            cand = {k: (_clip(v + step[k], bounds[k]) if k in step else v) for k, v in cur.items()}
+            mev = runner.evaluate(cand, deltas if weights_on else None)
+            if mev.found:
+                return done(mev, cand, deltas if weights_on else {}, "gradient step (coasting)")
+            if mev.outcome is not None and mev.d <= cur_ev.d:
+                cur, cur_ev = cand, mev
+            continue
         if not cur_ev.grads or cur_ev.d == float("inf"):
+            momentum, coast = {}, 0
             restarts += 1
             scale = float(torch.rand((), generator=gen)) * 4 + 0.5
             cur = {k: (_clip(v + torch.randn(v.shape, generator=gen, dtype=v.dtype) * scale * bounds[k] / settings.bound_factor, bounds[k])
@@ -324,6 +364,9 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
         if newton_better and (not signed_better or nev.d <= sev.d):
             cur, cur_ev, deltas = ncand, nev, ncand_d if weights_on else deltas
         elif signed_better:
+            momentum = {k: cand[k] - cur[k] for k in bounds if k in cand and k in cur
+                        and isinstance(cand[k], torch.Tensor) and cand[k].shape == cur[k].shape}
+            coast = 0
             cur, cur_ev, deltas = cand, sev, cand_d if weights_on else deltas
             a = min(a * 2.0, 1.0)
         else:

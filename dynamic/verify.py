@@ -35,6 +35,7 @@ from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict, Witness,
 RTOL = 1e-4
 ATOL = 1e-6
 DEFAULT_TIMEOUT = 120.0
+STARTUP_ALLOWANCE = 60.0
 
 
 class EditError(ValueError):
@@ -130,6 +131,7 @@ class _Check:
     static_at_site: str = "unknown"  # "gone", "safe", "possible", "error: ..."
     engine_at_site: str = "not run"  # "not confirmed", "confirmed", "error: ..."
     new_confirmed: list[str] = field(default_factory=list)
+    preexisting: list[str] = field(default_factory=list)  # newly found, but failing before the fix too
     replay: str = "not run"  # "not reproduced", "reproduced", "error: ..."
     output: str = "not compared"  # "same", "differs: ...", "no values", "error: ..."
 
@@ -154,6 +156,8 @@ class _Check:
             parts.append("engine confirmed new bugs at " + ", ".join(self.new_confirmed))
         elif self.engine_at_site != "not run":
             parts.append("no new confirmed site")
+        if self.preexisting:
+            parts.append("also confirmed, but failing the same way before the fix: " + ", ".join(self.preexisting))
         if self.replay != "not run":
             parts.append(f"original witness replayed on the fixed code: {self.replay}")
         parts.append({
@@ -305,13 +309,45 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         if v.site.kind == verdict.site.kind and _within(v.site.span, region):
             at_site = True
         elif _key(v.site) not in before:
-            check.new_confirmed.append(f"line {v.site.span.start_line} ({v.site.op or v.site.kind})")
+            where = f"line {v.site.span.start_line} ({v.site.op or v.site.kind})"
+            if _fails_before_the_fix(path, text, fixed, fix, v, _timeout(options)):
+                # the fresh search found a bug the first search missed (budget): not the fix's doing
+                check.preexisting.append(where)
+            else:
+                check.new_confirmed.append(where)
     if at_site:
         check.engine_at_site = "confirmed again"
     elif run_errors and not any(v.status is Status.CONFIRMED for v in result):
         check.engine_at_site = f"error: {run_errors[0].reason}"
     else:
         check.engine_at_site = "not confirmed"
+
+
+def _fails_before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, timeout: float) -> bool:
+    """Does the witness of a site confirmed on the fixed text also fail on the original text?"""
+    original_span = shift_span(found.site.span, inverse_edits(text, fix.edits), fixed)
+    if original_span is None or found.witness is None:
+        return False  # the site is part of the fix's own code
+    site = dataclasses.replace(found.site, span=original_span)
+    res = _run_worker({"task": "replay", "path": path, "text": text, "site": to_json(site),
+                       "witness": to_json(found.witness)}, timeout)
+    return bool(res.get("reproduced"))
+
+
+def inverse_edits(text: str, edits: list[TextEdit]) -> list[TextEdit]:
+    """Edits on ``apply_edits(text, edits)`` that give ``text`` back (to map positions back)."""
+    starts = _line_starts(text)
+    ranges = sorted((_offset(starts, text, e.span.start_line, e.span.start_col),
+                     _offset(starts, text, e.span.end_line, e.span.end_col), i, e.new_text)
+                    for i, e in enumerate(edits))
+    fixed = apply_edits(text, edits)
+    out, delta = [], 0
+    for lo, hi, _, new_text in ranges:
+        new_lo = lo + delta
+        span = _span_of(fixed, new_lo, new_lo + len(new_text))
+        out.append(TextEdit(span, text[lo:hi]))
+        delta += len(new_text) - (hi - lo)
+    return out
 
 
 def _key(site: Site) -> tuple[int, int, str]:
@@ -330,8 +366,10 @@ def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Ver
 
 
 def _timeout(options: Any) -> float:
+    """Per subprocess: the engine's run timeout plus the start-up of a fresh interpreter with torch,
+    which on a loaded machine alone can take tens of seconds."""
     value = getattr(options, "timeout", None)
-    return float(value) if value else DEFAULT_TIMEOUT
+    return float(value) + STARTUP_ALLOWANCE if value else DEFAULT_TIMEOUT
 
 
 # --- subprocess work: replay and output runs ------------------------------------------------
