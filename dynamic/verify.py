@@ -132,13 +132,16 @@ class _Check:
     engine_at_site: str = "not run"  # "not confirmed", "confirmed", "error: ..."
     new_confirmed: list[str] = field(default_factory=list)
     preexisting: list[str] = field(default_factory=list)  # newly found, but failing before the fix too
+    moved_downstream: list[str] = field(default_factory=list)  # fails now where the original failed earlier
     replay: str = "not run"  # "not reproduced", "reproduced", "error: ..."
     output: str = "not compared"  # "same", "differs: ...", "no values", "error: ..."
 
     @property
     def verified(self) -> bool:
-        bug_gone = self.static_at_site in ("gone", "safe") or self.engine_at_site == "not confirmed"
-        return (self.parses and bug_gone and not self.new_confirmed and self.replay == "not reproduced"
+        bug_gone = (self.static_at_site in ("gone", "safe") or self.engine_at_site == "not confirmed") \
+            and self.engine_at_site != "confirmed again"
+        return (self.parses and bug_gone and not self.new_confirmed and not self.moved_downstream
+                and self.replay == "not reproduced"
                 and not self.output.startswith(("differs", "error")))
 
     def note(self, no_witness: bool = False) -> str:
@@ -154,7 +157,10 @@ class _Check:
             parts.append(f"engine (fresh search, same seed): the site is {self.engine_at_site}")
         if self.new_confirmed:
             parts.append("engine confirmed new bugs at " + ", ".join(self.new_confirmed))
-        elif self.engine_at_site != "not run":
+        if self.moved_downstream:
+            parts.append("the failure moves downstream to " + ", ".join(self.moved_downstream)
+                         + " (on those inputs the original already failed earlier)")
+        if not self.new_confirmed and not self.moved_downstream and self.engine_at_site != "not run":
             parts.append("no new confirmed site")
         if self.preexisting:
             parts.append("also confirmed, but failing the same way before the fix: " + ", ".join(self.preexisting))
@@ -310,9 +316,12 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
             at_site = True
         elif _key(v.site) not in before:
             where = f"line {v.site.span.start_line} ({v.site.op or v.site.kind})"
-            if _fails_before_the_fix(path, text, fixed, fix, v, _timeout(options)):
+            before_fix = _before_the_fix(path, text, fixed, fix, v, _timeout(options))
+            if before_fix == "same":
                 # the fresh search found a bug the first search missed (budget): not the fix's doing
                 check.preexisting.append(where)
+            elif before_fix == "upstream":
+                check.moved_downstream.append(where)
             else:
                 check.new_confirmed.append(where)
     if at_site:
@@ -323,15 +332,19 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         check.engine_at_site = "not confirmed"
 
 
-def _fails_before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, timeout: float) -> bool:
-    """Does the witness of a site confirmed on the fixed text also fail on the original text?"""
+def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, timeout: float) -> str:
+    """What the witness of a site confirmed on the fixed text does to the original text:
+    "same" (that site fails there too), "upstream" (the original already failed earlier on these
+    inputs, so the fix moves the failure downstream) or "new"."""
     original_span = shift_span(found.site.span, inverse_edits(text, fix.edits), fixed)
     if original_span is None or found.witness is None:
-        return False  # the site is part of the fix's own code
+        return "new"  # the site is part of the fix's own code
     site = dataclasses.replace(found.site, span=original_span)
     res = _run_worker({"task": "replay", "path": path, "text": text, "site": to_json(site),
                        "witness": to_json(found.witness)}, timeout)
-    return bool(res.get("reproduced"))
+    if res.get("reproduced"):
+        return "same"
+    return "upstream" if "upstream" in str(res.get("detail", "")) else "new"
 
 
 def inverse_edits(text: str, edits: list[TextEdit]) -> list[TextEdit]:
