@@ -620,3 +620,18 @@ async def test_hanging_program_gives_error_at_its_line(client: LanguageClient, t
     assert err.severity == types.DiagnosticSeverity.Error
     assert err.range.start.line in (3, 4), err  # the loop the program hangs in
     assert (await status(client))["running"] == []
+
+
+async def test_turning_dynamic_off_stops_the_running_check(client: LanguageClient, tmp_path: Path) -> None:
+    await start(client, tmp_path, {"budget": 3})
+    slow = "import time\nimport torch\n\nx = torch.randn(3)\ntime.sleep(600)\ny = torch.log(x)\n"
+    uri = open_file(client, tmp_path / "slow.py", slow)
+    await wait_for(client, lambda: any(client.progress_reports.values()), "the run to begin")
+    (token,) = [t for t, r in client.progress_reports.items() if r]
+
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"grist": {"dynamic": {"enable": False}}}))
+    await wait_for(client, lambda: isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd), "the run to end")
+    assert client.progress_reports[token][-1].message == "cancelled"
+    state = await status(client)
+    assert state["running"] == [] and state["dynamic_allowed"] is False
+    assert [d.severity for d in published_for(client, uri, 1) if d.code == KINDS["log"].code] == [types.DiagnosticSeverity.Warning]
