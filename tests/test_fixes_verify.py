@@ -4,6 +4,7 @@ that removes the bug without changing the program's output is marked verified.""
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import shutil
 import subprocess
@@ -46,9 +47,28 @@ def norm(tmp_path_factory: pytest.TempPathFactory) -> Confirmed:
     return Confirmed(path, text, verdicts, options)
 
 
+# clamping at 0 keeps sqrt's infinite gradient at 0: the witness still replays
+WEAK = "torch.sqrt((v * v).sum(dim=-1).clamp_min(0.0))"
+# removes the bug, but also changes every norm below 10
+HEAVY = "torch.sqrt((v * v).sum(dim=-1).clamp_min(100.0))"
+
+
 @pytest.fixture(scope="module")
-def fixed(norm: Confirmed) -> list[Verdict]:
-    return fix_verdicts(str(norm.path), norm.text, norm.verdicts, norm.options)
+def checked(norm: Confirmed) -> dict[str, object]:
+    """The proposed fixes and two hand-written ones, re-checked at the same time (each check is
+    subprocesses, so threads overlap them)."""
+    site = norm.bug.site
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        proposed = pool.submit(fix_verdicts, str(norm.path), norm.text, norm.verdicts, norm.options)
+        others = {name: pool.submit(check_fix, str(norm.path), norm.text, norm.bug,
+                                    Fix(name, [TextEdit(site.span, code)]), norm.verdicts, norm.options)
+                  for name, code in (("weak", WEAK), ("heavy", HEAVY))}
+        return {"proposed": proposed.result(), **{k: f.result() for k, f in others.items()}}
+
+
+@pytest.fixture(scope="module")
+def fixed(checked: dict[str, object]) -> list[Verdict]:
+    return checked["proposed"]  # type: ignore[return-value]
 
 
 def test_the_proposed_fix_is_verified_and_says_what_was_checked(norm: Confirmed, fixed: list[Verdict]) -> None:
@@ -64,20 +84,14 @@ def test_the_proposed_fix_is_verified_and_says_what_was_checked(norm: Confirmed,
         assert words in fix.note
 
 
-def test_a_fix_that_leaves_the_bug_is_not_verified(norm: Confirmed) -> None:
-    site = norm.bug.site
-    # clamping at 0 keeps sqrt's infinite gradient at 0: the witness still replays
-    weak = Fix("Clamp at 0", [TextEdit(site.span, "torch.sqrt((v * v).sum(dim=-1).clamp_min(0.0))")])
-    checked = check_fix(str(norm.path), norm.text, norm.bug, weak, norm.verdicts, norm.options)
+def test_a_fix_that_leaves_the_bug_is_not_verified(checked: dict) -> None:
+    checked = checked["weak"]
     assert not checked.verified
     assert "original witness replayed on the fixed code: reproduced" in checked.note
 
 
-def test_a_fix_that_changes_the_output_is_not_verified(norm: Confirmed) -> None:
-    site = norm.bug.site
-    # removes the bug, but also changes every norm below 10
-    heavy = Fix("Clamp at 100", [TextEdit(site.span, "torch.sqrt((v * v).sum(dim=-1).clamp_min(100.0))")])
-    checked = check_fix(str(norm.path), norm.text, norm.bug, heavy, norm.verdicts, norm.options)
+def test_a_fix_that_changes_the_output_is_not_verified(checked: dict) -> None:
+    checked = checked["heavy"]
     assert not checked.verified
     assert "original witness replayed on the fixed code: not reproduced" in checked.note
     assert "program output on its example inputs: differs" in checked.note
