@@ -24,6 +24,7 @@ import ast
 import json
 import math
 import os
+import pprint
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -381,34 +382,51 @@ def {_test_name(site)}() -> None:
 # --- replay reproducer ---------------------------------------------------------------------
 
 def _render_replay(site: Site, witness: Witness, filename: str, directory: str | None) -> Reproducer:
+    """A test that hands the witness to ``grist_lsp.dynamic.replay.replay``.
+
+    Tensors the witness keeps in files (large inputs, weight deltas) are copied beside the test
+    and the witness is pointed at the copies, so the pair can move to another machine.
+    """
     payloads: dict[str, bytes] = {}
     w = to_json(witness)
-    w["reproducer"] = None
-    w["reproducer_source"] = None
-    payload_line = ""
-    if witness.payload and os.path.exists(witness.payload):
-        payload_name = Path(filename).with_suffix(".pt").name
-        payloads[payload_name] = Path(witness.payload).read_bytes()
-        w["payload"] = None
-        payload_line = f'WITNESS["payload"] = str(Path(__file__).with_name({payload_name!r}))\n'
+    for key in ("reproducer", "reproducer_source", "payload"):
+        w[key] = None
+    stem = Path(filename).stem
+    relocated: list[tuple[str, str, str]] = []  # (witness field, name, payload file)
+    for field_name in ("inputs", "weight_deltas"):
+        for name, tv in (w.get(field_name) or {}).items():
+            if tv.get("file") and os.path.exists(tv["file"]):
+                payload = f"{stem}_{re.sub(r'[^A-Za-z0-9_-]', '_', name)}.pt"
+                payloads[payload] = Path(tv["file"]).read_bytes()
+                tv["file"] = None
+                relocated.append((field_name, name, payload))
     s = to_json(site)
-    s["file"] = "__PROGRAM__"
+    recorded = os.path.abspath(site.file)
+    s["file"] = None
     how = ("It needs grist-lsp installed (`pip install grist-lsp`): entering the program this way"
            " substitutes tensors by their creation site and moves weights, which only the engine's"
            " replay does.")
-    source = (
-        _docstring(site, witness, how)
-        + "import json\nfrom pathlib import Path\n\n"
-        + "from grist_lsp.dynamic.replay import replay\n"
-        + "from grist_lsp.model import site_from_json, witness_from_json\n\n"
-        + f"PROGRAM = {_program_path_expr(site.file, directory)}\n"
-        + f"SITE = json.loads({json.dumps(json.dumps(s))})\n"
-        + 'SITE["file"] = str(PROGRAM)\n'
-        + f"WITNESS = json.loads({json.dumps(json.dumps(w))})\n"
-        + payload_line
-        + f"\n\ndef {_test_name(site)}() -> None:\n"
-        + "    result = replay(site_from_json(SITE), witness_from_json(WITNESS))\n"
-        + f'    assert not result.reproduced, f"{site.op or site.kind} at {Path(site.file).name}:'
-        + f'{site.span.start_line} still gives {{result.result}}: {{result.detail}}"\n'
-    )
-    return Reproducer(filename=filename, source=source, payloads=payloads)
+    lines = [
+        _docstring(site, witness, how),
+        "from pathlib import Path\n",
+        "from grist_lsp.dynamic.replay import replay",
+        "from grist_lsp.model import site_from_json, witness_from_json\n",
+        f"PROGRAM = {_program_path_expr(site.file, directory)}",
+        f"SITE = {pprint.pformat(s, width=100, sort_dicts=False)}",
+        'SITE["file"] = str(PROGRAM)',
+        f"WITNESS = {pprint.pformat(w, width=100, sort_dicts=False)}",
+        "# the entry names the program by the path it had when the witness was found",
+        f'WITNESS["entry"] = WITNESS["entry"].replace({recorded!r}, str(PROGRAM))',
+    ]
+    for field_name, name, payload in relocated:
+        lines.append(f"WITNESS[{field_name!r}][{name!r}]['file'] = str(Path(__file__).with_name({payload!r}))")
+    lines += [
+        "",
+        "",
+        f"def {_test_name(site)}() -> None:",
+        "    result = replay(site_from_json(SITE), witness_from_json(WITNESS))",
+        f'    assert not result.reproduced, f"{site.op or site.kind} at {Path(site.file).name}:'
+        f'{site.span.start_line} still gives {{result.result}}: {{result.detail}}"',
+        "",
+    ]
+    return Reproducer(filename=filename, source="\n".join(lines), payloads=payloads)
