@@ -189,3 +189,15 @@ def test_an_F_that_is_not_functional_is_not_reused() -> None:
     text = "import torch\nF = 3\n\ndef f(x):\n    return torch.log(torch.sigmoid(x))\n"
     fixed, fixes = _fixed(text, "torch.log(torch.sigmoid(x))")
     assert "return torch.nn.functional.logsigmoid(x)" in fixed and len(fixes[0].edits) == 1
+
+
+def test_inverse_edits_map_fixed_positions_back() -> None:
+    from grist_lsp.dynamic.verify import inverse_edits, shift_span
+
+    text = "import torch\nx = torch.log(a)\ny = b / c\n"
+    edits = [TextEdit(Span(2, 0, 2, 0), "import foo\n"), TextEdit(Span(2, 4, 2, 16), "torch.log(a.clamp_min(1e-8))")]
+    fixed = apply_edits(text, edits)
+    back = inverse_edits(text, edits)
+    assert apply_edits(fixed, back) == text
+    assert shift_span(Span(4, 4, 4, 9), back, fixed) == Span(3, 4, 3, 9)  # `b / c` before the fix
+    assert shift_span(Span(3, 4, 3, 32), back, fixed) is None  # inside the fix's own code

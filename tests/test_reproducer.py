@@ -223,3 +223,22 @@ def test_rendered_source_compiles_for_every_entry_kind(tmp_path: Path, entry: st
     compile(repro.source, repro.filename, "exec")
     assert repro.filename.startswith("test_") and repro.filename.endswith(".py")
     assert "def test_log_at_entry_log_softmax_line_18_is_finite" in repro.source
+
+
+def test_replay_reproducer_carries_file_held_tensors_beside_it(tmp_path: Path) -> None:
+    import torch
+
+    program = _copy("script_entropy.py", tmp_path)
+    site = _site(program, "torch.log(p)")
+    held = tmp_path / "cache" / "big.pt"
+    held.parent.mkdir()
+    torch.save(torch.zeros(300), held)
+    witness = Witness(entry=f"script:{program}", inputs={"script_entropy.py:6:torch.rand#0": TensorValue(
+        [300], "float32", None, file=str(held))}, weights_moved={}, operand=None, result="-inf")
+    repro = render_reproducer(site, witness, str(tmp_path / "repro"))
+    [(name, data)] = repro.payloads.items()
+    assert name == "test_grist_script_entropy_8_log_script_entropy_py_6_torch_rand_0.pt"
+    assert data == held.read_bytes()
+    assert str(held) not in repro.source  # the cache path does not leak into the test
+    assert f"with_name({name!r})" in repro.source
+    assert f"WITNESS[\"entry\"].replace({str(program)!r}, str(PROGRAM))" in repro.source
