@@ -51,7 +51,7 @@ local ok, err = pcall(function()
     name = "grist",
     cmd = { os.getenv("GRIST_NVIM_PYTHON"), "-m", "grist_lsp" },
     root_dir = vim.fn.getcwd(),
-    init_options = { budget = 3, dynamic = { enable = true } },
+    init_options = { budget = 1, dynamic = { enable = true } },
   })
   result.client_id = client_id
   vim.lsp.buf_attach_client(bufnr, client_id)

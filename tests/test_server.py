@@ -403,7 +403,7 @@ def verified_fixes(d: types.Diagnostic) -> list[dict]:
 
 async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproducer(client: LanguageClient, tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
-    await start(client, tmp_path, {"budget": 3})
+    await start(client, tmp_path, {"budget": 1})
     path = tmp_path / "train.py"
     uri = open_file(client, path, SCRIPT)
     path.write_text("import torch\n", encoding="utf-8")  # the buggy text exists only in the editor
