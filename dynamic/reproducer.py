@@ -221,6 +221,9 @@ class WatchSite(TorchFunctionMode):
         frame = sys._getframe(2)
         while frame is not None and Path(frame.f_code.co_filename).resolve() != PROGRAM:
             frame = frame.f_back
+        # a comprehension or lambda in the function runs as its own code object: look past it
+        while frame is not None and frame.f_code.co_qualname.startswith(SITE_FUNCTION + ".<locals>.<"):
+            frame = frame.f_back
         if frame is None or frame.f_code.co_qualname != SITE_FUNCTION:
             return False
         return frame.f_lineno - frame.f_code.co_firstlineno in SITE_LINES
