@@ -287,6 +287,8 @@ def create_server() -> GristServer:
     @server.feature(types.INITIALIZE)
     @guarded
     def initialize(ls: GristServer, params: types.InitializeParams) -> None:
+        # Fail closed: should reading the options go wrong, no code runs.
+        ls.client_trusted = False
         ls.scheduler.warm_up()
         options = params.initialization_options
         trusted = client_trust(options)
