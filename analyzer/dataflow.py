@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
-import networkx as nx
+if TYPE_CHECKING:
+    import networkx as nx
 
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -116,6 +117,8 @@ class DataFlow:
     def graph(self) -> nx.DiGraph:
         """The dataflow graph as a networkx DiGraph (built once, on first use)."""
         if self._graph is None:
+            import networkx as nx  # imported on first use: it costs more than a whole analysis
+
             g = nx.DiGraph()
             for node, attrs in self.attrs.items():
                 g.add_node(node, **attrs)
@@ -152,6 +155,8 @@ class DataFlow:
     def upstream(self, expr: ast.AST) -> list[Def]:
         """Every definition whose value may flow, transitively, into ``expr``
         (through assignments, arguments, returns and class attributes)."""
+        import networkx as nx
+
         g = self.graph
         seen: set[tuple] = set()
         for n in ast.walk(expr):
