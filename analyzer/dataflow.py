@@ -12,11 +12,18 @@ A networkx ``DiGraph`` per module. Nodes:
 * ``("ret", id(func))``: a function's return; edges come from each returned
   expression (``("expr", id(e))``) and go to ``("call", id(call))`` nodes.
 
+Edges also run from the uses and calls inside a value to the definition,
+argument or return it feeds, so ``upstream(expr)`` (networkx ancestors) lists
+everything that may flow into an expression.
+
 Reaching definitions are flow-sensitive inside one scope (statements in order,
-branches merged, loop bodies visited twice so back edges reach), and
-flow-insensitive across scopes (a function sees every module-level definition
-of a global, a closure every definition in its enclosing function). Aliasing
-through containers or second names is not tracked.
+branches merged, a branch that always leaves dropped, loop bodies visited twice
+so back edges reach, continue/break environments joined at the loop head and
+exit), and flow-insensitive across scopes (a function sees every module-level
+definition of a global, a closure every definition in its enclosing function).
+Guards add ``refine`` definitions: after ``if d == 0: return``, inside
+``if d.min() > 0:``, after ``assert s > 0``, in ``while d > eps:``.
+Aliasing through containers or second names is not tracked.
 
 ``sources(expr)`` answers the range analysis' question "what may flow into
 this expression".
@@ -44,8 +51,9 @@ class Def:
     ``value`` depends on ``how``: the assigned expression (``assign``,
     ``unpack``, ``attr``, ``walrus``), the ``AugAssign`` statement (``aug``),
     the default expression or None (``param``), the iterable (``for``), the
-    ``FunctionDef``/``ClassDef`` (``function``/``class``), the mutating
-    statement (``mutate``), None otherwise. ``path`` locates a name inside a
+    ``FunctionDef``/``ClassDef`` (``function``/``class``), the assigned value
+    or the in-place call (``mutate``), the guard expression (``refine``, with
+    ``truth``), None otherwise. ``path`` locates a name inside a
     tuple target; ``qualified`` is the imported name for ``import``.
     """
 
