@@ -263,7 +263,8 @@ class _Builder:
         self.flow = flow
         self._seen_ops: set[int] = set()
         self._def_for: dict[tuple[int, str, str, bool], int] = {}
-        self.loops: list[list[Env]] = []  # per enclosing loop: environments at continue/break
+        # per enclosing loop: environments at its continue and at its break statements
+        self.loops: list[tuple[list[Env], list[Env]]] = []
         self.pending: list[tuple[ast.AST, Scope]] = []  # nested functions to walk after their parent
         self.nonlocal_uses: list[tuple[ast.AST, str, Scope]] = []
         self.calls: list[tuple[ast.Call, Scope]] = []
@@ -449,24 +450,25 @@ class _Builder:
             entry = dict(env)
             first = dict(entry)
             self._bind(s.target, first, scope, "for", s.iter, deps=deps)
-            self.loops.append([])  # environments at continue/break statements
+            self.loops.append(([], []))  # environments at continue / break statements
             after1 = self._block(s.body, first, scope)
-            second = self._merge(entry, after1, *self.loops[-1])
+            second = self._merge(entry, after1, *self.loops[-1][0])
             self._bind(s.target, second, scope, "for", s.iter, deps=deps)
             after2 = self._block(s.body, second, scope)
-            env = self._merge(entry, after1, after2, *self.loops.pop())
+            continues, breaks = self.loops.pop()
+            env = self._merge(entry, after1, after2, *continues, *breaks)
             env = self._merge(env, self._block(s.orelse, dict(env), scope))
         elif isinstance(s, ast.While):
             self._expr(s.test, env, scope)
-            self.loops.append([])
+            self.loops.append(([], []))
             after1 = self._block(s.body, self._refine(s.test, dict(env), scope, True), scope)
-            second = self._merge(env, after1, *self.loops[-1])
+            second = self._merge(env, after1, *self.loops[-1][0])
             self._expr(s.test, second, scope)
             after2 = self._block(s.body, self._refine(s.test, dict(second), scope, True), scope)
-            escapes = self.loops.pop()
-            # the loop ends when its test is false, or at a break (kept unrefined)
-            done = self._refine(s.test, self._merge(env, after1, after2), scope, False)
-            env = self._merge(done, *escapes)
+            continues, breaks = self.loops.pop()
+            # the loop ends when its test is false (after the body or a continue), or at a break
+            done = self._refine(s.test, self._merge(env, after1, after2, *continues), scope, False)
+            env = self._merge(done, *breaks)
             env = self._merge(env, self._block(s.orelse, dict(env), scope))
         elif isinstance(s, (ast.With, ast.AsyncWith)):
             for item in s.items:
@@ -538,7 +540,7 @@ class _Builder:
             env = self._merge(*outs)
         elif isinstance(s, (ast.Break, ast.Continue)):
             if self.loops:
-                self.loops[-1].append(dict(env))
+                self.loops[-1][1 if isinstance(s, ast.Break) else 0].append(dict(env))
         elif isinstance(s, ast.Assert):
             self._expr(s.test, env, scope)
             if s.msg is not None:

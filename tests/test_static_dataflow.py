@@ -181,3 +181,32 @@ def test_upstream_follows_values_across_functions():
     names = {d.name for d in flow.upstream(div.right)}
     assert {"n", "b", "a", "x", "_denom"} <= names
     assert "torch" not in names  # the import feeds nothing here
+
+
+def test_break_and_continue_environments_reach_exit_and_head():
+    src = (
+        "d = 1\n"
+        "for i in xs:\n"
+        "    head = d\n"
+        "    d = 2\n"
+        "    if i:\n"
+        "        continue\n"
+        "    d = 3\n"
+        "    if i > 5:\n"
+        "        break\n"
+        "    d = 4\n"
+        "out = d\n"
+    )
+    tree, flow = _flow(src)
+    head_use, out_use = _names(tree, "d")
+    assert _values(flow.defs_reaching(head_use)) == ["1", "2", "4"]
+    assert _values(flow.defs_reaching(out_use)) == ["1", "2", "3", "4"]
+
+
+def test_guards_add_refined_definitions():
+    tree, flow = _flow("def f(x, d):\n    if d == 0:\n        return x\n    return x / d\n")
+    div = tree.body[0].body[1].value
+    (ref,) = flow.defs_reaching(div.right)
+    assert ref.how == "refine" and ref.truth is False and ast.unparse(ref.value) == "d == 0"
+    (param,) = flow.defs_reaching(ref.node)
+    assert param.how == "param"
