@@ -220,8 +220,9 @@ def _guarded_names(part: ast.expr) -> list[ast.Name]:
     if isinstance(part, ast.Call) and len(part.args) == 1 and isinstance(part.func, ast.Attribute) \
             and part.func.attr in ("all", "any"):
         return _guarded_names(part.args[0])  # torch.all(d > 0)
-    if not isinstance(part, ast.Compare) or len(part.ops) != 1:
-        return []
+    if not isinstance(part, ast.Compare) or len(part.ops) != 1 or not isinstance(
+            part.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq)):
+        return []  # `is None`, `in` ... say nothing about a value's range
     out = []
     for side in (part.left, part.comparators[0]):
         while True:

@@ -15,3 +15,9 @@ def run(x):
     c = math.sqrt(2)
     d = torch.log(x)  # expect: torch.log@8 possible
     return a, b, c, d
+
+
+def guarded_module(x, n):
+    if torch == n:
+        pass
+    return torch.log(x)  # expect: torch.log@11 possible
