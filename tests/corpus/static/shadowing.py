@@ -21,3 +21,8 @@ def guarded_module(x, n):
     if torch == n:
         pass
     return torch.log(x)  # expect: torch.log@11 possible
+
+
+if torch == math:
+    pass
+y = torch.log(torch.rand(2))  # expect: torch.log@4 possible
