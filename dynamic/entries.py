@@ -332,6 +332,26 @@ def is_script(text: str) -> bool:
     return False
 
 
+def import_runs_loops(text: str) -> bool:
+    """True when importing the file would run a top-level loop (a training script without a
+    ``__main__`` guard): probing its functions would mean running the whole script again."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+
+    def is_main_guard(node: ast.AST) -> bool:
+        return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+
+    for node in tree.body:
+        if is_main_guard(node):
+            continue
+        if any(isinstance(n, (ast.For, ast.While, ast.AsyncFor)) for n in ast.walk(node)
+               if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
+            return True
+    return False
+
+
 def _test_files(root: str, limit: int = 300) -> list[str]:
     found = []
     for d, dirs, files in os.walk(root):

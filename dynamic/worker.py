@@ -111,6 +111,8 @@ def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int],
                             function=func, **base)
     if E.is_script(text):
         yield E.ScriptProgram(label=f"script:{path}", user_files=frozenset({target}), text=text, **base)
+        if E.import_runs_loops(text):
+            return
     try:
         progs = E.probe_programs(path, text, seed)
     except BaseException as e:  # importing the module for probing failed (or timed out)

@@ -41,24 +41,39 @@ def by_text(verdicts: list[Verdict]) -> dict[str, Verdict]:
     return {v.site.text: v for v in verdicts if v.site.op}
 
 
-def replay_in_fresh_process(v: Verdict) -> dict:
-    """Run replay() in a brand-new interpreter, as a reproducer would."""
+def replay_in_fresh_process(*verdicts: Verdict) -> list[dict]:
+    """Run replay() for each verdict in one brand-new interpreter, as a reproducer would."""
     code = (
         "import json, sys\n"
         "from grist_lsp.model import site_from_json, witness_from_json\n"
         "from grist_lsp.dynamic.replay import replay\n"
-        "d = json.load(sys.stdin)\n"
-        "r = replay(site_from_json(d['site']), witness_from_json(d['witness']))\n"
-        "print(json.dumps({'reproduced': r.reproduced, 'result': r.result, 'detail': r.detail}))\n"
+        "out = []\n"
+        "for d in json.load(sys.stdin):\n"
+        "    r = replay(site_from_json(d['site']), witness_from_json(d['witness']))\n"
+        "    out.append({'reproduced': r.reproduced, 'result': r.result, 'detail': r.detail})\n"
+        "print(json.dumps(out))\n"
     )
-    payload = json.dumps({"site": to_json(v.site), "witness": to_json(v.witness)})
-    out = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, timeout=120)
+    payload = json.dumps([{"site": to_json(v.site), "witness": to_json(v.witness)} for v in verdicts])
+    out = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+REPLAYED = [("train", "torch.log(p)"), ("models", "torch.sqrt(self.var(h))"), ("var", "h.var(dim=0)"),
+            ("var", "x / x.sum(dim=1, keepdim=True)"), ("entry", "dot / (a.norm(dim=-1) * b.norm(dim=-1))"),
+            ("backward", "torch.sqrt(d2)"), ("pytest", "torch.log(p / q)"), ("buffer", "torch.log(x)")]
+
+
 @pytest.fixture(scope="module")
-def results() -> dict[str, list[Verdict]]:
+def replays(results) -> dict[tuple[str, str], dict]:
+    """Every confirmed witness of the corpus replayed once more, in one fresh process."""
+    verdicts = [by_text(results[name])[text] for name, text in REPLAYED]
+    assert all(v.status is Status.CONFIRMED for v in verdicts), [(v.site.text, v.reason) for v in verdicts]
+    return dict(zip(REPLAYED, replay_in_fresh_process(*verdicts)))
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> dict[str, list[Verdict]]:
     """Every corpus program confirmed once (two at a time: the machine is shared)."""
     jobs = {
         "train": (CORPUS / "train_script.py", [
@@ -85,16 +100,44 @@ def results() -> dict[str, list[Verdict]]:
         ], {}),
     }
 
+    # A second run of one program, for determinism, and two projects written on the fly.
+    jobs["upstream-again"] = jobs["upstream"]
+    project = tmp_path_factory.mktemp("project")
+    write_test_project(project)
+    jobs["pytest"] = (project / "lossmod.py", [("torch.log(p / q)", "torch.log")], {"project_root": str(project)})
+    buffer = tmp_path_factory.mktemp("buffer") / "buf.py"
+    buffer.write_text("import torch\n\n\ndef f(x):\n    return torch.log(x.clamp_min(1e-6))\n")
+    jobs["buffer"] = (buffer, [("torch.log(x)", "torch.log")], {"text": UNSAVED})
+
     def one(name: str) -> tuple[str, list[Verdict]]:
         path, specs, extra = jobs[name]
-        text = path.read_text()
-        return name, confirm(str(path), text, possible(path, *specs), EngineOptions(**{**FAST, **extra}))
+        extra = dict(extra)
+        text = extra.pop("text", None) or path.read_text()
+        return name, confirm(str(path), text, possible(path, *specs, text=text), EngineOptions(**{**FAST, **extra}))
 
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         return dict(pool.map(one, jobs))
 
 
-def test_training_script_confirms_log_of_softmax_and_stops_the_loop(results):
+# The editor's buffer has two more lines and an unguarded log: positions must follow the buffer.
+UNSAVED = "import torch\n\n# draft\n# draft\n\ndef f(x):\n    return torch.log(x)\n"
+
+
+def write_test_project(root: Path) -> None:
+    (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (root / "lossmod.py").write_text(
+        "import torch\n\n\ndef kl(p, q):\n    return (p * torch.log(p / q)).sum()\n")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_lossmod.py").write_text(
+        "import torch\nfrom lossmod import kl\n\n\n"
+        "def test_kl_is_non_negative():\n"
+        "    logits = torch.randn(3, 5)\n"
+        "    p = torch.softmax(logits, dim=1)\n"
+        "    q = torch.softmax(torch.randn(3, 5), dim=1)\n"
+        "    assert kl(p, q) >= 0\n")
+
+
+def test_training_script_confirms_log_of_softmax_and_stops_the_loop(results, replays):
     v = by_text(results["train"])
     bug = v["torch.log(p)"]
     assert bug.status is Status.CONFIRMED, bug.reason
@@ -106,7 +149,7 @@ def test_training_script_confirms_log_of_softmax_and_stops_the_loop(results):
     # The input is the loop's torch.randn, keyed by file, line and occurrence.
     assert list(w.inputs) == ["train_script.py:28:torch.randn#0"] or "train_script.py:28:torch.randn#0" in w.inputs
     assert w.input_bound and max(abs(x) for row in w.inputs["train_script.py:28:torch.randn#0"].values for x in row) <= w.input_bound
-    assert replay_in_fresh_process(bug) == {"reproduced": True, "result": "-inf", "detail": bug_detail(bug)}
+    assert replays[("train", "torch.log(p)")] == {"reproduced": True, "result": "-inf", "detail": bug_detail(bug)}
 
 
 def bug_detail(v: Verdict) -> str:
@@ -127,7 +170,7 @@ def test_safe_twins_are_never_confirmed(results):
             assert "searched" in v[t].reason  # the engine did look, within its budget
 
 
-def test_module_is_probed_without_an_entry(results):
+def test_module_is_probed_without_an_entry(results, replays):
     v = by_text(results["models"])
     sqrt = v["torch.sqrt(self.var(h))"]
     assert sqrt.status is Status.CONFIRMED, sqrt.reason
@@ -135,10 +178,10 @@ def test_module_is_probed_without_an_entry(results):
     assert sqrt.witness.result == "nan" and sqrt.witness.replayed
     assert list(sqrt.witness.inputs) == ["h"] and sqrt.witness.inputs["h"].shape[-1] == 8  # from nn.Linear(8, 4)
     assert sqrt.witness.operand.values is not None and min(min(r) for r in sqrt.witness.operand.values) < 0
-    assert replay_in_fresh_process(sqrt)["reproduced"]
+    assert replays[("models", "torch.sqrt(self.var(h))")]["reproduced"]
 
 
-def test_std_of_a_batch_of_one_is_found_by_shape_search(results):
+def test_std_of_a_batch_of_one_is_found_by_shape_search(results, replays):
     std = by_text(results["models"])["x.std(dim=0)"]
     assert std.status is Status.CONFIRMED, std.reason
     assert std.witness.inputs["x"].shape[0] == 1
@@ -147,22 +190,22 @@ def test_std_of_a_batch_of_one_is_found_by_shape_search(results):
     var = by_text(results["var"])["h.var(dim=0)"]
     assert var.status is Status.CONFIRMED, var.reason
     assert var.witness.entry.startswith("script:") and var.witness.operand.shape[0] == 1
-    assert replay_in_fresh_process(var)["reproduced"]
+    assert replays[("var", "h.var(dim=0)")]["reproduced"]
 
 
-def test_division_by_an_exact_zero(results):
+def test_division_by_an_exact_zero(results, replays):
     v = by_text(results["var"])["x / x.sum(dim=1, keepdim=True)"]
     assert v.status is Status.CONFIRMED, v.reason
     assert v.witness.result in ("nan", "inf", "-inf")
-    assert replay_in_fresh_process(v)["reproduced"]
+    assert replays[("var", "x / x.sum(dim=1, keepdim=True)")]["reproduced"]
 
 
-def test_explicit_entry_is_used_and_named(results):
+def test_explicit_entry_is_used_and_named(results, replays):
     v = by_text(results["entry"])["dot / (a.norm(dim=-1) * b.norm(dim=-1))"]
     assert v.status is Status.CONFIRMED, v.reason
     assert v.witness.entry == f"entry:{CORPUS / 'entry_model.py'}:make"
     assert set(v.witness.inputs) <= {"a", "b"} and v.witness.inputs
-    assert replay_in_fresh_process(v)["reproduced"]
+    assert replays[("entry", "dot / (a.norm(dim=-1) * b.norm(dim=-1))")]["reproduced"]
 
 
 def test_upstream_nan_is_blamed_upstream_only(results):
@@ -173,53 +216,34 @@ def test_upstream_nan_is_blamed_upstream_only(results):
     assert v["torch.exp(z)"].status is Status.POSSIBLE
 
 
-def test_backward_only_bug_is_reported_in_the_backward_phase(results):
+def test_backward_only_bug_is_reported_in_the_backward_phase(results, replays):
     v = by_text(results["backward"])["torch.sqrt(d2)"]
     assert v.status is Status.CONFIRMED, v.reason
     assert v.witness.phase == "backward"
     assert "backward pass" in v.message
-    assert replay_in_fresh_process(v)["reproduced"]
+    assert replays[("backward", "torch.sqrt(d2)")]["reproduced"]
 
 
-def test_pytest_test_is_an_entry(tmp_path):
-    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    (tmp_path / "lossmod.py").write_text(
-        "import torch\n\n\ndef kl(p, q):\n    return (p * torch.log(p / q)).sum()\n")
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_lossmod.py").write_text(
-        "import torch\nfrom lossmod import kl\n\n\n"
-        "def test_kl_is_non_negative():\n"
-        "    logits = torch.randn(3, 5)\n"
-        "    p = torch.softmax(logits, dim=1)\n"
-        "    q = torch.softmax(torch.randn(3, 5), dim=1)\n"
-        "    assert kl(p, q) >= 0\n")
-    path = tmp_path / "lossmod.py"
-    verdicts = possible(path, ("torch.log(p / q)", "torch.log"))
-    out = confirm(str(path), path.read_text(), verdicts, EngineOptions(**FAST, project_root=str(tmp_path)))
-    v = by_text(out)["torch.log(p / q)"]
+def test_pytest_test_is_an_entry(results, replays):
+    v = by_text(results["pytest"])["torch.log(p / q)"]
+    root = Path(v.site.file).parent
     assert v.status is Status.CONFIRMED, v.reason
-    assert v.witness.entry == f"test:{tmp_path / 'tests' / 'test_lossmod.py'}::test_kl_is_non_negative"
+    assert v.witness.entry == f"test:{root / 'tests' / 'test_lossmod.py'}::test_kl_is_non_negative"
     assert any(k.startswith("test_lossmod.py:") for k in v.witness.inputs)
-    assert replay_in_fresh_process(v)["reproduced"]
+    assert replays[("pytest", "torch.log(p / q)")]["reproduced"]
 
 
-def test_unsaved_buffer_is_what_runs(tmp_path):
-    path = tmp_path / "buf.py"
-    path.write_text("import torch\n\n\ndef f(x):\n    return torch.log(x.clamp_min(1e-6))\n")
-    # The editor's buffer has two more lines and an unguarded log: positions must follow the buffer.
-    text = "import torch\n\n# draft\n# draft\n\ndef f(x):\n    return torch.log(x)\n"
-    out = confirm(str(path), text, possible(path, ("torch.log(x)", "torch.log"), text=text), EngineOptions(**FAST))
-    (v,) = [v for v in out if v.site.op]
+def test_unsaved_buffer_is_what_runs(results, replays):
+    (v,) = [v for v in results["buffer"] if v.site.op]
     assert v.status is Status.CONFIRMED, v.reason
     assert v.site.span.start_line == 7
+    # On disk the line is guarded: replaying against the disk's text does not reproduce.
+    assert replays[("buffer", "torch.log(x)")]["reproduced"] is False
 
 
 def test_same_seed_gives_the_same_witness(results):
-    path = CORPUS / "upstream.py"
-    again = confirm(str(path), path.read_text(), possible(path, ("torch.log(x)", "torch.log"), ("torch.exp(z)", "torch.exp")),
-                    EngineOptions(**FAST))
     w1 = by_text(results["upstream"])["torch.log(x)"].witness
-    w2 = by_text(again)["torch.log(x)"].witness
+    w2 = by_text(results["upstream-again"])["torch.log(x)"].witness
     assert to_json(w1.inputs) == to_json(w2.inputs)
     assert (w1.iterations, w1.result, to_json(w1.operand)) == (w2.iterations, w2.result, to_json(w2.operand))
 
@@ -261,13 +285,16 @@ def test_programs_that_cannot_run_give_an_error_verdict(broken, name, words, lin
     assert [v.status for v in out if v.site.op] == [Status.POSSIBLE]
 
 
-def test_static_verdicts_from_the_analyzer_flow_through():
+def test_static_verdicts_from_the_analyzer_flow_through(tmp_path):
     from grist_lsp.analyzer.analysis import analyze_source
 
     path = CORPUS / "train_script.py"
     text = path.read_text()
     verdicts = analyze_source(str(path), text)
-    out = confirm(str(path), text, verdicts, EngineOptions(**{**FAST, "budget": 1.0}))
+    seen: list[tuple[str, float]] = []
+    # Two workers share the sites; reproducers are written for what is confirmed.
+    opts = EngineOptions(**{**FAST, "budget": 1.0, "jobs": 2, "write_reproducers": str(tmp_path)})
+    out = confirm(str(path), text, verdicts, opts, progress=lambda m, f: seen.append((m, f)))
     assert len(out) == len(verdicts)
     for before, after in zip(verdicts, out):
         assert after.site == before.site
@@ -275,3 +302,8 @@ def test_static_verdicts_from_the_analyzer_flow_through():
             assert after == before  # safe verdicts are untouched
     confirmed = [v for v in out if v.status is Status.CONFIRMED]
     assert [(v.site.span.start_line, v.site.kind) for v in confirmed] == [(19, "log")]
+    searched = sum(v.status is Status.POSSIBLE for v in verdicts)
+    assert [f for m, f in seen if not m.startswith("replaying")][-1] == 1.0
+    assert len([m for m, _ in seen if not m.startswith("replaying")]) == searched
+    repro = Path(confirmed[0].witness.reproducer)
+    assert repro.parent == tmp_path and repro.read_text() == confirmed[0].witness.reproducer_source
