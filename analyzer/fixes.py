@@ -257,6 +257,11 @@ class _Context:
         return 1.0 if self.integer_operand else self.limits.eps
 
     @property
+    def eps_text(self) -> str:
+        """eps as code: ``1`` for integer tensors (a float literal would promote them to float)."""
+        return "1" if self.integer_operand else _num(self.eps)
+
+    @property
     def eps1(self) -> float:
         return eps_near_one(self.limits.name)
 
@@ -556,7 +561,7 @@ def _sign_preserving_guard(ctx: _Context, x: cst.BaseExpression) -> cst.BaseExpr
     operand the readable ``torch.where`` form is used; otherwise ``abs().clamp_min().copysign()``,
     which evaluates the operand once (the operand may be an expensive or side-effecting call).
     """
-    eps = _num(ctx.eps)
+    eps = ctx.eps_text
     torch_ns = ctx.torch_namespace()
     bare = _strip(x)
     if torch_ns is not None and isinstance(bare, (cst.Name, cst.Attribute)):
@@ -771,7 +776,7 @@ def _div_guard(ctx: _Context) -> list[_Proposal]:
     if operand is None or operand.form in ("math", "numpy"):
         return []
     x = operand.node
-    eps = _num(ctx.eps)
+    eps = ctx.eps_text
     label = "divisor" if ctx.op.split(".")[-1] not in ("reciprocal", "reciprocal_") else "operand"
     if _nonnegative(ctx, x) or ctx.operand_nonnegative:
         suffix = "_" if operand.form == "inplace" and ctx.op.endswith("reciprocal_") else ""
