@@ -332,6 +332,11 @@ class RangeAnalysis:
         return self._dump(a) == self._dump(b)
 
     def _text(self, e: ast.AST) -> str:
+        """Short source-like words for an expression (only small ones are unparsed:
+        unparsing every prefix of a long chain would be quadratic)."""
+        line, end = getattr(e, "lineno", None), getattr(e, "end_lineno", None)
+        if line is not None and (end != line or e.end_col_offset - e.col_offset > 60):  # type: ignore[attr-defined]
+            return "expression"
         try:
             return _short(ast.unparse(e), 40)
         except Exception:  # unparse is best effort on odd trees; words only

@@ -190,8 +190,8 @@ class SiteFinder:
 
     def _constant(self, e: ast.AST) -> bool:
         """A numeric constant expression: literals, math.pi, math.sqrt(2 * math.pi) ..."""
-        if _is_const(e):
-            return True
+        if isinstance(e, ast.Constant):
+            return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
         if isinstance(e, (ast.Name, ast.Attribute)):
             return self.resolver.qualified_name(e) in CONSTANTS
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
