@@ -112,6 +112,7 @@ class SiteFinder:
         self.resolver = resolver
         self.ranges = ranges
         self.function: str | None = None  # dotted name of the def/class around the current node
+        self._constants: dict[int, bool] = {}  # id(expr) -> numeric constant? (memo: chains are deep)
         self.found: list[Candidate] = []
 
     # --- sites -----------------------------------------------------------------
@@ -190,6 +191,12 @@ class SiteFinder:
 
     def _constant(self, e: ast.AST) -> bool:
         """A numeric constant expression: literals, math.pi, math.sqrt(2 * math.pi) ..."""
+        got = self._constants.get(id(e))
+        if got is None:
+            got = self._constants[id(e)] = self._is_constant(e)
+        return got
+
+    def _is_constant(self, e: ast.AST) -> bool:
         if isinstance(e, ast.Constant):
             return isinstance(e.value, (int, float)) and not isinstance(e.value, bool)
         if isinstance(e, (ast.Name, ast.Attribute)):
@@ -222,7 +229,7 @@ class SiteFinder:
         if name is None or self._skip_operator(node.left, node.right, node.op):
             return
         left = self.ranges.fact(node.left)
-        reflected = _is_const(node.left) or left.pytype == "num"
+        reflected = self._constant(node.left) or left.pytype == "num"
         if reflected:
             op = OP_TABLE[REFLECTED_OPERATORS[name]]
             self._add(node, op, node.right)
@@ -232,6 +239,19 @@ class SiteFinder:
             self._add(node, op, node.left, node.right)
         else:
             self._add(node, op, node.right)
+
+    def fallback(self, node: ast.AST) -> None:
+        """An operator too deeply nested to classify: keep it as a site (nothing is proved)."""
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPERATOR_NAMES:
+            op = OP_TABLE[BINARY_OPERATORS[_OPERATOR_NAMES[type(node.op)]]]
+            if op.kind == "pow":
+                self._add(node, op, node.left, node.right)
+            else:
+                self._add(node, op, node.right)
+        elif isinstance(node, ast.AugAssign) and type(node.op) in _AUG_NAMES:
+            op = OP_TABLE[AUGMENTED_OPERATORS[_AUG_NAMES[type(node.op)]]]
+            self._add(node, op, node.target if op.kind == "pow" else node.value,
+                      node.value if op.kind == "pow" else None)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         name = _AUG_NAMES.get(type(node.op))
@@ -257,12 +277,15 @@ def find_sites(path: str, lines: SourceLines, tree: ast.Module, flow: DataFlow, 
     # assignment with its enclosing def: no second walk of the tree.
     for node, function in flow.operations:
         finder.function = function
-        if isinstance(node, ast.Call):
-            finder.visit_Call(node)
-        elif isinstance(node, ast.BinOp):
-            finder.visit_BinOp(node)
-        elif isinstance(node, ast.AugAssign):
-            finder.visit_AugAssign(node)
+        try:
+            if isinstance(node, ast.Call):
+                finder.visit_Call(node)
+            elif isinstance(node, ast.BinOp):
+                finder.visit_BinOp(node)
+            elif isinstance(node, ast.AugAssign):
+                finder.visit_AugAssign(node)
+        except RecursionError:
+            finder.fallback(node)
     finder.found.sort(key=lambda c: _span_key(c.site))
     return finder.found
 

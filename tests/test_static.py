@@ -243,3 +243,9 @@ def test_real_world_sources_never_raise():
             assert v.site.text == lines.text_of(v.site.span) and v.reason
         sites += len(out)
     assert sites > 500
+
+
+def test_long_operator_chain_gives_sites_not_an_error():
+    src = "import torch\ny = " + " / ".join(["x"] * 900) + "\n"
+    out = analyze_source("chain.py", src)
+    assert len(out) == 899 and {v.status for v in out} == {Status.POSSIBLE}
