@@ -51,6 +51,7 @@ def test_text_reports_line_column_code_and_status(grist_cli: Cli, project: Path)
     result = grist_cli("--check", "--static-only", ".", cwd=project)
     _no_traceback(result)
     assert result.returncode == 0, result.stderr  # a possible finding does not fail by default
+    assert result.stderr == ""  # no progress line when stderr is not a terminal
     lines = result.stdout.splitlines()
     assert lines[0].startswith("buggy.py:5:12: GRIST101 [possible] ")
     assert "logarithm of a non-positive value" in lines[0]
@@ -247,3 +248,29 @@ def test_fix_applies_the_verified_fix_and_the_bug_is_gone(grist_cli: Cli, write_
     again = grist_cli("--check", "--static-only", "--show-safe", "--format", "json", "model.py", cwd=root)
     statuses = {(f["op"], f["status"]) for f in json.loads(again.stdout)["findings"]}
     assert ("torch.log", "safe") in statuses, again.stdout
+
+
+def test_progress_goes_to_a_terminal_stderr_only(grist_script: str, project: Path) -> None:
+    import os
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        result = subprocess.run([grist_script, "--check", "--static-only", "."], cwd=project, stdout=subprocess.PIPE,
+                                stderr=follower, text=True, timeout=300)
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # EIO: the terminal closed after the last byte
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(leader)
+    terminal = b"".join(chunks).decode("utf-8", errors="replace")
+    assert "grist-lsp [" in terminal and "static buggy.py" in terminal
+    assert "grist-lsp [" not in result.stdout  # the report itself stays clean
+    assert result.stdout.startswith("buggy.py:5:12: GRIST101 [possible]")
