@@ -975,13 +975,16 @@ def _var_fixes(ctx: _Context) -> list[_Proposal]:
     keyword, value = ("unbiased", "False") if older_style else ("correction", "0")
     new = node.with_changes(args=_commas([*node.args, _kwarg(keyword, value)]))
     proposals = [_Proposal(f"Use {keyword}={value} (population variance: defined for one element)", node, new)]
-    # The same estimator wherever it was defined, 0 for a single element: the output does not
-    # change for inputs that did not hit the bug (correction=0 scales every result by (n-1)/n).
+    # The same estimator wherever it was defined, 0 for a single element. It goes first: the
+    # output does not change for inputs that did not hit the bug, while correction=0 silently
+    # scales every result by (n-1)/n, which a program whose output cannot be compared (a
+    # script) would not reveal.
     count = _reduced_count(ctx, node)
     if count is not None:
         guard = f"bool({count} > 1)" if older_style else f"int({count} > 1)"
         kept = node.with_changes(args=_commas([*node.args, _kwarg(keyword, guard)]))
-        proposals.append(_Proposal(f"Keep the unbiased estimate; {keyword}={value} only for a single element", node, kept))
+        proposals.insert(0, _Proposal(f"Keep the unbiased estimate; {keyword}={value} only for a single element",
+                                      node, kept))
     return proposals
 
 

@@ -19,8 +19,11 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import dataclasses
+import io
 import json
+import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -36,6 +39,8 @@ RTOL = 1e-4
 ATOL = 1e-6
 DEFAULT_TIMEOUT = 120.0
 STARTUP_ALLOWANCE = 60.0
+MAX_PRINTED_NUMBERS = 10000
+_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b")
 
 
 class EditError(ValueError):
@@ -168,7 +173,8 @@ class _Check:
             parts.append(f"original witness replayed on the fixed code: {self.replay}")
         parts.append({
             "same": f"program output on its example inputs unchanged (rtol {RTOL:g}, atol {ATOL:g})",
-            "no values": "program runs on its example inputs (it returns no values to compare)",
+            "no values": "program runs on its example inputs (it returns and prints no values to compare)",
+            "same printed": f"numbers the program prints on its example inputs unchanged (rtol {RTOL:g})",
             "not compared": "program output not compared",
         }.get(self.output, f"program output on its example inputs: {self.output}"))
         if no_witness:
@@ -448,12 +454,24 @@ def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, timeout
         if orig.get("raised") != new.get("raised"):
             return f"differs: the original {orig.get('raised') or 'returned'}, the fix {new.get('raised') or 'returned'}"
         if not orig.get("values"):
-            return "no values"
+            return _same_printed(orig.get("printed") or [], new.get("printed") or [])
         import torch
 
         a = torch.load(orig_file, weights_only=True)
         b = torch.load(new_file, weights_only=True)
         return _same(a, b)
+
+
+def _same_printed(before: list[float], after: list[float]) -> str:
+    """Compare the numbers a program printed (scripts return nothing else to compare)."""
+    if not before and not after:
+        return "no values"
+    if len(before) != len(after):
+        return f"differs: it printed {len(before)} numbers before, {len(after)} after"
+    for i, (x, y) in enumerate(zip(before, after)):
+        if math.isfinite(x) and not math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL):
+            return f"differs: printed number {i + 1} was {x:g}, now {y:g}"
+    return "same printed"
 
 
 def _same(a: list, b: list) -> str:
@@ -541,15 +559,18 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     kwargs = {k: v for k, v, kw in named if kw}
     raised = None
     value = None
+    printed = io.StringIO()
     try:
-        with torch.no_grad() if kind == "probe" else contextlib.nullcontext():
+        with torch.no_grad() if kind == "probe" else contextlib.nullcontext(), contextlib.redirect_stdout(printed):
             value = call(*args, **kwargs)
     except Exception as exc:  # the program's own failure is behaviour to compare
         raised = type(exc).__name__
     flat: list = []
     _flatten(value, flat)
     torch.save(flat, task["out"])
-    return {"raised": raised, "values": len(flat)}
+    # a script's output is what it prints: keep the numbers in it for comparison
+    numbers = [float(m) for m in _NUMBER.findall(printed.getvalue())][:MAX_PRINTED_NUMBERS]
+    return {"raised": raised, "values": len(flat), "printed": numbers}
 
 
 if __name__ == "__main__":

@@ -71,10 +71,10 @@ EXPECTED = {
     ("acosh_plain", "torch.acosh"): ("return torch.acosh(x.clamp_min(1.0))", "Clamp the operand of torch.acosh to >= 1"),
     ("lgamma_plain", "torch.lgamma"): ("return torch.lgamma(x.clamp_min(1e-8))",
                                        "Clamp the operand of torch.lgamma to >= 1e-8 (away from the poles)"),
-    ("var_single", "torch.Tensor.var"): ("return x.var(correction=0)",
-                                         "Use correction=0 (population variance: defined for one element)"),
-    ("std_function", "torch.std"): ("return torch.std(x, dim=0, correction=0)",
-                                    "Use correction=0 (population variance: defined for one element)"),
+    ("var_single", "torch.Tensor.var"): ("return x.var(correction=int(x.numel() > 1))",
+                                         "Keep the unbiased estimate; correction=0 only for a single element"),
+    ("std_function", "torch.std"): ("return torch.std(x, dim=0, correction=int(x.size(0) > 1))",
+                                    "Keep the unbiased estimate; correction=0 only for a single element"),
     ("mean_of_selection", "torch.Tensor.mean"): ("return x[mask].sum() / max(x[mask].numel(), 1)",
                                                  "Divide the sum by max(count, 1) (0 for an empty selection)"),
     ("logit_plain", "torch.logit"): ("return torch.logit(x, eps=1e-6)", "Pass eps=1e-6 to torch.logit"),
@@ -156,7 +156,7 @@ def test_fixed_sites_are_no_longer_possible_where_the_static_pass_can_tell(first
     for the rewrites its range facts cover (clamp_min, log_softmax, logsumexp, correction=0 ...)."""
     statically_settled = {
         "log_plain", "log_method", "log_of_softmax", "log_of_sigmoid", "log_of_sum_exp", "sqrt_of_difference",
-        "rsqrt_plain", "var_single", "std_function", "exp_manual_softmax", "pow_fractional", "pow_function",
+        "rsqrt_plain", "exp_manual_softmax", "pow_fractional", "pow_function",
     }
     for (function, op), (verdict, fixed, _) in first_fixes.items():
         if function not in statically_settled:

@@ -106,8 +106,9 @@ def test_operand_that_binds_looser_gets_parentheses() -> None:
 def test_older_unbiased_style_is_kept() -> None:
     text = "import torch\n\ndef f(x, y):\n    return x.std(unbiased=True) + y.var(0)\n"
     assert "x.std(unbiased=False)" in _fixed(text, "x.std(unbiased=True)")[0]
-    # the file already speaks `unbiased=`, so the new keyword follows it
-    assert "y.var(0, unbiased=False)" in _fixed(text, "y.var(0)")[0]
+    # the file already speaks `unbiased=`, so the new keywords follow it
+    assert "y.var(0, unbiased=bool(y.size(0) > 1))" in _fixed(text, "y.var(0)")[0]
+    assert "y.var(0, unbiased=False)" in _fixed(text, "y.var(0)", index=1)[0]
 
 
 def test_in_place_and_augmented_forms_stay_in_place() -> None:
@@ -166,9 +167,9 @@ def test_var_offers_an_output_preserving_guard_too() -> None:
     verdict = [v for v in analyze_source("m.py", text) if v.status is Status.POSSIBLE][0]
     titles_and_lines = [(f.title, apply_edits(text, f.edits).splitlines()[3].strip()) for f in propose_fixes(text, verdict)]
     assert titles_and_lines == [
-        ("Use correction=0 (population variance: defined for one element)", "return torch.std(x, dim=0, correction=0)"),
         ("Keep the unbiased estimate; correction=0 only for a single element",
          "return torch.std(x, dim=0, correction=int(x.size(0) > 1))"),
+        ("Use correction=0 (population variance: defined for one element)", "return torch.std(x, dim=0, correction=0)"),
     ]
 
 
