@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,9 @@ def _what(verdict: Verdict) -> str:
 def message(verdict: Verdict) -> str:
     """The one-line finding message shared by every format."""
     if verdict.status is Status.ERROR:
-        return verdict.message or verdict.reason or ERROR_TITLE
+        text = verdict.message or verdict.reason or ERROR_TITLE
+        # The location is already printed in front; drop a repeated "path:line:" prefix.
+        return re.sub(rf"^{re.escape(verdict.site.file)}(:\d+)*: ", "", text)
     kind = KINDS.get(verdict.site.kind)
     title = kind.title if kind else verdict.site.kind
     # The core's own message names the op and the evidence; lead with the rule's

@@ -98,11 +98,14 @@ def test_sarif_is_valid_with_uris_relative_to_the_repository(grist_cli: Cli, wri
 
 def test_syntax_error_is_a_finding_and_other_files_are_still_checked(grist_cli: Cli, write_tree: Tree) -> None:
     root = write_tree({"a_broken.py": BROKEN, "buggy.py": BUGGY})
+    (root / "latin.py").write_bytes(b'name = "caf\xe9"\n')  # Latin-1 bytes without a coding line
     result = grist_cli("--check", "--static-only", "--format", "json", ".", cwd=root)
     _no_traceback(result)
     by_file = {f["file"]: f for f in _findings(result)}
     assert by_file["a_broken.py"]["status"] == "error" and by_file["a_broken.py"]["line"] == 3
     assert by_file["buggy.py"]["status"] == "possible"
+    assert by_file["latin.py"]["status"] == "error" and "UTF-8" in by_file["latin.py"]["message"]
+    assert not by_file["latin.py"]["message"].startswith(str(root))  # the location is not repeated
     text = grist_cli("--check", "--static-only", ".", cwd=root)
     assert any(line.startswith("a_broken.py:3:") and " GRIST000 [error] " in line for line in text.stdout.splitlines())
 
