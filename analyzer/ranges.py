@@ -306,8 +306,9 @@ class RangeAnalysis:
     # --- helpers -----------------------------------------------------------------
 
     def _num(self, v: float, why: str | None = None, pytype: str = "num") -> Fact:
-        return Fact(round_down(v, self.dtype), round_up(v, self.dtype), v != 0, pytype,
-                    why if why is not None else fmt(v))
+        lo, hi = round_down(v, self.dtype), round_up(v, self.dtype)
+        # 1e-50 is not 0, but it is 0 in float32: non-zero only if the dtype keeps it so
+        return Fact(lo, hi, lo > 0 or hi < 0, pytype, why if why is not None else fmt(v))
 
     def _iv(self, lo: float, hi: float, why: str, pytype: str = "unknown", nonzero: bool = False) -> Fact:
         lo, hi = round_down(lo, self.dtype), round_up(hi, self.dtype)

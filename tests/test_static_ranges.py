@@ -131,6 +131,13 @@ def test_python_types_for_operator_filtering():
     assert fact_of("torch.rand(3)").pytype == "tensor"
 
 
+def test_constants_that_underflow_are_zero():
+    f = fact_of("torch.tensor(1e-50)")
+    assert f.lo == 0.0 and not f.nonzero
+    assert not static_safe(f, KINDS["div"].region, "float32")
+    assert fact_of("torch.tensor(1e-30)").lo > 0
+
+
 def test_half_precision_eps_vanishes():
     assert fact_of("F.softmax(x, -1) + 1e-8", "float16").lo == 0.0
     assert fact_of("F.softmax(x, -1) + 1e-8", "float32").lo > 0.0
