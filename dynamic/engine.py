@@ -55,19 +55,23 @@ class WorkerResult:
 STARTUP_SECONDS = 60.0  # importing torch in a child, on a machine that may be busy
 
 
-def _limits(memory_mb: int) -> Callable[[], None]:
-    def apply() -> None:
-        os.setsid()
-        try:
-            import resource
+def apply_memory_limit() -> None:
+    """In a child: cap the address space at ``GRIST_MEMORY_MB`` (set by the parent).
 
-            limit = int(memory_mb) * 2**20
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        except (ImportError, ValueError, OSError):
-            pass
+    Done by the child itself rather than in a ``preexec_fn``, which is unsafe when the parent
+    has threads (the language server calls ``confirm`` from one).
+    """
+    mb = os.environ.get("GRIST_MEMORY_MB")
+    if not mb:
+        return
+    try:
+        import resource
 
-    return apply
+        limit = int(mb) * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def _worker_env() -> dict[str, str]:
@@ -98,9 +102,11 @@ class Subprocess:
         rfd, wfd = os.pipe()
         env = _worker_env()
         env["GRIST_RESULT_FD"] = str(wfd)
+        env["GRIST_MEMORY_MB"] = str(int(memory_mb))
         self.err = tempfile.TemporaryFile()
+        # A session of its own: the whole process group (the user's children too) is killed at the end.
         self.proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=self.err,
-                                     stderr=self.err, pass_fds=(wfd,), env=env, preexec_fn=_limits(memory_mb),
+                                     stderr=self.err, pass_fds=(wfd,), env=env, start_new_session=True,
                                      close_fds=True)
         os.close(wfd)
         self.rfd = rfd

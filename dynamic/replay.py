@@ -108,6 +108,9 @@ def main() -> int:
     from grist_lsp.model import site_from_json, witness_from_json
 
     torch.set_num_threads(1)
+    from .engine import apply_memory_limit
+
+    apply_memory_limit()
     fd = int(os.environ.get("GRIST_RESULT_FD", "1"))
     result = os.fdopen(os.dup(fd), "w", buffering=1)
     os.dup2(2, 1)

@@ -361,6 +361,9 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
 def main() -> int:
     torch.set_num_threads(1)
     faulthandler.enable(file=sys.stderr, all_threads=False)
+    from .engine import apply_memory_limit
+
+    apply_memory_limit()
     fd = int(os.environ.get("GRIST_RESULT_FD", "1"))
     result = os.fdopen(os.dup(fd), "w", buffering=1)
     # The user's prints go to stderr so that they can never corrupt the result stream.
