@@ -170,8 +170,7 @@ class SiteFinder:
             return
         if self.flow.callee(node) is not None:
             return  # self.log(...) calling a method defined in this file
-        if self._elementwise(op) and op.clamp_index is None and (
-                node.args or any(k.arg not in ("out",) for k in node.keywords)):
+        if self._elementwise(op) and (node.args or any(k.arg != "out" for k in node.keywords)):
             return  # logger.log("msg", x): Tensor.log takes no arguments
         # For methods, argument index 0 is the tensor itself.
         operand = receiver if op.operand_index == 0 else self._arg(node, op.operand_index - 1, op.operand_keyword)
@@ -185,9 +184,9 @@ class SiteFinder:
 
     @staticmethod
     def _elementwise(op: Op) -> bool:
-        """Unary elementwise Tensor methods take no positional arguments (logit's eps aside)."""
+        """Unary elementwise Tensor methods take no arguments (an eps-clamp argument aside)."""
         region = KINDS[op.kind].region
-        return op.operand_index == 0 and op.aux_index is None and region.shape is None and op.kind != "logit"
+        return op.operand_index == 0 and op.aux_index is None and region.shape is None and op.clamp_index is None
 
     def _constant(self, e: ast.AST) -> bool:
         """A numeric constant expression: literals, math.pi, math.sqrt(2 * math.pi) ..."""
