@@ -133,3 +133,29 @@ def test_engine_witness_reproducer_fails_then_passes_after_the_verified_fix(
     program.write_text(apply_edits(norm.text, verdict.fixes[0].edits))
     after = run()
     assert after.returncode == 0, after.stdout + after.stderr
+
+
+def test_script_fixes_are_compared_on_what_the_script_prints(tmp_path: Path) -> None:
+    """A script returns nothing: the numbers it prints are its output. Clamping log's operand
+    keeps the printed entropy; a clamp that changes every p changes it and is not verified."""
+    path = tmp_path / "entropy_verify.py"
+    shutil.copy(CORPUS / "script_entropy.py", path)
+    text = path.read_text()
+    options = EngineOptions(budget=1.0, seed=0, project_root=str(tmp_path))
+    verdicts = confirm(str(path), text, analyze_source(str(path), text), options)
+    log = [v for v in verdicts if v.status is Status.CONFIRMED and v.site.text == "torch.log(p)"]
+    assert log, [(v.status, v.site.text, v.reason) for v in verdicts]
+    [verdict] = log
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        proposed = pool.submit(fix_verdicts, str(path), text, [verdict], options)
+        heavy = pool.submit(check_fix, str(path), text, verdict,
+                            Fix("Clamp at 0.5", [TextEdit(verdict.site.span, "torch.log(p.clamp_min(0.5))")]),
+                            [verdict], options)
+        [fixed] = proposed.result()
+        heavy_fix = heavy.result()
+    fix = fixed.fixes[0]
+    assert fix.title == "Clamp the operand of torch.log to >= 1e-8"
+    assert fix.verified, fix.note
+    assert "numbers the program prints on its example inputs unchanged" in fix.note
+    assert not heavy_fix.verified
+    assert "printed number 1 was" in heavy_fix.note
