@@ -311,7 +311,10 @@ class Tracer(TorchFunctionMode):
         kwargs = kwargs or {}
         name = self._name(func)
         if name.endswith("__get__") or name in ("torch.Tensor.__repr__", "torch.Tensor.__format__"):
-            return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            if isinstance(out, torch.Tensor):
+                self.produced[out] = True  # x.grad, x.data, x.T: the program's own tensors
+            return out
         # In-place ops and no-grad code (parameter init, optimizer steps) must act on the real
         # parameters: a substituted copy would swallow their writes.
         self._moves_ok = torch.is_grad_enabled() and not name.endswith("_") and not name.startswith("torch.nn.init")

@@ -321,9 +321,19 @@ def input_name(key: str, program: E.Program) -> str:
         lines = text.splitlines()
         n = int(m.group(2))
         if 1 <= n <= len(lines):
-            a = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]", lines[n - 1])
+            line = lines[n - 1]
+            occ = int(m.group(4))
+            a = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]", line)
             if a:
-                return a.group(1) + (f" (#{int(m.group(4)) + 1})" if m.group(4) != "0" else "")
+                return a.group(1) + (f" (#{occ + 1})" if occ else "")
+            # `s, t = torch.randn(8), torch.randn(8) * 3`: the k-th call feeds the k-th name.
+            t = re.match(r"\s*\(?\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)?\s*=[^=]", line)
+            short = m.group(3).rpartition(".")[2]
+            if t:
+                names = [x.strip() for x in t.group(1).split(",")]
+                calls = len(re.findall(rf"\b{re.escape(short)}\s*\(", line.split("=", 1)[1]))
+                if calls == len(names):
+                    return names[occ % calls]
         break
     return f"{m.group(3)}(...) at line {m.group(2)}"
 
