@@ -403,7 +403,9 @@ class RangeAnalysis:
         if qn is not None:
             if qn in CONSTANTS:
                 return self._num(CONSTANTS[qn], e.id)
-            return Fact(pytype="module" if not qn.startswith("builtins.") else "object")
+            if qn.startswith("builtins."):
+                return Fact(pytype="object")
+            return Fact(pytype=_imported_type(qn))
         defs = self.flow.defs_reaching(e)
         if not defs:
             return TOP
@@ -543,7 +545,7 @@ class RangeAnalysis:
             if qn.startswith("torch.") and qn.split(".")[-1] in ("float16", "float32", "float64", "bfloat16",
                                                                   "half", "double", "float", "long", "int"):
                 return Fact(pytype="object", why=qn)
-            return Fact(pytype="module")
+            return Fact(pytype=_imported_type(qn))
         if self.flow.is_use(e):  # self.x in a method
             defs = self.flow.defs_reaching(e)
             if not defs:
@@ -563,6 +565,11 @@ class RangeAnalysis:
             if e.attr == "min":
                 return self._num(-dtype_limits(dtype).max, f"finfo({dtype}).min")
             return TOP
+        if isinstance(e.value, ast.Name):  # ClassName.CONSTANT of a class in this file
+            defs = self.flow.defs_reaching(e.value)
+            if len(defs) == 1 and defs[0].how == "class":
+                keys = self.flow.class_attrs.get((id(defs[0].value), e.attr), [])
+                return join([self.def_fact(self.flow.defs[k]) for k in keys]) if keys else TOP
         if e.attr in ("T", "mT", "H", "mH", "data", "real"):
             return self.fact(e.value)
         if e.attr == "values" and isinstance(e.value, ast.Call) and self._call_short(e.value) in _WITH_INDICES:
@@ -1128,6 +1135,12 @@ class RangeAnalysis:
             parts.append(f"max={hi_c.why or '?'}")
         nz = (lo > 0 or hi < 0) or (inp.nonzero and (lo_c is None or lo_c.hi <= 0) and (hi_c is None or hi_c.lo >= 0))
         return Fact(lo, hi, nz, T, f"{name}({', '.join(parts)})")
+
+
+def _imported_type(qualified: str) -> str:
+    """torch/numpy/math names are modules or functions; other imports (``from config
+    import EPS``) may be plain numbers, so nothing is known."""
+    return "module" if qualified.split(".")[0] in ("torch", "numpy", "math") else "unknown"
 
 
 def _wrap(why: str) -> str:
