@@ -75,6 +75,17 @@ def _analyze_source(path: str, text: str) -> list[Verdict]:
     except RecursionError:
         return [file_error(path, f"{path}:1: nesting too deep for the static pass; "
                                  "split the deepest expression to analyse this file")]
+    except Exception as e:  # noqa: BLE001 - an analyzer bug must not take the editor or the CLI down
+        where = _traceback_line(e)
+        return [file_error(path, f"{path}:1: internal error in the static pass ({type(e).__name__}: {e} "
+                                 f"at {where}); please report it with this file")]
+
+
+def _traceback_line(e: BaseException) -> str:
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{os.path.basename(tb.tb_frame.f_code.co_filename)}:{tb.tb_lineno}" if tb is not None else "?"
 
 
 def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:

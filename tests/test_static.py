@@ -249,3 +249,15 @@ def test_long_operator_chain_gives_sites_not_an_error():
     src = "import torch\ny = " + " / ".join(["x"] * 900) + "\n"
     out = analyze_source("chain.py", src)
     assert len(out) == 899 and {v.status for v in out} == {Status.POSSIBLE}
+
+
+def test_an_internal_failure_is_an_error_verdict_not_a_traceback(monkeypatch):
+    import grist_lsp.analyzer.analysis as analysis
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(analysis, "find_sites", broken)
+    (v,) = analysis.analyze_source("m.py", "import torch\ny = torch.log(x)\n")
+    assert v.status is Status.ERROR and "internal error" in v.message and "KeyError" in v.message
+    assert "m.py" in v.message and "analysis.py" in v.message
