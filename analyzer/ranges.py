@@ -10,8 +10,16 @@ from, used in verdict reasons.
 Everything is conservative: an unknown expression is ``TOP``; endpoints are
 rounded outward to the analysed dtype (``p + 1e-10`` stays above 0 in float32
 but not in float16, where 1e-10 rounds to 0); a cycle through the graph (a loop
-redefining a name) is cut with ``TOP``. The analysis is per expression,
-memoised, and on demand: only the operands of sites are ever evaluated.
+redefining a name) is cut with ``TOP``; trainable tensors (``nn.Parameter``,
+``requires_grad=True``) have no range. The analysis is per expression,
+memoised, and on demand: only what the site finder asks about (operands,
+operator sides, method receivers) is evaluated.
+
+Assumptions, by design: a parameter's range is the join of its default value
+and of the arguments calls in this file pass (a parameter of a public function
+without a default has no range; one of a private function that escapes as a
+value has none either); ``self.x`` joins every assignment in the class.
+Aliasing through second names or containers is not tracked.
 """
 
 from __future__ import annotations
