@@ -32,12 +32,20 @@ _HALF = re.compile(r"float16|\.half\(\)|torch\.half\b|autocast")
 _BF16 = re.compile(r"bfloat16")
 
 
+_DOUBLE_DEFAULT = re.compile(r"set_default_dtype\(\s*(torch\.)?(float64|double)\s*\)")
+_SINGLE = re.compile(r"float32|\.float\(\)|torch\.float\b|FloatTensor")
+
+
 def file_dtype(text: str) -> str:
-    """The dtype the ranges are rounded to: float32 unless the file mentions a lower precision."""
+    """The dtype the ranges are rounded to and regions judged in: float32, unless the
+    file mentions a lower precision anywhere, or makes float64 the default and never
+    mentions float32."""
     if _HALF.search(text):
         return "float16"
     if _BF16.search(text):
         return "bfloat16"
+    if _DOUBLE_DEFAULT.search(text) and not _SINGLE.search(text):
+        return "float64"
     return "float32"
 
 

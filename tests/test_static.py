@@ -261,3 +261,15 @@ def test_an_internal_failure_is_an_error_verdict_not_a_traceback(monkeypatch):
     (v,) = analysis.analyze_source("m.py", "import torch\ny = torch.log(x)\n")
     assert v.status is Status.ERROR and "internal error" in v.message and "KeyError" in v.message
     assert "m.py" in v.message and "test_static.py:" in v.message  # where it failed
+
+
+def test_file_dtype_choice():
+    from grist_lsp.analyzer.analysis import file_dtype
+
+    assert file_dtype("x = 1\n") == "float32"
+    assert file_dtype("y = x.half()\n") == "float16"
+    assert file_dtype("with torch.autocast('cuda'):\n    pass\n") == "float16"
+    assert file_dtype("y = x.to(torch.bfloat16)\n") == "bfloat16"
+    assert file_dtype("torch.set_default_dtype(torch.float64)\n") == "float64"
+    assert file_dtype("torch.set_default_dtype(torch.float64)\ny = x.float()\n") == "float32"
+    assert file_dtype("# half of the batch\n") == "float32"
