@@ -28,7 +28,7 @@ from grist_lsp.model import Site, Status, Verdict, file_error
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are almost surely generated data, not code
 
 # Lower precision anywhere in the file: analyse every op at the lowest one (conservative).
-_HALF = re.compile(r"float16|\.half\(\)|torch\.half\b|autocast")
+_HALF = re.compile(r"(?<!b)float16|\.half\(\)|torch\.half\b|autocast")
 _BF16 = re.compile(r"bfloat16")
 
 
