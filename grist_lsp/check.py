@@ -251,7 +251,10 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
             report.warnings.append("the dynamic engine (grist_lsp.dynamic.engine) is not installed; "
                                    "ran the static pass only")
 
-    _attach_fixes(per_file, texts, settings, dynamic_ran, report)
+    # Static-only runs skip fixes: proposing them re-parses the file per site (seconds on
+    # a large file), and without the engine none of them could be verified anyway.
+    if not settings.static_only:
+        _attach_fixes(per_file, texts, settings, dynamic_ran, report)
 
     if options.fix or options.diff:
         _apply_verified(per_file, texts, options, report)
@@ -327,7 +330,7 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
 
 def _attach_fixes(per_file: dict[Path, list[Verdict]], texts: dict[Path, str], settings: Settings,
                   dynamic_ran: bool, report: Report) -> None:
-    """Verified fixes when the engine ran; otherwise the proposals, unverified (no code runs)."""
+    """Verified fixes when the engine and the verifier are there; otherwise the proposals, unverified."""
     for path, verdicts in per_file.items():
         if path not in texts or not any(v.status in (Status.CONFIRMED, Status.POSSIBLE) for v in verdicts):
             continue
