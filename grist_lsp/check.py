@@ -300,6 +300,8 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
     opts = engine_options(settings, engine_jobs)
     done = 0
     lock = threading.Lock()
+    # Our own event too, so Ctrl-C can stop the engine's workers even when the caller gave none.
+    cancel = options.cancel or threading.Event()
 
     def one(path: Path) -> tuple[Path, list[Verdict]]:
         def file_progress(message: str, fraction: float) -> None:
@@ -310,14 +312,15 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
 
         try:
             result = engine.confirm(str(path), texts[path], per_file[path], opts,
-                                    progress=file_progress, cancel=options.cancel)
+                                    progress=file_progress, cancel=cancel)
             return path, list(result)
         except Exception as exc:  # keep the static verdicts; say the engine failed on this file
             err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
                                         "the static findings stand; please report it with this file")
             return path, per_file[path] + [err]
 
-    with ThreadPoolExecutor(max_workers=file_workers, thread_name_prefix="grist-file") as pool:
+    pool = ThreadPoolExecutor(max_workers=file_workers, thread_name_prefix="grist-file")
+    try:
         futures = [pool.submit(one, p) for p in todo]
         for future in as_completed(futures):
             path, verdicts = future.result()
@@ -326,6 +329,12 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
                 done += 1
             if progress:
                 progress(f"checked {path.name} ({done}/{len(todo)})", 0.2 + 0.8 * done / len(todo))
+    except BaseException:
+        # Ctrl-C (or any failure here): tell running searches to kill their workers, start no more.
+        cancel.set()
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _attach_fixes(per_file: dict[Path, list[Verdict]], texts: dict[Path, str], settings: Settings,
