@@ -670,6 +670,9 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
     if operand.form == "method" and ctx.node.args:
         return []
     inner = _strip(operand.node)
+    if isinstance(inner, cst.Name):
+        # `probs = softmax(z)` ... `log(probs)`: the same rewrite, through the variable
+        inner = _single_assignment(ctx, inner) or inner
     negate = False
     if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) \
             and isinstance(_strip(inner.left), (cst.Integer, cst.Float)) and float(_strip(inner.left).value) == 1.0:
@@ -713,6 +716,82 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
     if lse is not None:
         return [_Proposal("Use logsumexp", ctx.node, lse)]
     return []
+
+
+class _Bindings(cst.CSTVisitor):
+    """Every place a function binds each name (parameters, assignments, loop targets ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count: dict[str, int] = {}
+        self.values: dict[str, cst.BaseExpression] = {}
+
+    def _bind(self, target: cst.CSTNode, value: cst.BaseExpression | None = None) -> None:
+        if isinstance(target, cst.Name):
+            self.count[target.value] = self.count.get(target.value, 0) + 1
+            if value is not None:
+                self.values[target.value] = value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(element.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bind(node.name)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value if len(node.targets) == 1 else None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._bind(node.asname.name)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._bind(node.target)
+
+
+def _single_assignment(ctx: _Context, name: cst.Name) -> cst.BaseExpression | None:
+    """The value of ``name`` when the enclosing function assigns it exactly once, from a call
+    whose name arguments are themselves never rebound (so the call can move to the use)."""
+    function = ctx.node
+    while function is not None and not isinstance(function, cst.FunctionDef):
+        function = ctx.index.parents.get(function)
+    if function is None:
+        return None
+    bindings = _Bindings()
+    function.visit(bindings)
+    value = bindings.values.get(name.value)
+    if bindings.count.get(name.value) != 1 or not isinstance(value, cst.Call):
+        return None
+    used = {n.value for n in _names_in(value)}
+    if any(bindings.count.get(n, 0) > 1 for n in used):
+        return None
+    return value
+
+
+def _names_in(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            found.append(n)
+
+    node.visit(Collect())
+    return found
 
 
 def _logsumexp_of(ctx: _Context, total: cst.BaseExpression) -> cst.BaseExpression | None:

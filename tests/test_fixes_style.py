@@ -202,3 +202,14 @@ def test_inverse_edits_map_fixed_positions_back() -> None:
     assert apply_edits(fixed, back) == text
     assert shift_span(Span(4, 4, 4, 9), back, fixed) == Span(3, 4, 3, 9)  # `b / c` before the fix
     assert shift_span(Span(3, 4, 3, 32), back, fixed) is None  # inside the fix's own code
+
+
+def test_log_of_a_softmax_variable_becomes_log_softmax_when_nothing_is_rebound() -> None:
+    text = ("import torch\n\ndef ce(logits, onehot):\n    probs = torch.softmax(logits, dim=1)\n"
+            "    return -(onehot * torch.log(probs)).sum(1).mean()\n")
+    fixed, fixes = _fixed(text, "torch.log(probs)")
+    assert fixes[0].title == "Use log_softmax"
+    assert fixed.splitlines()[4] == "    return -(onehot * torch.log_softmax(logits, dim=1)).sum(1).mean()"
+    rebound = text.replace("    return", "    logits = logits * 2\n    return")
+    fixes = propose_fixes(rebound, [v for v in analyze_source("m.py", rebound) if v.site.text == "torch.log(probs)"][0])
+    assert [f.title for f in fixes] == ["Clamp the operand of torch.log to >= 1e-8"]
