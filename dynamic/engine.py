@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from grist_lsp.model import Site, Status, Verdict, Witness, file_error, site_from_json, to_json, witness_from_json
+from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
 
 
 @dataclass
@@ -250,7 +250,6 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     total = len(targets)
     done_count = [0]
     lock = threading.Lock()
-    t0 = time.monotonic()
 
     replayer: list[Subprocess] = []
 

@@ -24,7 +24,6 @@ import os
 import re
 import signal
 import sys
-import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -35,9 +34,9 @@ from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import Site, Witness, site_from_json, to_json
 
 from . import entries as E
-from .search import Evaluation, Found, Runner, SearchSettings, search
+from .search import Found, Runner, SearchSettings, search
 from .tracing import SiteOutcome
-from .witness import describe, from_value, payload_dir, shrink, to_value
+from .witness import describe, shrink, to_value
 
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it

@@ -6,7 +6,6 @@ check one part at a time; tests/test_engine.py covers the worker subprocesses en
 
 from __future__ import annotations
 
-import os
 import threading
 from pathlib import Path
 
