@@ -571,14 +571,30 @@ class _Builder:
         return env
 
     def _inplace_call(self, e: ast.expr, env: Env, scope: Scope) -> None:
-        """`x.clamp_(...)`, `x.zero_()`: an in-place method redefines x."""
-        if (isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr.endswith("_")
-                and not e.func.attr.startswith("_") and isinstance(e.func.value, ast.Name)
-                and e.func.value.id in env):
-            name = e.func.value.id
-            key = self._new_def(scope, name, "mutate", e, e)
-            self._link_mutation(key, env.get(name, frozenset()), e.func.value)
-            env[name] = frozenset({key})
+        """`x.clamp_(...)`, `x.zero_()`, `nn.init.zeros_(x)`: an in-place op redefines x."""
+        if not isinstance(e, ast.Call):
+            return
+        fname = e.func.attr if isinstance(e.func, ast.Attribute) else getattr(e.func, "id", "")
+        if not fname.endswith("_") or fname.startswith("_"):
+            return
+        root: ast.AST = e.func
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        # a module path (torch.nn.init.zeros_) or an imported function, not a value's method
+        module_path = isinstance(root, ast.Name) and (root.id not in env or all(
+            self.flow.defs[k].how == "import" for k in env[root.id]))
+        if isinstance(e.func, ast.Attribute) and not module_path:
+            if not isinstance(e.func.value, ast.Name):
+                return  # f(x).add_(y): a temporary changes
+            target = e.func.value  # method form: the receiver changes
+        elif module_path and e.args and isinstance(e.args[0], ast.Name):
+            target = e.args[0]  # function form: the first argument changes
+        else:
+            return
+        if target.id in env:
+            key = self._new_def(scope, target.id, "mutate", e, e)
+            self._link_mutation(key, env.get(target.id, frozenset()), target)
+            env[target.id] = frozenset({key})
 
     # --- scopes -----------------------------------------------------------------
 
@@ -691,8 +707,9 @@ class _Builder:
                     self.calls.append((n, scope))
                 self._operation(n, scope)
                 deps.append(("call", id(n)))
-                if isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
-                    stack.append(_After(n))  # redefine the receiver once its operands are read
+                fname = n.func.attr if isinstance(n.func, ast.Attribute) else getattr(n.func, "id", "")
+                if fname.endswith("_"):
+                    stack.append(_After(n))  # redefine the mutated name once the operands are read
             elif isinstance(n, ast.BinOp):
                 self._operation(n, scope)
             stack.extend(ast.iter_child_nodes(n))

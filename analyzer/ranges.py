@@ -534,14 +534,23 @@ class RangeAnalysis:
         if isinstance(node, ast.Subscript):
             prior = join([self.def_fact(p) for p in self.flow.defs_reaching(node)])
             return join([prior, self.fact(d.value)])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            prior = join([self.def_fact(p) for p in self.flow.defs_reaching(node.func.value)])
-            name = node.func.attr[:-1]
+        if not isinstance(node, ast.Call):
+            return TOP
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == d.name:
+            prior = join([self.def_fact(p) for p in self.flow.defs_reaching(f.value)])
+            name = f.attr[:-1]
             if name == "zero":
                 return self._num(0.0, "zero_()").with_type("tensor")
             if name == "fill":
                 return self._arg_fact(node, 0, "value").with_type("tensor")
             got = self._known_call(name, prior, node, list(node.args), method=True)
+            return got if got is not None else TOP
+        if node.args and isinstance(node.args[0], ast.Name) and self.resolver.qualified_name(f):
+            # torch.clamp_(x, min=...), nn.init.zeros_(w): a library function mutating its argument
+            prior = join([self.def_fact(p) for p in self.flow.defs_reaching(node.args[0])])
+            name = (self.resolver.qualified_name(f) or "").rsplit(".", 1)[-1][:-1]
+            got = self._known_call(name, prior, node, list(node.args[1:]), method=False)
             return got if got is not None else TOP
         return TOP
 
