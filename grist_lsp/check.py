@@ -245,16 +245,17 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
         if _module_available(ENGINE_MODULE):
             todo = [p for p in files if p in per_file and p in texts and _runnable(per_file[p])
                     and _has_open_sites(per_file[p])]
-            _run_dynamic(todo, per_file, texts, settings, options, progress)
+            _run_dynamic(todo, per_file, texts, settings, options, progress, report.warnings)
             dynamic_ran = True
         else:
             report.warnings.append("the dynamic engine (grist_lsp.dynamic.engine) is not installed; "
                                    "ran the static pass only")
 
-    # Static-only runs skip fixes: proposing them re-parses the file per site (seconds on
-    # a large file), and without the engine none of them could be verified anyway.
-    if not settings.static_only:
-        _attach_fixes(per_file, texts, settings, dynamic_ran, report)
+    # Without the engine (or its verifier) fixes are offered unverified. Static-only runs
+    # offer none: proposing them re-parses the file per site (seconds on a large file),
+    # and none of them could be verified anyway.
+    if not settings.static_only and not (dynamic_ran and _module_available(VERIFY_MODULE)):
+        _propose_fixes(per_file, texts, report)
 
     if options.fix or options.diff:
         _apply_verified(per_file, texts, options, report)
@@ -289,10 +290,13 @@ def _repo_root(root: Path) -> Path:
 
 
 def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: dict[Path, str],
-                 settings: Settings, options: CheckOptions, progress: ProgressFn | None) -> None:
+                 settings: Settings, options: CheckOptions, progress: ProgressFn | None,
+                 warnings: list[str]) -> None:
+    """Confirm open sites, then verify fixes, one file per thread (workers are subprocesses)."""
     if not todo:
         return
     engine = importlib.import_module(ENGINE_MODULE)
+    verify = importlib.import_module(VERIFY_MODULE) if _module_available(VERIFY_MODULE) else None
     # Parallel across files first (separate programs share nothing); the engine
     # gets the remaining workers for its sites when there are fewer files than jobs.
     file_workers = min(settings.jobs, len(todo))
@@ -311,13 +315,21 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
                 progress(f"{path.name}: {message}", overall)
 
         try:
-            result = engine.confirm(str(path), texts[path], per_file[path], opts,
-                                    progress=file_progress, cancel=cancel)
-            return path, list(result)
+            verdicts = list(engine.confirm(str(path), texts[path], per_file[path], opts,
+                                           progress=file_progress, cancel=cancel))
         except Exception as exc:  # keep the static verdicts; say the engine failed on this file
             err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
                                         "the static findings stand; please report it with this file")
             return path, per_file[path] + [err]
+        # Verify this file's fixes in the same thread, so one file's fix checks overlap
+        # the other files' searches instead of waiting for all of them.
+        if verify is not None and not cancel.is_set():
+            try:
+                verdicts = list(verify.fix_verdicts(str(path), texts[path], verdicts, opts))
+            except Exception as exc:  # fixes are a bonus; never lose the findings over them
+                with lock:
+                    warnings.append(f"{path}: could not verify fixes ({type(exc).__name__}: {exc})")
+        return path, verdicts
 
     pool = ThreadPoolExecutor(max_workers=file_workers, thread_name_prefix="grist-file")
     try:
@@ -337,24 +349,20 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _attach_fixes(per_file: dict[Path, list[Verdict]], texts: dict[Path, str], settings: Settings,
-                  dynamic_ran: bool, report: Report) -> None:
-    """Verified fixes when the engine and the verifier are there; otherwise the proposals, unverified."""
+def _propose_fixes(per_file: dict[Path, list[Verdict]], texts: dict[Path, str], report: Report) -> None:
+    """The analyzer's proposed rewrites, marked unverified, for open and confirmed sites."""
+    if not _module_available(FIXES_MODULE):
+        return
+    fixes = importlib.import_module(FIXES_MODULE)
     for path, verdicts in per_file.items():
-        if path not in texts or not any(v.status in (Status.CONFIRMED, Status.POSSIBLE) for v in verdicts):
+        if path not in texts:
             continue
         try:
-            if dynamic_ran and _module_available(VERIFY_MODULE):
-                verify = importlib.import_module(VERIFY_MODULE)
-                per_file[path] = list(verify.fix_verdicts(str(path), texts[path], verdicts,
-                                                          engine_options(settings, settings.jobs)))
-            elif _module_available(FIXES_MODULE):
-                fixes = importlib.import_module(FIXES_MODULE)
-                for verdict in verdicts:
-                    if verdict.status in (Status.CONFIRMED, Status.POSSIBLE) and not verdict.fixes:
-                        verdict.fixes = [_unverified(f) for f in fixes.propose_fixes(texts[path], verdict)]
+            for verdict in verdicts:
+                if verdict.status in (Status.CONFIRMED, Status.POSSIBLE) and not verdict.fixes:
+                    verdict.fixes = [_unverified(f) for f in fixes.propose_fixes(texts[path], verdict)]
         except Exception as exc:  # fixes are a bonus; never lose the findings over them
-            report.warnings.append(f"{path}: could not compute fixes ({type(exc).__name__}: {exc})")
+            report.warnings.append(f"{path}: could not propose fixes ({type(exc).__name__}: {exc})")
 
 
 def _unverified(fix: Fix) -> Fix:
