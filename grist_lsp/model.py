@@ -1,7 +1,6 @@
 """The shared data model: Site, Verdict, Witness and Fix, used by every layer.
 
-Positions: lines are 1-based, columns are 0-based *code points* (what libcst
-reports). Adapters convert at the edge: the CLI's JSON/text output uses 1-based
+Positions: lines are 1-based, columns are 0-based *code points*. Adapters convert at the edge: the CLI's JSON/text output uses 1-based
 columns, the language server converts to UTF-16 code units, the tracer converts
 CPython's UTF-8 byte offsets. Nothing inside the core uses any other convention.
 
