@@ -239,11 +239,14 @@ def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[V
     static = _static(path, fixed)
     check.static_at_site = _static_at(static, region, verdict.site.kind)
     if verdict.status is Status.CONFIRMED and verdict.witness is not None:
-        _engine_check(check, path, text, fixed, verdict, fix, verdicts, static, region, options)
         timeout = _timeout(options)
-        with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        # three independent looks, each in its own subprocesses: overlap them
+        with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+            searched = pool.submit(_engine_check, check, path, text, fixed, verdict, fix, verdicts, static, region,
+                                   options)
             replayed = pool.submit(_replay, path, fixed, verdict, region, timeout)
             compared = pool.submit(_compare_outputs, path, text, fixed, verdict.witness, timeout, originals)
+            searched.result()
             check.replay, check.output = replayed.result(), compared.result()
         return dataclasses.replace(fix, verified=check.verified, note=check.note())
     return dataclasses.replace(fix, verified=False, note=check.note(no_witness=True))
@@ -431,8 +434,9 @@ class _Originals:
         key = (witness.entry, witness.seed)
         with self.lock:  # one run per entry even when two fixes ask at once
             if key not in self.runs:
-                directory = self.directory or tempfile.mkdtemp(prefix="grist-verify-")
-                out_file = os.path.join(directory, f"original-{len(self.runs)}.pt")
+                if not self.directory:
+                    self.directory = tempfile.mkdtemp(prefix="grist-verify-")
+                out_file = os.path.join(self.directory, f"original-{len(self.runs)}.pt")
                 res = _run_worker({"task": "run", "path": path, "text": text, "entry": witness.entry,
                                    "seed": witness.seed, "out": out_file}, timeout)
                 self.runs[key] = (res, out_file)
