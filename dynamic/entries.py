@@ -162,7 +162,10 @@ class Program:
         return TracerConfig(target_file=self.target_file, texts=self.texts, user_files=self.user_files,
                             produced=self.produced, **kw)
 
-    def run(self, cfg: TracerConfig) -> tuple[Tracer, SiteOutcome | None, BaseException | None]:
+    def run(self, cfg: TracerConfig, grad_everywhere: bool = False) -> tuple[Tracer, SiteOutcome | None, BaseException | None]:
+        """One run under a fresh Tracer. ``grad_everywhere``: the user's ``torch.no_grad`` blocks
+        record the graph anyway (values are unchanged), so that the search has gradients in
+        inference code."""
         seed_everything(self.seed)
         tracer = Tracer(cfg)
         try:
@@ -189,8 +192,70 @@ class Program:
                 kwargs[name] = value
             else:
                 args.append(value)
-        outcome, error = trace_call(tracer, lambda: call(*args, **kwargs))
+        if grad_everywhere:
+            with _GradEverywhere(self.user_files):
+                outcome, error = trace_call(tracer, lambda: call(*args, **kwargs))
+        else:
+            outcome, error = trace_call(tracer, lambda: call(*args, **kwargs))
         return tracer, outcome, error
+
+
+class _KeepGrad:
+    """Stands in for ``torch.no_grad`` / ``torch.inference_mode`` (as context and decorator)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __enter__(self) -> "_KeepGrad":
+        return self
+
+    def __exit__(self, *exc: Any) -> bool:
+        return False
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        return fn
+
+    def clone(self) -> "_KeepGrad":
+        return self
+
+
+class _GradEverywhere:
+    """Swaps the no-grad context managers in ``torch`` for one run, for the user's files only.
+
+    Torch's own code (parameter init, optimizers) keeps the real ones: its in-place updates of
+    parameters need them.
+    """
+
+    _NAMES = (("torch", "no_grad"), ("torch", "inference_mode"), ("torch.autograd", "no_grad"),
+              ("torch.autograd", "inference_mode"), ("torch.autograd.grad_mode", "no_grad"),
+              ("torch.autograd.grad_mode", "inference_mode"))
+
+    def __init__(self, user_files: frozenset[str]) -> None:
+        self.user_files = user_files
+
+    def _switch(self, original: Any) -> Any:
+        user_files = self.user_files
+
+        def make(*args: Any, **kwargs: Any) -> Any:
+            if sys._getframe(1).f_code.co_filename in user_files:
+                return _KeepGrad(*args, **kwargs)
+            return original(*args, **kwargs)
+
+        return make
+
+    def __enter__(self) -> None:
+        self.saved = []
+        for mod_name, attr in self._NAMES:
+            mod = sys.modules.get(mod_name)
+            if mod is not None and hasattr(mod, attr):
+                self.saved.append((mod, attr, getattr(mod, attr)))
+        for mod, attr, value in self.saved:
+            setattr(mod, attr, self._switch(value))
+
+    def __exit__(self, *exc: Any) -> bool:
+        for mod, attr, value in self.saved:
+            setattr(mod, attr, value)
+        return False
 
 
 def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple[str, Any, bool]]:

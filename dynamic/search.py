@@ -93,6 +93,9 @@ class Runner:
     sites: list[Site]
     iterations: int = 0
     param_values: dict[str, torch.Tensor] = field(default_factory=dict)
+    # Gradients through the user's no_grad blocks; switched off when the program cannot take it
+    # (in-place updates of leaves in a no_grad block).
+    grad_everywhere: bool = True
 
     def evaluate(self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None,
                  grad: bool = True) -> Evaluation:
@@ -106,7 +109,7 @@ class Runner:
                 leaves[k] = v.detach().clone() if isinstance(v, torch.Tensor) else v
         wleaves = {k: d.detach().clone().requires_grad_(grad) for k, d in (deltas or {}).items()}
         cfg = self.program.tracer_config(sites=self.sites, target=self.site, subs=leaves, weight_subs=wleaves)
-        tracer, outcome, error = self.program.run(cfg)
+        tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
         params = {key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values}
         self.param_values.update(params)
         d = float("inf")
@@ -265,6 +268,9 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
         return SearchReport(found, runner.iterations, time.monotonic() - t0, 0.0)
 
     ev = runner.evaluate(examples)
+    if ev.outcome is None and ev.error is not None:
+        runner.grad_everywhere = False
+        ev = runner.evaluate(examples)
     if ev.found:
         return done(ev, examples, {}, "example inputs")
     if ev.outcome is None:

@@ -228,3 +228,17 @@ def test_buffers_and_module_constants_are_not_inputs(tmp_path):
     report = search(prog, s1, [s1], dict(tracer.recorded), SearchSettings(budget=0.5, seed=0))
     assert report.found is None
     assert target == prog.target_file
+
+
+def test_gradients_reach_through_the_users_no_grad_blocks(tmp_path):
+    text = ("import torch\n\n\n@torch.no_grad()\ndef predict(model, x):\n"
+            "    return torch.log(torch.softmax(model(x), dim=1))\n\n\n"
+            "model = torch.nn.Linear(6, 3)\n"
+            "with torch.no_grad():\n    print(predict(model, torch.randn(5, 6)))\n"
+            "    for p in model.parameters():\n        p -= 0.1 * p  # torch's real no_grad is needed here\n")
+    prog = script(tmp_path, "infer.py", text)
+    site = site_at(tmp_path / "infer.py", text, "torch.log(torch.softmax(model(x), dim=1))", "torch.log")
+    tracer = record(prog, [site])
+    report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
+    assert report.found is not None and report.found.how == "gradient step", report.note
+    assert torch.no_grad.__module__.startswith("torch")  # the swap is undone after each run
