@@ -39,6 +39,7 @@ from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
 BATCH = 4  # batch size of synthesized inputs
 LABEL_NAMES = frozenset({"y", "target", "targets", "label", "labels", "t", "y_true", "cls", "classes", "idx", "index", "indices"})
 MASK_NAMES = frozenset({"mask", "attention_mask", "padding_mask", "attn_mask", "key_padding_mask"})
+LENGTH_NAMES = frozenset({"lengths", "length", "lens", "seq_lens", "seq_lengths", "x_lens"})
 _SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".tox", "build", "dist"})
 
 
@@ -516,6 +517,9 @@ def synthesize(params: list[inspect.Parameter], instance: Any, seed: int) -> lis
                 args.append((p.name, 1.0, False))
             elif name in LABEL_NAMES:
                 args.append((p.name, torch.randint(0, n_classes, shape[:1], generator=g), False))
+            elif name in LENGTH_NAMES:
+                longest = shape[1] if len(shape) > 1 else 8
+                args.append((p.name, torch.randint(1, longest + 1, shape[:1], generator=g), False))
             elif name in MASK_NAMES:
                 args.append((p.name, torch.ones(shape[:2], dtype=torch.bool), False))
             elif dtype.startswith("long:") and not args:
