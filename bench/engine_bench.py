@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import statistics
 import subprocess
 import sys
@@ -158,9 +160,10 @@ def print_summary(s: dict, title: str) -> None:
           f"possible markers confirmed {len(s['possible_confirmed'])}")
     print(f"seconds to expose: median {fmt(s['median_seconds'])}, p90 {fmt(s['p90_seconds'])}; "
           f"engine wall clock over all files {fmt(s['wall_seconds'], 1)} s")
-    for label in ("misses", "false_positives", "possible_confirmed", "errors"):
+    for label, word in (("misses", "miss"), ("false_positives", "false positive"),
+                        ("possible_confirmed", "possible marker confirmed"), ("errors", "error")):
         for item in s[label]:
-            print(f"  {label[:-1] if label.endswith('s') else label}: {item}")
+            print(f"  {word}: {item}")
 
 
 # --- headline: time to NaN on its own vs time to expose ---------------------------
@@ -168,11 +171,17 @@ def print_summary(s: dict, title: str) -> None:
 NATURAL_NAN_LIMIT = 600.0
 
 
+def _one_thread_env() -> dict[str, str]:
+    # The engine's workers run torch on one thread; the program on its own gets the same
+    # conditions (on a shared, loaded machine one thread is also the faster setting).
+    return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
 def time_to_nan_on_its_own(path: Path, limit: float) -> tuple[float | None, str]:
     """Wall seconds from launch until the script prints its non-finite loss line (None: never, within limit)."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=REPO)
+    proc = subprocess.Popen([sys.executable, "-u", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, cwd=REPO, env=_one_thread_env())
     found, line = None, ""
     try:
         for line in proc.stdout:
@@ -192,7 +201,8 @@ def first_nan_op(path: Path, limit: float) -> tuple[int, str, str, str] | None:
     code = ("import json, sys; sys.path.insert(0, %r); import corpus_markers as cm; "
             "print('FIRST', json.dumps(cm.first_nonfinite(%r)))") % (str(REPO / "tests" / "corpus"), str(path))
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit, cwd=REPO)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit, cwd=REPO,
+                             env=_one_thread_env())
     except subprocess.TimeoutExpired:
         return None
     for line in out.stdout.splitlines():
@@ -209,24 +219,29 @@ def headline(runs: list[FileRun], scripts: list[Path], limit: float) -> list[dic
         natural, said = time_to_nan_on_its_own(script, limit)
         first = first_nan_op(script, limit)
         run = by_path.get(rel(script))
+        step = re.search(r"at step (\d+)", said)
         entry = {"script": rel(script), "natural_seconds": natural, "natural_report": said,
+                 "natural_steps": int(step.group(1)) if step and natural else None,
                  "first_op": first, "engine_seconds": None, "engine_file_wall": run.wall if run else None,
-                 "engine_status": None}
+                 "engine_status": None, "engine_iterations": None}
         if first and run:
             for r in run.rows:
                 if r.line == first[0] and r.kind == first[1]:
                     entry["engine_seconds"], entry["engine_status"] = r.seconds, r.final
+                    entry["engine_iterations"] = r.iterations
         out.append(entry)
     print("\n== headline: time for the program to hit NaN on its own vs time for the engine to expose that op")
-    print(f"{'script':44s} {'first NaN op':22s} {'own (s)':>8s} {'engine site (s)':>15s} {'engine file (s)':>15s} "
-          f"{'ratio site':>10s} {'ratio file':>10s}")
+    print(f"{'script':46s} {'first NaN op':13s} {'own steps':>9s} {'own (s)':>8s} {'engine site (s)':>15s} "
+          f"{'iters':>6s} {'engine file (s)':>15s} {'ratio site':>10s} {'ratio file':>10s}")
     for e in out:
         op = f"{e['first_op'][0]} {e['first_op'][1]}" if e["first_op"] else "-"
         nat, eng, wall = e["natural_seconds"], e["engine_seconds"], e["engine_file_wall"]
         r1 = f"{nat / eng:.0f}x" if nat and eng else "-"
         r2 = f"{nat / wall:.1f}x" if nat and wall else "-"
-        print(f"{e['script']:44s} {op:22s} {fmt(nat, 1):>8s} {fmt(eng):>15s} {fmt(wall, 1):>15s} {r1:>10s} {r2:>10s}"
-              f"   ({e['engine_status']})")
+        steps = e["natural_steps"] if e["natural_steps"] is not None else "-"
+        print(f"{e['script']:46s} {op:13s} {steps:>9} {fmt(nat, 1):>8s} {fmt(eng):>15s} "
+              f"{e['engine_iterations'] if e['engine_iterations'] is not None else '-':>6} {fmt(wall, 1):>15s} "
+              f"{r1:>10s} {r2:>10s}   ({e['engine_status']})")
     return out
 
 

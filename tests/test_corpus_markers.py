@@ -216,12 +216,12 @@ SCRIPT_VARIANTS = {
         ({"< 0.18).float()": "< 0.0).float()", "range(5000)": "range(5)"}, {"div"}),  # the flag is never set
     ],
     _pr("training_clip_scale.py"): [
-        ({"math.log(1 / 0.07)": "math.log(1 / 0.0001)", "range(3000)": "range(5)"}, {"exp"}),  # scale 10000
+        ({"math.log(1 / 0.07)": "math.log(1 / 0.0001)", "range(6000)": "range(5)"}, {"exp"}),  # scale 10000
         ({  # captions = images, text tower = image tower negated: each positive pair is opposed
             "captions = images @": "captions = images.clone() if True else images @",
             "text_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))": _CLIP_NEGATED_TEXT_TOWER,
             "math.log(1 / 0.07)": "math.log(88.0)",
-            "range(3000)": "range(5)",
+            "range(6000)": "range(5)",
         }, {"log"}),
         ({  # as above, every image embedding pushed to one direction and scale 200: whole rows underflow
             "captions = images @": "captions = images.clone() if True else images @",
@@ -230,7 +230,7 @@ SCRIPT_VARIANTS = {
                 "image_tower[2].bias.data.fill_(5.0)",
             "text_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))": _CLIP_NEGATED_TEXT_TOWER,
             "math.log(1 / 0.07)": "math.log(200.0)",
-            "range(3000)": "range(5)",
+            "range(6000)": "range(5)",
         }, {"div"}),
     ],
 }

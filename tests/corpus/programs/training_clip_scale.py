@@ -25,7 +25,7 @@ towers = list(image_tower.parameters()) + list(text_tower.parameters())
 # The scale gets its own, larger learning rate "so the temperature adapts quickly".
 opt = torch.optim.Adam([{"params": towers, "lr": 5e-3}, {"params": [logit_scale], "lr": 0.1}])
 
-for step in range(3000):
+for step in range(6000):
     idx = torch.randint(0, N, (BATCH,), generator=gen)
     a = F.normalize(image_tower(images[idx]), dim=1)
     b = F.normalize(text_tower(captions[idx]), dim=1)
