@@ -258,6 +258,18 @@ def fresh(value):
     return value.clone() if isinstance(value, torch.Tensor) else value
 
 
+def parameter_names(fn, count: int) -> list[str]:
+    """How the search named positional arguments: the parameters of the function (of forward
+    for a Module), then arg<i>."""
+    target = fn.forward if isinstance(fn, torch.nn.Module) else fn
+    try:
+        params = inspect.signature(target).parameters.values()
+        names = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return [names[i] if i < len(names) else f"arg{i}" for i in range(count)]
+
+
 def load_program(path: Path):
     """Import the program file the way `python -c "import <module>"` would from its root."""
     root, parts = path.parent, [path.stem]
@@ -304,7 +316,7 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
     how = ("It needs only torch and pytest: the op is watched with a TorchFunctionMode and"
            " found by its function and its line within that function.")
     out.append(_docstring(site, witness, how))
-    out.append("import importlib\nimport sys\nfrom pathlib import Path\n\nimport torch\n"
+    out.append("import importlib\nimport inspect\nimport sys\nfrom pathlib import Path\n\nimport torch\n"
                "from torch.overrides import TorchFunctionMode, resolve_name\n")
     if kind == "entry":
         entry_file, _, entry_func = rest.rpartition(":")
@@ -342,13 +354,7 @@ def call_program() -> None:
     made = getattr(load_program(ENTRY_FILE), ENTRY)()
     fn, args = made[0], list(made[1]) if isinstance(made[1], (list, tuple)) else [made[1]]
     kwargs = dict(made[2]) if len(made) == 3 else {}
-    # inputs are named by the callable's parameters (`arg<i>` when it has no names)
-    try:
-        names = list(inspect.signature(fn).parameters)
-    except (TypeError, ValueError):
-        names = []
-    for i in range(len(args)):
-        name = names[i] if i < len(names) and not names[i].startswith("*") else f"arg{i}"
+    for i, name in enumerate(parameter_names(fn, len(args))):
         if name in INPUTS:
             args[i] = fresh(INPUTS[name])
     for name in kwargs:
@@ -356,21 +362,24 @@ def call_program() -> None:
             kwargs[name] = fresh(INPUTS[name])
     fn(*args, **kwargs)
 ''')
-        out[1] = out[1].replace("import importlib\n", "import importlib\nimport inspect\n")
     else:
         out.append('''
 def call_program() -> None:
-    torch.manual_seed(SEED)
+    torch.manual_seed(SEED)  # the search seeded torch, random and numpy before building the module
     random.seed(SEED)
+    try:
+        import numpy
+
+        numpy.random.seed(SEED % 2**32)
+    except ImportError:
+        pass
     obj = getattr(load_program(PROGRAM), PROBED)
     if isinstance(obj, type):
         obj = obj(*CONSTRUCTOR_ARGS)
-    # inputs are named by the parameters of forward (or of the function)
-    params = list(inspect.signature(obj.forward if isinstance(obj, torch.nn.Module) else obj).parameters)
-    args = [fresh(INPUTS[name]) for name in params if name in INPUTS]
-    obj(*args, *[fresh(value) for name, value in INPUTS.items() if name not in params])
+    names = parameter_names(obj, len(INPUTS))
+    obj(*[fresh(INPUTS[name]) for name in names if name in INPUTS])
 ''')
-        out[1] = out[1].replace("import importlib\n", "import importlib\nimport inspect\nimport random\n")
+        out[1] = out[1].replace("import importlib\n", "import importlib\nimport random\n")
     out.append(f'''
 def {_test_name(site)}() -> None:
     watch = WatchSite(BACKWARD)
