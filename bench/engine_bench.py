@@ -62,6 +62,7 @@ class Row:
     seconds: float | None = None
     result: str = ""
     weights_moved: float | None = None
+    reason: str = ""  # the engine's account of a site it left open
 
 
 @dataclass
@@ -99,6 +100,8 @@ def run_file(path: Path, seed: int, budget: float, jobs: int) -> FileRun:
         row = Row(rel(path), m.line, m.kind, m.marker.status if m.marker else None,
                   static_by_key.get(v.site.key) if v is not None else None,
                   str(v.status) if v is not None else None)
+        if v is not None and v.witness is None:
+            row.reason = v.reason
         if v is not None and v.witness is not None:
             w = v.witness
             row.entry, row.iterations, row.seconds, row.result = w.entry, w.iterations, w.seconds, w.result
@@ -130,6 +133,8 @@ def summarise(runs: list[FileRun]) -> dict:
         "safe": finals.count("safe"),
         "marked_confirmed": sum(r.marker == "confirmed" for r in rows),
         "misses": [f"{r.file}:{r.line} {r.kind}" for r in rows if r.marker == "confirmed" and r.final != "confirmed"],
+        "miss_reasons": {f"{r.file}:{r.line} {r.kind}": r.reason for r in rows
+                         if r.marker == "confirmed" and r.final != "confirmed"},
         "false_positives": [f"{r.file}:{r.line} {r.kind}" for r in rows
                             if r.marker in ("safe", "unproven", None) and r.final == "confirmed"],
         "possible_confirmed": [f"{r.file}:{r.line} {r.kind}" for r in rows
@@ -163,7 +168,8 @@ def print_summary(s: dict, title: str) -> None:
     for label, word in (("misses", "miss"), ("false_positives", "false positive"),
                         ("possible_confirmed", "possible marker confirmed"), ("errors", "error")):
         for item in s[label]:
-            print(f"  {word}: {item}")
+            why = s["miss_reasons"].get(item, "") if label == "misses" else ""
+            print(f"  {word}: {item}" + (f"\n      engine: {why}" if why else ""))
 
 
 # --- headline: time to NaN on its own vs time to expose ---------------------------
