@@ -438,9 +438,6 @@ class _Operand:
     form: str  # "function", "method", "inplace", "binary", "augassign", "math", "numpy"
     namespace: str = ""  # the module expression of a function call (``torch``, ``np``, ``math``)
 
-    def __post_init__(self) -> None:
-        self.replace_in: cst.CSTNode | None = None
-
 
 def _operand(ctx: _Context, node: cst.CSTNode | None = None, op_name: str | None = None) -> _Operand | None:
     """The dangerous operand of the site (or of ``node``), following the catalogue's row."""
