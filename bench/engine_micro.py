@@ -24,7 +24,7 @@ from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.model import Status
 
 ROOT = Path(__file__).resolve().parent.parent
-BROKEN = {"hang.py", "segfault.py", "raises.py", "oom.py", "importerr.py"}  # error-verdict programs
+BROKEN = {"hang.py", "hang_native.py", "segfault.py", "raises.py", "oom.py", "importerr.py"}  # error-verdict programs
 
 
 def default_files() -> list[Path]:
