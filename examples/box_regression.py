@@ -80,7 +80,7 @@ def synthetic_boxes(n, generator):
     return gt, anchors
 
 
-def main(steps=20, n=64, seed=0):
+def main(steps=10, n=64, seed=0):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     head = BoxHead()

@@ -60,7 +60,7 @@ def augment(x, generator):
     return (x + noise) * keep
 
 
-def main(steps=20, n=32, seed=0):
+def main(steps=10, n=32, seed=0):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     data = torch.randn(256, 64, generator=g)

@@ -61,7 +61,7 @@ def synthetic_digits(n, generator):
     return images, labels
 
 
-def train(steps=30, batch=64, lr=0.1, seed=0):
+def train(steps=15, batch=64, lr=0.1, seed=0):
     g = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     model = MLP()

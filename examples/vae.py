@@ -64,7 +64,7 @@ def synthetic_batch(n, generator):
     return x
 
 
-def train(steps=25, batch=32, lr=1e-3, seed=0):
+def train(steps=10, batch=32, lr=1e-3, seed=0):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     model = VAE()
