@@ -187,6 +187,8 @@ class Tracer(TorchFunctionMode):
         self._params: dict[int, tuple[torch.Tensor, str]] = {}
         self._param_count = 0
         self._moves_ok = True
+        self._name_tries: dict[str, int] = {}
+        self._named_by_variable: set[str] = set()
         self._names: dict[Any, str] = {}
         self._by_kind: dict[str, list[Site]] = {}
         for s in cfg.sites:
@@ -289,12 +291,33 @@ class Tracer(TorchFunctionMode):
             self.param_names[key] = self._parameter_name(p, key)
         else:
             key = hit[1]
+            tries = self._name_tries.get(key, 0)
+            if tries < 16 and key not in self._named_by_variable:
+                # First seen while the module was being built (no variable holds it yet): retry.
+                self._name_tries[key] = tries + 1
+                self.param_names[key] = self._parameter_name(p, key)
         delta = self.cfg.weight_subs.get(key)
         if delta is None:
             return p
         return p.detach() + delta
 
     def _parameter_name(self, p: torch.Tensor, key: str) -> str:
+        """Readable name: the user's variable holding it or its module (``model.fc.weight``),
+        else the owning module's class (``Linear.weight``), else ``param#<k>``."""
+        f = self._frame_in(self.cfg.user_files)
+        while f is not None:
+            if f.f_code.co_filename in self.cfg.user_files:
+                for scope in (f.f_locals, f.f_globals):
+                    for var, value in list(scope.items()):
+                        if value is p:
+                            self._named_by_variable.add(key)
+                            return var
+                        if isinstance(value, torch.nn.Module) and var != "self":
+                            for name, q in value.named_parameters():
+                                if q is p:
+                                    self._named_by_variable.add(key)
+                                    return f"{var}.{name}"
+            f = f.f_back
         f = sys._getframe(3)
         while f is not None:
             owner = f.f_locals.get("self")
