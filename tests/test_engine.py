@@ -61,7 +61,8 @@ def replay_in_fresh_process(*verdicts: Verdict) -> list[dict]:
 
 REPLAYED = [("train", "torch.log(p)"), ("models", "torch.sqrt(self.var(h))"), ("var", "h.var(dim=0)"),
             ("var", "x / x.sum(dim=1, keepdim=True)"), ("entry", "dot / (a.norm(dim=-1) * b.norm(dim=-1))"),
-            ("backward", "torch.sqrt(d2)"), ("pytest", "torch.log(p / q)"), ("buffer", "torch.log(x)")]
+            ("backward", "torch.sqrt(d2)"), ("pytest", "torch.log(p / q)"), ("buffer", "torch.log(x)"),
+            ("models", "logits / self.temperature")]
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +87,7 @@ def results(tmp_path_factory) -> dict[str, list[Verdict]]:
             ("torch.sqrt(F.softplus(self.var(h)) + 1e-6)", "torch.sqrt"),
             ("x.std(dim=0)", "torch.Tensor.std"),
             ("x.std(dim=0, correction=0)", "torch.Tensor.std"),
+            ("logits / self.temperature", "torch.Tensor.__truediv__"),
         ], {}),
         "entry": (CORPUS / "entry_model.py", [
             ("dot / (a.norm(dim=-1) * b.norm(dim=-1))", "torch.Tensor.__truediv__"),
@@ -179,6 +181,17 @@ def test_module_is_probed_without_an_entry(results, replays):
     assert list(sqrt.witness.inputs) == ["h"] and sqrt.witness.inputs["h"].shape[-1] == 8  # from nn.Linear(8, 4)
     assert sqrt.witness.operand.values is not None and min(min(r) for r in sqrt.witness.operand.values) < 0
     assert replays[("models", "torch.sqrt(self.var(h))")]["reproduced"]
+
+
+def test_a_bug_only_weights_reach_moves_them_within_bounds_and_says_so(results, replays):
+    v = by_text(results["models"])["logits / self.temperature"]
+    assert v.status is Status.CONFIRMED, v.reason
+    w = v.witness
+    assert list(w.weights_moved) == ["LearnedTemperature.temperature"]
+    assert 0 < w.weights_moved["LearnedTemperature.temperature"] <= 10.0  # within max(1, 10|w|) of 1.0
+    assert list(w.weight_deltas) == ["param#0"]
+    assert "weights moved (LearnedTemperature.temperature by up to" in v.message
+    assert replays[("models", "logits / self.temperature")]["reproduced"]
 
 
 def test_std_of_a_batch_of_one_is_found_by_shape_search(results, replays):
