@@ -111,3 +111,36 @@ def test_fixes_apply_by_code_points_and_skip_overlaps() -> None:
     diff = unified_diff("m.py", text, result.text)
     assert diff.startswith("--- a/m.py\n+++ b/m.py\n")
     assert "+é = torch.log(p.clamp_min(1e-8))\n" in diff
+
+
+def test_diff_shows_and_fix_writes_only_verified_fixes(tmp_path: Path) -> None:
+    from grist_lsp.check import CheckOptions, Report, _apply_verified
+    from grist_lsp.model import Site, Status, Verdict
+
+    path = tmp_path / "m.py"
+    text = "import torch\ny = torch.log(x)\nz = a / b\n"
+    path.write_text(text, encoding="utf-8")
+
+    def verdicts() -> list[Verdict]:
+        log = Site(str(path), Span(2, 4, 2, 16), "torch.log", "log", "input", "torch.log(x)")
+        div = Site(str(path), Span(3, 4, 3, 9), "torch.Tensor.__truediv__", "div", "other", "a / b")
+        return [
+            Verdict(log, Status.CONFIRMED, fixes=[Fix("clamp", [TextEdit(Span(2, 14, 2, 15), "x.clamp_min(1e-8)")],
+                                                      verified=True)]),
+            Verdict(div, Status.POSSIBLE, fixes=[Fix("guard", [TextEdit(Span(3, 8, 3, 9), "(b + 1e-8)")])]),
+        ]
+
+    shown = Report(verdicts=[], stats={})
+    per_file = {path: verdicts()}
+    _apply_verified(per_file, {path: text}, CheckOptions(diff=True), shown)
+    assert path.read_text(encoding="utf-8") == text  # --diff writes nothing
+    assert "-y = torch.log(x)\n+y = torch.log(x.clamp_min(1e-8))\n" in shown.diffs[str(path)]
+    assert "(b + 1e-8)" not in shown.diffs[str(path)]  # the unverified guard is not applied
+    assert len(per_file[path]) == 2 and shown.fixed == []
+
+    written = Report(verdicts=[], stats={})
+    per_file = {path: verdicts()}
+    _apply_verified(per_file, {path: text}, CheckOptions(fix=True), written)
+    assert path.read_text(encoding="utf-8") == "import torch\ny = torch.log(x.clamp_min(1e-8))\nz = a / b\n"
+    assert [v.site.op for v in written.fixed] == ["torch.log"]
+    assert [v.site.op for v in per_file[path]] == ["torch.Tensor.__truediv__"]  # what is left is reported
