@@ -46,6 +46,12 @@ def display_path(file: str, base: Path | None = None) -> str:
         return resolved.as_posix()
 
 
+def display_entry(entry: str, base: Path | None = None) -> str:
+    """A witness entry label (`script:/abs/train.py`) with paths under ``base`` made relative."""
+    prefix = (base or Path.cwd()).resolve().as_posix().rstrip("/") + "/"
+    return entry.replace(prefix, "")
+
+
 def _what(verdict: Verdict) -> str:
     """Which code, in the user's own spelling when it fits on a line."""
     text = verdict.site.text.strip()
@@ -93,7 +99,7 @@ def _tensor_brief(name: str, value: TensorValue) -> str:
 
 
 def _witness_line(witness: Witness, base: Path | None) -> str:
-    parts = [f"entry {witness.entry}"]
+    parts = [f"entry {display_entry(witness.entry, base)}"]
     if witness.inputs:
         parts.append("inputs " + ", ".join(_tensor_brief(n, v) for n, v in witness.inputs.items()))
     if witness.weights_moved:
@@ -142,7 +148,7 @@ def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] 
     if witness is None:
         return None
     return {
-        "entry": witness.entry,
+        "entry": display_entry(witness.entry, base),
         "iterations": witness.iterations,
         "seconds": witness.seconds,
         "inputs": to_json(witness.inputs),

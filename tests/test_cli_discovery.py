@@ -1,4 +1,4 @@
-"""File discovery and `[tool.grist]`: which files a check sees, and config errors that name the file."""
+"""File discovery and `[tool.grist]` (which files a check sees, config errors that name the file), fix application."""
 
 from __future__ import annotations
 

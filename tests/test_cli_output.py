@@ -26,7 +26,7 @@ def _report(root: Path) -> Report:
                     operand="other", text="a / b", function="ratio")
     safe_site = Site(file=str(model), span=Span(9, 11, 9, 40), op="torch.sqrt", kind="sqrt", operand="input",
                      text="torch.sqrt(x.clamp_min(1e-8))")
-    witness = Witness(entry="probe:pkg/model.py:loss",
+    witness = Witness(entry=f"probe:{root / 'pkg' / 'model.py'}:loss",
                       inputs={"p": TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5])},
                       weights_moved={}, operand=TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5]),
                       result="-inf", iterations=3, seconds=0.25, reproducer=str(root / "repro" / "test_log.py"))
@@ -73,6 +73,7 @@ def test_json_follows_the_v1_contract(tmp_path: Path) -> None:
     assert set(log["witness"]) == WITNESS_KEYS
     assert log["witness"]["inputs"]["p"]["values"] == [0.0, 0.5]
     assert log["witness"]["reproducer"] == "repro/test_log.py"
+    assert log["witness"]["entry"] == "probe:pkg/model.py:loss"  # paths under the cwd shown relative
     assert log["fixes"] == [{"title": "clamp the operand", "verified": True}]
     assert findings[1]["witness"] is None and findings[1]["reason"] == "divisor range unknown"
     assert (findings[2]["file"], findings[2]["line"], findings[2]["column"]) == ("broken.py", 4, 1)
