@@ -47,7 +47,7 @@ def display_path(file: str, base: Path | None = None) -> str:
 
 
 def display_entry(entry: str, base: Path | None = None) -> str:
-    """A witness entry label (`script:/abs/train.py`) with paths under ``base`` made relative."""
+    """Text naming absolute paths (`script:/abs/train.py`) with paths under ``base`` made relative."""
     prefix = (base or Path.cwd()).resolve().as_posix().rstrip("/") + "/"
     return entry.replace(prefix, "")
 
@@ -60,8 +60,12 @@ def _what(verdict: Verdict) -> str:
     return verdict.site.op or verdict.site.kind
 
 
-def message(verdict: Verdict) -> str:
-    """The one-line finding message shared by every format."""
+def message(verdict: Verdict, base: Path | None = None) -> str:
+    """The one-line finding message shared by every format (paths under ``base`` shown relative)."""
+    return display_entry(_message(verdict), base)
+
+
+def _message(verdict: Verdict) -> str:
     if verdict.status is Status.ERROR:
         text = verdict.message or verdict.reason or ERROR_TITLE
         # The location is already printed in front; drop a repeated "path:line:" prefix.
@@ -75,8 +79,12 @@ def message(verdict: Verdict) -> str:
     return f"{_what(verdict)}: {title}"
 
 
-def detail(verdict: Verdict) -> str:
+def detail(verdict: Verdict, base: Path | None = None) -> str:
     """The parts of the reason that the message (and the witness line) do not already say."""
+    return display_entry(_detail(verdict), base)
+
+
+def _detail(verdict: Verdict) -> str:
     if verdict.status is Status.ERROR or not verdict.reason or verdict.witness is not None:
         return ""
     said = verdict.message
@@ -117,10 +125,10 @@ def render_text(report: Report, show_safe: bool = False, base: Path | None = Non
     lines: list[str] = []
     for v in visible(report, show_safe):
         span = v.site.span
-        extra = detail(v)
+        extra = detail(v, base)
         reason = f" ({extra})" if extra else ""
         lines.append(f"{display_path(v.site.file, base)}:{span.start_line}:{span.start_col + 1}: "
-                     f"{rule_code(v)} [{v.status.value}] {message(v)}{reason}")
+                     f"{rule_code(v)} [{v.status.value}] {message(v, base)}{reason}")
         if v.witness is not None:
             lines.append(_witness_line(v.witness, base))
         for fix in v.fixes:
@@ -168,8 +176,8 @@ def finding_json(v: Verdict, base: Path | None = None) -> dict[str, Any]:
         "op": v.site.op,
         "kind": v.site.kind,
         "status": v.status.value,
-        "message": message(v),
-        "reason": v.reason,
+        "message": message(v, base),
+        "reason": display_entry(v.reason, base),
         "witness": _witness_json(v.witness, base),
         "fixes": [{"title": f.title, "verified": f.verified} for f in v.fixes],
     }
@@ -234,9 +242,9 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
         region: dict[str, int] = {"startLine": max(1, span.start_line), "startColumn": span.start_col + 1}
         if (span.end_line, span.end_col) > (span.start_line, span.start_col):
             region.update(endLine=span.end_line, endColumn=span.end_col + 1)
-        text = message(v)
-        if detail(v):
-            text += f" ({detail(v)})"
+        text = message(v, report.root)
+        if detail(v, report.root):
+            text += f" ({detail(v, report.root)})"
         if v.witness is not None:
             text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: '):]}"
         # Fingerprint by what the code is, not where: the same finding keeps its
