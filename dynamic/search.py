@@ -380,7 +380,12 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
             if a < 1e-7:
                 cur_ev = Evaluation(None, None, float("inf"), {}, [], {}, {})  # forces a restart
         newton_ok = _newton_applies(site.kind) and (newton_better or not signed_better or nev is None)
-    note = f"searched {runner.iterations} runs in {time.monotonic() - t0:.1f} s; closest distance to the region {best:.3g}"
+    region = KINDS[site.kind].region
+    if region.shape is not None:
+        closest = f"no input shape tried gave {region.text}"
+    else:
+        closest = f"closest distance to the region ({region.text}) {best:.3g}"
+    note = f"searched {runner.iterations} runs in {time.monotonic() - t0:.1f} s; {closest}"
     return SearchReport(None, runner.iterations, time.monotonic() - t0, best, note)
 
 
