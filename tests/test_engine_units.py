@@ -242,3 +242,24 @@ def test_gradients_reach_through_the_users_no_grad_blocks(tmp_path):
     report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
     assert report.found is not None and report.found.how == "gradient step", report.note
     assert torch.no_grad.__module__.startswith("torch")  # the swap is undone after each run
+
+
+def test_explicit_entry_with_kwargs_names_every_argument(tmp_path):
+    path = tmp_path / "ent.py"
+    text = ("import torch\n\n\ndef scale(x, eps=1e-3, *, temperature):\n"
+            "    return x / (x.norm() * temperature + eps)\n\n\n"
+            "def make():\n    return scale, (torch.ones(3),), {'eps': 0.0, 'temperature': torch.tensor([0.5, 2.0, 1.0])}\n")
+    path.write_text(text)
+    target = str(path.resolve())
+    prog = E.EntryProgram(label=f"entry:{target}:make", target_file=target, texts={target: text},
+                          user_files=frozenset({target}), entry_file=target, function="make", text=text)
+    prog.produce_only(prog.setup)
+    site = site_at(path, text, "x / (x.norm() * temperature + eps)", "torch.Tensor.__truediv__")
+    tracer = record(prog, [site])
+    assert set(tracer.recorded) == {"x", "eps", "temperature"} and tracer.recorded["eps"] == 0.0
+    report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
+    assert report.found is not None and report.found.outcome.result in ("nan", "inf")
+    # Replay from the witness's own words: the entry label and the named inputs.
+    w = Witness(entry=prog.label, inputs={k: to_value(v) for k, v in report.found.values.items()},
+                weights_moved={}, operand=None, result=report.found.outcome.result)
+    assert replay(site, w).reproduced
