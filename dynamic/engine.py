@@ -279,6 +279,7 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
         }
         # Shrinking and start-up cost about one more budget plus a few seconds.
         seconds[i] = options.timeout + options.budget * (len(group) + 1) + 10.0
+        request["worker_seconds"] = seconds[i] - 5.0
         results[i] = run_subprocess("grist_lsp.dynamic.worker", request, seconds[i], options.memory_mb, on_line, cancel)
 
     threads = [threading.Thread(target=run_group, args=(i,), name=f"grist-worker-{i}") for i in range(len(groups))]

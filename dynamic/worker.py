@@ -24,6 +24,7 @@ import os
 import re
 import signal
 import sys
+import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -134,6 +135,8 @@ class Worker:
         self.budget = float(req.get("budget", 5.0))
         self.seed = int(req.get("seed", 0))
         self.record_timeout = float(req.get("record_timeout", 20.0))
+        # The parent kills this process ``worker_seconds`` after it said it was ready.
+        self.t_end = time.monotonic() + float(req.get("worker_seconds", 1e9))
         self.errors: list[tuple[str, int]] = []
         self.gen = candidates(self.path, self.text, req, self.emit_error)
         # Every entry recorded so far, with the sites it reached: second chances come from here first.
@@ -154,7 +157,7 @@ class Worker:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
 
-    def assign(self, keys: set[str], report: bool = True) -> dict[str, Assignment]:
+    def assign(self, keys: set[str], report: bool = True, reserve: float = 0.0) -> dict[str, Assignment]:
         """Record runs, entry by entry, until every key is reached by some entry.
 
         Resumes where the previous call stopped: a second call finds *other* entries that
@@ -166,8 +169,13 @@ class Worker:
         ran_any = False
         gen = self.gen
         while todo:
+            # Stop looking for entries in time to search (``reserve`` seconds) before the parent's deadline.
+            left = self.t_end - reserve - time.monotonic()
+            if left <= 0.5:
+                break
+            limit = min(self.record_timeout, left)
             try:
-                prog = self._timed(self.record_timeout, lambda: next(gen, None))
+                prog = self._timed(limit, lambda: next(gen, None))
             except RunTimeout as e:
                 failures.append((f"probe:{self.path}", frozenset({self.target}), e))
                 break
@@ -178,13 +186,13 @@ class Worker:
                     failures.append((f"probe:{self.path}", frozenset({self.target}), prog))
                 break
             try:
-                self._timed(self.record_timeout, lambda: prog.produce_only(prog.setup))
+                self._timed(limit, lambda: prog.produce_only(prog.setup))
             except BaseException as e:
                 if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
                     failures.append((prog.label, prog.user_files, e))
                 continue
             cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo))
-            tracer, _, error = self._timed(self.record_timeout, lambda: prog.run(cfg))
+            tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
             self.pool.append((prog, set(tracer.reached), dict(tracer.recorded)))
             reached = [k for k in tracer.reached if k in todo]
             for k in reached:
@@ -202,7 +210,7 @@ class Worker:
         return assigned
 
     def run(self) -> None:
-        assigned = self.assign({s.key for s in self.targets})
+        assigned = self.assign({s.key for s in self.targets}, reserve=self.budget * len(self.targets) + 2.0)
         for message, line in self.errors:
             self.out({"type": "error", "message": message, "line": line, "col": 0})
         unfound: dict[str, E.Program] = {}
@@ -223,7 +231,8 @@ class Worker:
                     if key in reached and prog is not primary and key not in more:
                         more[key] = Assignment(prog, recorded, None)
             try:
-                more.update(self.assign(set(unfound) - set(more), report=False))
+                more.update(self.assign(set(unfound) - set(more), report=False,
+                                        reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0))
             except RunTimeout:
                 pass
             for site in self.targets:
