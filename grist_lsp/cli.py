@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import Callable, Sequence, TextIO
 
 from grist_lsp import __version__
 
@@ -61,8 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _number(kind: type, minimum: float, what: str):  # type: ignore[no-untyped-def]
-    def convert(text: str):  # type: ignore[no-untyped-def]
+def _number(kind: Callable[[str], float], minimum: float, what: str) -> Callable[[str], float]:
+    """An argparse `type=` that says what was expected (argparse then exits 2 with it)."""
+
+    def convert(text: str) -> float:
         try:
             value = kind(text)
         except ValueError:
