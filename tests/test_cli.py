@@ -120,7 +120,8 @@ def test_nonexistent_path_exits_2_naming_it(grist_cli: Cli, project: Path) -> No
 
 @pytest.mark.parametrize("args", [["--check", "--format", "xml", "."], ["--check", "--jobs", "0", "."],
                                   ["--check", "--budget", "soon", "."], ["--frobnicate"],
-                                  ["buggy.py"], ["--check", "--fix", "--diff", "."]])
+                                  ["buggy.py"], ["--check", "--fix", "--diff", "."],
+                                  ["--check", "--entry", "buggy", "."], ["--check", "--entry", "nope.py:make", "."]])
 def test_usage_errors_exit_2(grist_cli: Cli, project: Path, args: list[str]) -> None:
     result = grist_cli(*args, cwd=project)
     assert result.returncode == 2, result.stdout + result.stderr
