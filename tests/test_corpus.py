@@ -43,6 +43,14 @@ DYNAMIC_SUBSET = [
     cm.PROGRAMS / "ranking_loss.py",  # pytest file beside it
     cm.PROGRAMS / "masked_attention_safe.py",  # unproven exp: must stay unconfirmed
     cm.PROGRAMS / "entropy_bonus_safe.py",  # unproven exp behind a method return
+    cm.PROGRAMS / "negbin_loss.py",  # lgamma poles, exp overflow, logs of underflowed values
+    cm.PROGRAMS / "tanh_policy.py",  # atanh at the tanh bound, next to clamped safe forms
+    cm.PROGRAMS / "angular_loss.py",  # acos of a hand cosine that rounds above 1
+    cm.PROGRAMS / "ppo_loss.py",  # std of one element, 0 / 0 on identical rewards
+    # The GRIST-style training script: weights are factory tensors made trainable and
+    # handed to torch.optim. The engine's script mode fails on it today
+    # ("can't optimize a non-leaf Tensor"); this is the regression test for that.
+    cm.PROGRAMS / "training_lr_blowup.py",
 ]
 BUDGET = 1.5
 
