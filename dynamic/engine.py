@@ -20,7 +20,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, TextIO
 
 from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
 
@@ -72,6 +72,26 @@ def apply_memory_limit() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     except (ImportError, ValueError, OSError):
         pass
+
+
+def open_child_channel() -> TextIO:
+    """In a child (worker or replayer): apply the limits and return the result stream.
+
+    Results go to the descriptor named by ``GRIST_RESULT_FD``; the user's prints are sent to
+    stderr so they can never corrupt that stream. Writes the ``ready`` line the parent waits for
+    before its per-run deadline starts (torch start-up on a busy machine is not the program's fault).
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    apply_memory_limit()
+    fd = int(os.environ.get("GRIST_RESULT_FD", "1"))
+    result = os.fdopen(os.dup(fd), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    result.write(json.dumps({"type": "ready"}) + "\n")
+    result.flush()
+    return result
 
 
 def _worker_env() -> dict[str, str]:

@@ -103,20 +103,11 @@ def _is_user_module(mod: Any, root: str) -> bool:
 
 def main() -> int:
     """Batch replay for the engine: JSON request on stdin, JSON lines on ``GRIST_RESULT_FD``."""
-    import torch
-
     from grist_lsp.model import site_from_json, witness_from_json
 
-    torch.set_num_threads(1)
-    from .engine import apply_memory_limit
+    from .engine import open_child_channel
 
-    apply_memory_limit()
-    fd = int(os.environ.get("GRIST_RESULT_FD", "1"))
-    result = os.fdopen(os.dup(fd), "w", buffering=1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    result.write(json.dumps({"type": "ready"}) + "\n")
-    result.flush()
+    result = open_child_channel()
     req = json.load(sys.stdin)
     for item in req["items"]:
         site = site_from_json(item["site"])

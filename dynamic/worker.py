@@ -377,18 +377,10 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
 
 
 def main() -> int:
-    torch.set_num_threads(1)
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    from .engine import apply_memory_limit
+    from .engine import open_child_channel
 
-    apply_memory_limit()
-    fd = int(os.environ.get("GRIST_RESULT_FD", "1"))
-    result = os.fdopen(os.dup(fd), "w", buffering=1)
-    # The user's prints go to stderr so that they can never corrupt the result stream.
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    result.write(json.dumps({"type": "ready"}) + "\n")
-    result.flush()
+    result = open_child_channel()
     req = json.load(sys.stdin)
     root = E.project_root_for(req["path"], req.get("project_root"))
     for d in (os.path.dirname(os.path.abspath(req["path"])), root):
