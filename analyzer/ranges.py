@@ -264,6 +264,8 @@ CONSTANTS = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.i
               "numpy.pi": math.pi, "numpy.e": math.e, "numpy.inf": INF, "torch.pi": math.pi,
               "torch.e": math.e, "torch.inf": INF}
 _INT_TYPES = frozenset({"int", "float", "bool"})
+# Python types whose methods are not Tensor methods, whatever they are called.
+NOT_TENSOR = frozenset({"num", "str", "module", "object", "none"})
 
 
 @dataclass
@@ -815,13 +817,32 @@ class RangeAnalysis:
 
     # --- calls ------------------------------------------------------------------------------
 
+    def method_receiver(self, call: ast.Call) -> ast.expr | None:
+        """The receiver of ``call`` when it may be a Tensor method call (``x.log()``), else None.
+
+        A method's name says what it computes only if the receiver may be a tensor:
+        not when the receiver is known to be something else (``self`` of an
+        nn.Module, an instance, a module, a number), and not when ``recv.name``
+        is itself a value assigned somewhere (``self.var = nn.Linear(8, 4)``,
+        ``self.norm = nn.LayerNorm(4)``, ``self.f = some_function``): calling it
+        runs that module or function, whatever its name.
+        """
+        f = call.func
+        if not isinstance(f, ast.Attribute) or self.resolver.qualified_name(f) is not None:
+            return None
+        if self.flow.is_use(f) and self.flow.defs_reaching(f):
+            return None
+        if self.fact(f.value).pytype in NOT_TENSOR:
+            return None
+        return f.value
+
     def _call_short(self, call: ast.Call) -> str | None:
-        """The last name of a torch/numpy/math/builtin function or of any method."""
+        """The last name of a torch/numpy/math/builtin function or of a Tensor method."""
         qn = self.resolver.qualified_name(call.func)
         if qn is not None:
             return qn.rsplit(".", 1)[-1] if qn.startswith(_TORCH_ROOTS) else None
-        if isinstance(call.func, ast.Attribute):
-            return call.func.attr
+        if self.method_receiver(call) is not None:
+            return call.func.attr  # type: ignore[union-attr]
         return None
 
     def _has_dim(self, call: ast.Call) -> bool:
@@ -893,6 +914,13 @@ class RangeAnalysis:
             recv = self.fact(e.func.value)
             if recv.pytype == "str":
                 return Fact(pytype="str")
+            if self.method_receiver(e) is None:
+                # Not a Tensor method: sizes and counts (x.shape.numel()) are numbers on
+                # any object; anything else (self.var(h) with self.var an nn.Linear) is unknown.
+                bound = self.flow.is_use(e.func) and self.flow.defs_reaching(e.func)
+                if e.func.attr in _NUM_RESULT and not bound:
+                    return Fact(0.0, INF, False, "num", e.func.attr)
+                return TOP
             got = self._known_call(e.func.attr, recv, e, list(e.args), method=True)
             return got if got is not None else TOP
         return TOP

@@ -45,7 +45,6 @@ from grist_lsp.model import Site
 _OPERATOR_NAMES = {ast.Div: "Divide", ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power"}
 _AUG_NAMES = {ast.Div: "DivideAssign", ast.FloorDiv: "FloorDivideAssign", ast.Mod: "ModuloAssign",
               ast.Pow: "PowerAssign"}
-_NOT_TENSOR = frozenset({"num", "str", "module", "object", "none"})
 
 
 @dataclass
@@ -165,9 +164,9 @@ class SiteFinder:
         op = OP_TABLE.get(f"torch.Tensor.{node.func.attr}")
         if op is None or op.name in SAFE_FORMS:
             return
-        receiver = node.func.value
-        if self.ranges.fact(receiver).pytype in _NOT_TENSOR:
-            return
+        receiver = self.ranges.method_receiver(node)
+        if receiver is None:
+            return  # not a Tensor method: self.var(h) with self.var an nn.Linear, logger.log(...)
         if self.flow.callee(node) is not None:
             return  # self.log(...) calling a method defined in this file
         if self._elementwise(op) and (node.args or any(k.arg != "out" for k in node.keywords)):
