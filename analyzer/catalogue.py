@@ -340,6 +340,48 @@ SAFE_FORMS: frozenset[str] = frozenset(
 )
 
 
+# --- empty tensors ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class EmptySource:
+    """A producer whose output can have zero elements for some inputs.
+
+    ``words`` name it in verdict reasons. ``max_args``: the producer selects
+    only with at most this many positional arguments (``torch.where(cond)``
+    gives indices, ``torch.where(cond, a, b)`` does not). ``runtime_list``:
+    empty only when its first argument is a list built at run time (appended
+    to in a loop, a filtered comprehension), not a fixed list literal.
+    """
+
+    words: str
+    max_args: int | None = None
+    runtime_list: bool = False
+
+
+# A mean of zero elements is NaN, and a tensor has zero elements, in practice,
+# only after a data-dependent selection. A "mean" site exists only when its
+# operand flows (analyzer/emptiness.py, over the dataflow graph) from one of
+# these producers, from boolean-mask indexing (``x[mask]``, ``x[x > 0]``), from
+# indexing with indices such producers give, or from slicing with computed
+# bounds. Keys are the short names of torch functions and Tensor methods.
+EMPTY_SOURCES: dict[str, EmptySource] = {
+    "masked_select": EmptySource("masked_select keeps only the elements its mask admits"),
+    "nonzero": EmptySource("nonzero indices (none when everything is zero)"),
+    "argwhere": EmptySource("argwhere indices (none when everything is zero)"),
+    "where": EmptySource("torch.where(cond) indices (none when cond is all False)", max_args=1),
+    **{name: EmptySource(f"{name} of a list built at run time", runtime_list=True)
+       for name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "tensor", "as_tensor")},
+}
+
+# Producers of boolean masks (comparisons and logical ops are masks by syntax):
+# indexing with one selects nothing when every entry is False.
+MASK_PRODUCERS: frozenset[str] = frozenset(
+    {"gt", "ge", "lt", "le", "eq", "ne", "greater", "greater_equal", "less", "less_equal", "not_equal",
+     "logical_and", "logical_or", "logical_xor", "logical_not", "isfinite", "isnan", "isinf", "isposinf",
+     "isneginf", "isclose", "isin", "signbit", "bool"}
+)
+
+
 def lookup(name: str) -> Op | None:
     """The catalogue row for a canonical or runtime name, or None if the op is not unsafe."""
     return OP_TABLE.get(name)

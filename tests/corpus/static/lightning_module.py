@@ -10,5 +10,5 @@ class LitModel:
         loss = F.cross_entropy(logits, y)
         self.log("train_loss", loss, prog_bar=True)
         self.log_dict({"loss": loss})
-        acc = (logits.argmax(-1) == y).float().mean()  # expect: torch.Tensor.mean@14 possible
+        acc = (logits.argmax(-1) == y).float().mean()
         return loss / batch[0].shape[0]  # expect: torch.Tensor.__truediv__@15 possible

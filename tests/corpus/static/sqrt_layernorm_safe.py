@@ -10,6 +10,6 @@ class LayerNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x):
-        mean = x.mean(-1, keepdim=True)  # expect: torch.Tensor.mean@15 possible
-        var = ((x - mean) ** 2).mean(-1, keepdim=True)  # expect: torch.Tensor.mean@14 possible
+        mean = x.mean(-1, keepdim=True)
+        var = ((x - mean) ** 2).mean(-1, keepdim=True)
         return self.weight * (x - mean) / torch.sqrt(var + self.eps)  # expect: torch.Tensor.__truediv__@15 safe; torch.sqrt@42 safe

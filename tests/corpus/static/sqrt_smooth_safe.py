@@ -3,7 +3,7 @@ import torch
 
 
 def charbonnier(x, y, eps=1e-6):
-    return torch.sqrt((x - y) ** 2 + eps).mean()  # expect: torch.sqrt@11 safe; torch.Tensor.mean@11 possible
+    return torch.sqrt((x - y) ** 2 + eps).mean()  # expect: torch.sqrt@11 safe
 
 
 def smooth_norm(x, eps=1e-8):
