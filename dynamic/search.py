@@ -58,6 +58,7 @@ class Evaluation:
     params: dict[str, torch.Tensor]  # parameter key -> its value at entry
     param_names: dict[str, str]
     values: dict[str, Any] = field(default_factory=dict)  # the inputs as run (projected on their support)
+    weight_inputs: set[str] = field(default_factory=set)  # inputs that only initialise weights (see tracing)
 
     @property
     def found(self) -> bool:
@@ -128,7 +129,7 @@ class Runner:
                 except RuntimeError:
                     grads = {}
         return Evaluation(outcome, error, d, grads, list(dict.fromkeys(tracer.used_inputs)), params,
-                          dict(tracer.param_names), values)
+                          dict(tracer.param_names), values, set(tracer.weight_inputs))
 
 
 # Inputs drawn by a sampler stay in its support: a Poisson count is a non-negative integer,
@@ -261,7 +262,7 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     best = float("inf")
 
     def done(ev: Evaluation, values: dict[str, Any], deltas: dict[str, torch.Tensor], how: str) -> SearchReport:
-        values = ev.values or values
+        values = {k: v for k, v in (ev.values or values).items() if k not in ev.weight_inputs}
         used = {k: values[k] for k in ev.used if k in values} or dict(values)
         found = Found(ev.outcome, used, {k: d.detach().clone() for k, d in deltas.items()}, ev.param_names,
                       runner.iterations, time.monotonic() - t0, how)
@@ -271,6 +272,11 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     if ev.outcome is None and ev.error is not None:
         runner.grad_everywhere = False
         ev = runner.evaluate(examples)
+    if ev.weight_inputs:
+        # Values that only initialise trainable tensors stay as the program drew them: the
+        # weights they made are moved as weights (bounded as weights are), not as inputs.
+        examples = {k: v for k, v in examples.items() if k not in ev.weight_inputs}
+        bounds = _bounds(examples, settings.bound_factor)
     if ev.found:
         return done(ev, examples, {}, "example inputs")
     if ev.outcome is None:
@@ -303,6 +309,7 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     restarts = 0
     momentum: dict[str, torch.Tensor] = {}
     coast = 0
+    tiny_at = TINY
     # Phases switch by iteration count, not by the clock, so that the same seed gives the
     # same witness on a busy machine; the budget only decides when to give up.
     late_at = runner.iterations + LATE_AFTER
@@ -326,6 +333,17 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
                 return done(lev, values, deltas if weights_on else {}, f"mutation: {how}")
             if lev.outcome is not None and lev.grads and lev.d < cur_ev.d:
                 cur, cur_ev = values, lev
+            continue
+        if 0 < cur_ev.d < tiny_at:
+            # A float32 operand stalls "one step short" of the region (log of 1.4e-45, a divisor of
+            # 1e-12): the gradient underflows or each step overshoots the root. Try moves that land.
+            tiny_at = cur_ev.d * 1e-3
+            for how, cand in _landing_moves(cur, cur_ev, bounds):
+                tev = runner.evaluate(cand, deltas if weights_on else None)
+                if tev.found:
+                    return done(tev, cand, deltas if weights_on else {}, how)
+                if tev.outcome is not None and tev.d < cur_ev.d:
+                    cur, cur_ev = cand, tev
             continue
         if not cur_ev.grads and momentum and cur_ev.d != float("inf") and coast < 4:
             # The gradient underflowed on a plateau (softmax at 1e-45): keep going the last way.
@@ -387,6 +405,47 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
         closest = f"closest distance to the region ({region.text}) {best:.3g}"
     note = f"searched {runner.iterations} runs in {time.monotonic() - t0:.1f} s; {closest}"
     return SearchReport(None, runner.iterations, time.monotonic() - t0, best, note)
+
+
+TINY = 1e-6  # an objective below this is "almost there": the landing moves are tried
+
+
+def _landing_moves(cur: dict[str, Any], ev: Evaluation, bounds: dict[str, float]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Moves for an operand a hair's breadth from the region, most exact first.
+
+    * the input elements with the largest gradient, each moved alone by the Newton step
+      computed in float64 (and the float32 neighbours of that value, since the root of a
+      difference is rarely representable), or set to exactly 0;
+    * underflow: the inputs' spread around their row mean scaled up, which pushes a logit gap
+      further (``softmax`` / ``exp`` reach an exact 0) where the value's own gradient has
+      underflowed to nothing.
+    """
+    flat = [(k, g) for k, g in ev.grads.items() if k in bounds and k in cur and g.numel() and not k.startswith("w:")]
+    ranked = sorted(((float(g.abs().flatten()[i]), k, int(i)) for k, g in flat
+                     for i in torch.topk(g.abs().flatten(), min(2, g.numel())).indices), reverse=True)[:3]
+    for mag, k, i in ranked:
+        if mag == 0.0:
+            continue
+        v = cur[k]
+        x = float(v.flatten()[i]) - ev.d / float(ev.grads[k].flatten()[i])
+        root = torch.tensor(x, dtype=v.dtype)
+        targets = [root]
+        if v.dtype.is_floating_point:
+            up, down = torch.tensor(float("inf"), dtype=v.dtype), torch.tensor(float("-inf"), dtype=v.dtype)
+            targets += [torch.nextafter(root, up), torch.nextafter(root, down)]
+        targets.append(torch.zeros((), dtype=v.dtype))
+        for t in targets:
+            c = v.clone().flatten()
+            c[i] = t.clamp(-bounds[k], bounds[k])
+            yield f"Newton step on one element of {k} (float64)", {**cur, k: c.reshape(v.shape)}
+    keys = [k for k, _ in flat] or [k for k in bounds if k in cur]
+    for factor in (2.0, 8.0):
+        cand = dict(cur)
+        for k in keys:
+            v = cur[k]
+            centre = v.mean(dim=-1, keepdim=True) if v.dim() else v
+            cand[k] = _clip(centre + factor * (v - centre), bounds[k])
+        yield f"underflow: input spread scaled by {factor:g}", cand
 
 
 def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:

@@ -17,11 +17,12 @@ run and replay. For each torch function, Tensor method or operator it:
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
@@ -40,6 +41,8 @@ RANDOM_FACTORIES = frozenset({
 # Data constructors: inputs only when they hold more than one element, so that
 # literal constants such as ``torch.tensor(1e-8)`` stay what the programmer wrote.
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor.new_tensor"})
+# Calls that make a tensor trainable (see ``Tracer._make_trainable``).
+_MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requires_grad.__set__"})
 # In-place factories cannot be swapped for another tensor: the caller keeps the old one.
 _INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"})
 
@@ -190,6 +193,10 @@ class Tracer(TorchFunctionMode):
         self._name_tries: dict[str, int] = {}
         self._named_by_variable: set[str] = set()
         self._names: dict[Any, str] = {}
+        # Input keys whose values only initialise weights (``(0.1 * torch.randn(3, 2)).requires_grad_()``):
+        # the search keeps them at their recorded values and moves the weight instead.
+        self.weight_inputs: set[str] = set()
+        self._search_leaves = {id(v): k for k, v in cfg.subs.items() if isinstance(v, torch.Tensor) and v.requires_grad}
         self._by_kind: dict[str, list[Site]] = {}
         for s in cfg.sites:
             self._by_kind.setdefault(s.kind, []).append(s)
@@ -266,7 +273,9 @@ class Tracer(TorchFunctionMode):
         hit = self._external.get(id(a))
         if hit is not None and hit[0] is a:
             return hit[1]
-        if isinstance(a, torch.nn.Parameter):
+        # A leaf that requires grad was made trainable by the program (nn.Parameter, requires_grad=True,
+        # requires_grad_()): a weight. The search's own leaves never reach the program (it gets clones).
+        if isinstance(a, torch.nn.Parameter) or (a.is_leaf and a.requires_grad):
             return self._parameter(a) if self._moves_ok else a
         if a in self.produced:
             return a
@@ -281,6 +290,69 @@ class Tracer(TorchFunctionMode):
         if r is not a:
             self.produced[r] = True
         return r
+
+    def _make_trainable(self, args: tuple, kwargs: dict) -> tuple:
+        """``t.requires_grad_()`` / ``t.requires_grad = True`` on a tensor made from search inputs.
+
+        Substituted inputs require grad (for the search's gradient), so ``0.1 * torch.randn(3, 2)``
+        is not a leaf under search while it is one in the real program, and an optimizer would
+        refuse it. When every leaf behind it is a search input, it is cut from them in place (a
+        leaf again, as in the real program) and those inputs are noted as weight initialisers.
+        """
+        t = args[0] if args else None
+        flag = args[1] if len(args) > 1 else kwargs.get("requires_grad", True)
+        if not isinstance(t, torch.Tensor) or not flag or t.is_leaf or not t.requires_grad:
+            return args
+        keys = self._search_inputs_behind(t)
+        if not keys:
+            return args  # also not a leaf in the real program: leave the program's own error alone
+        self.weight_inputs.update(keys)
+        try:
+            t.detach_()
+        except RuntimeError:
+            # A view cannot be cut in place: ``W = x.view(3, 2).requires_grad_()`` gets a detached copy.
+            return (t.detach(),) + tuple(args[1:])
+        return args
+
+    @contextlib.contextmanager
+    def parameters_noted(self) -> Iterator[None]:
+        """For one run: ``nn.Parameter(0.1 * torch.randn(3, 2))`` notes the inputs behind it as
+        weight initialisers (see ``_make_trainable``). Its constructor is no torch call the mode
+        sees, so it is wrapped while the run lasts."""
+        saved = torch.nn.Parameter.__dict__["__new__"]
+        tracer = self
+
+        def new(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
+            if isinstance(data, torch.Tensor) and requires_grad and not data.is_leaf and data.requires_grad:
+                tracer.weight_inputs.update(tracer._search_inputs_behind(data))
+            return saved.__func__(cls, data, requires_grad)
+
+        torch.nn.Parameter.__new__ = staticmethod(new)
+        try:
+            yield
+        finally:
+            torch.nn.Parameter.__new__ = saved
+
+    def _search_inputs_behind(self, t: torch.Tensor, limit: int = 10000) -> set[str]:
+        """Keys of the search inputs among the leaves of ``t``'s graph; empty when any other leaf
+        (a real weight) is among them too."""
+        keys: set[str] = set()
+        todo = [t.grad_fn]
+        seen: set[int] = set()
+        while todo and len(seen) < limit:
+            fn = todo.pop()
+            if fn is None or id(fn) in seen:
+                continue
+            seen.add(id(fn))
+            var = getattr(fn, "variable", None)
+            if var is not None:
+                key = self._search_leaves.get(id(var))
+                if key is None:
+                    return set()
+                keys.add(key)
+                continue
+            todo.extend(f for f, _ in fn.next_functions)
+        return keys
 
     def _parameter(self, p: torch.Tensor) -> torch.Tensor:
         hit = self._params.get(id(p))
@@ -342,6 +414,8 @@ class Tracer(TorchFunctionMode):
         # parameters: a substituted copy would swallow their writes.
         self._moves_ok = torch.is_grad_enabled() and not name.endswith("_") and not name.startswith("torch.nn.init")
         args, kwargs = self._substitute_args(args, kwargs)
+        if name in _MAKE_TRAINABLE:
+            args = self._make_trainable(args, kwargs)
         op = lookup(name)
         if op is not None and op.kind in self._by_kind:
             out = self._at_site(func, name, op, args, kwargs)
@@ -357,6 +431,10 @@ class Tracer(TorchFunctionMode):
         if not isinstance(out, torch.Tensor):
             return out
         if name in DATA_FACTORIES and out.numel() <= 1:
+            return out
+        if out.requires_grad:
+            # ``torch.randn(3, 2, requires_grad=True)``: a weight the program will optimise, which
+            # must stay the leaf it made (optimizers refuse anything else); moved as a weight.
             return out
         caller = self._caller()
         if caller is None or caller.f_code.co_filename not in self.cfg.user_files:
@@ -487,7 +565,7 @@ def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | N
     outcome = None
     error: BaseException | None = None
     try:
-        with tracer:
+        with tracer, tracer.parameters_noted():
             body()
     except TargetReached as stop:
         outcome = stop.outcome

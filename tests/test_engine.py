@@ -321,3 +321,44 @@ def test_static_verdicts_from_the_analyzer_flow_through(tmp_path):
     assert len([m for m, _ in seen if not m.startswith("replaying")]) == searched
     repro = Path(confirmed[0].witness.reproducer)
     assert repro.parent == tmp_path and repro.read_text() == confirmed[0].witness.reproducer_source
+
+
+# Hand-written training scripts make their weights from factories; under search those factories'
+# results are substituted, and the weights must still be leaves an optimizer accepts.
+WEIGHT_SCRIPTS = {
+    "scaled.py": ("import torch\n"
+                  "W = (0.1 * torch.randn(3, 2)).requires_grad_()\n"
+                  "opt = torch.optim.SGD([W], lr=0.1)\n"
+                  "x = torch.randn(4, 3)\n"
+                  "loss = torch.log(x @ W).sum()\n"),
+    "styles.py": ("import torch\n"
+                  "P = torch.nn.Parameter(torch.randn(3, 2))\n"
+                  "R = torch.randn(2, 2, requires_grad=True)\n"
+                  "U = 0.5 * torch.randn(2, 2)\n"
+                  "U.requires_grad = True\n"
+                  "opt = torch.optim.SGD([P, R, U], lr=0.1)\n"
+                  "x = torch.randn(4, 3)\n"
+                  "loss = torch.log(x @ P @ R @ U).sum()\n"
+                  "loss.backward()\n"
+                  "opt.step()\n"),
+}
+
+
+def test_weights_made_trainable_from_factories_work_under_search(tmp_path):
+    verdicts = []
+    for name, text in WEIGHT_SCRIPTS.items():
+        path = tmp_path / name
+        path.write_text(text)
+        lines = text.splitlines()
+        log_line = next(i for i, ln in enumerate(lines, start=1) if "torch.log(" in ln)
+        snippet = lines[log_line - 1].split("= ", 1)[1].removesuffix(".sum()")
+        (v,) = confirm(str(path), text, possible(path, (snippet, "torch.log")), EngineOptions(**FAST))
+        assert v.status is Status.CONFIRMED, v.reason
+        assert v.site.span.start_line == log_line
+        w = v.witness
+        assert w.entry == f"script:{path}"
+        # Only the data is an input: the values that initialise the weights are the weights' own.
+        x_line = lines.index("x = torch.randn(4, 3)") + 1
+        assert set(w.inputs) <= {f"{name}:{x_line}:torch.randn#0"}, w.inputs
+        verdicts.append(v)
+    assert [r["reproduced"] for r in replay_in_fresh_process(*verdicts)] == [True, True]
