@@ -114,8 +114,9 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
     if c.safe_keyword is not None:
         reason = f"{c.safe_keyword} is passed, so a single element gives 0, not NaN"
         return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
-    if c.empty is not None:
-        reason = f"the operand may have zero elements ({c.empty}), and a mean of none is NaN"
+    if c.why is not None:
+        what = "have zero elements" if kind.region.shape == "empty" else "hold -inf"
+        reason = f"the operand may {what} ({c.why}), and {kind.region.text} gives NaN"
         return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
     if kind.region.shape is not None:
         reason = f"depends on shapes ({kind.region.text}), which the static pass cannot bound"

@@ -75,6 +75,9 @@ class Region:
     nonpositive_integers: bool = False  # poles of lgamma/digamma
     shape: str | None = None  # "single-element" / "empty": decided by shape, not value
     backward_at: float | None = None  # the gradient is INF/NaN here (sqrt at 0)
+    # -inf entries in the operand are the program's intent (masked attention scores), not an
+    # upstream failure: the oracle accepts them and blames the op only for a NaN output.
+    allows_neg_inf_operand: bool = False
 
     def upper(self, dtype: str | None = None) -> float | None:
         if self.hi_is_ln_max:
@@ -169,6 +172,9 @@ KINDS: dict[str, Kind] = {
              Region("zero elements along the reduced dimensions", shape="empty"), "guard against an empty selection"),
         Kind("logit", "GRIST114", "logit at or outside 0 and 1",
              Region("x <= 0 or x >= 1", lo=0.0, lo_inclusive=True, hi=1.0, hi_inclusive=True), "pass eps=: torch.logit(x, eps=1e-6)"),
+        Kind("softmax", "GRIST115", "softmax of a row that is entirely -inf (fully masked)",
+             Region("a row that is entirely -inf", shape="all -inf row", allows_neg_inf_operand=True),
+             "mask with torch.finfo(dtype).min instead of -inf, or keep one unmasked entry per row"),
     ]
 }
 
@@ -297,6 +303,11 @@ OPS: list[Op] = [
     Op("torch.std_mean", "var", safe_when=_VAR_SAFE),
     *_forms("mean", "mean", inplace=False),
     *_forms("mean", "nanmean", inplace=False),
+    # softmax over masked scores (a site only when the operand may hold -inf: see sites.py)
+    *_forms("softmax", "softmax", inplace=False, special=True),
+    *_forms("softmax", "log_softmax", inplace=False, special=True),
+    Op("torch.nn.functional.softmax", "softmax"),
+    Op("torch.nn.functional.log_softmax", "softmax"),
 ]
 
 # Canonical name -> row. Runtime names that differ from the spelling in the
@@ -326,11 +337,11 @@ REFLECTED_OPERATORS: dict[str, str] = {
 }
 
 # Library forms that are numerically safe by construction: never candidates,
-# and, as producers, the analyzer may use their ranges.
+# and, as producers, the analyzer may use their ranges. (log_softmax is safe from
+# log(0) but not from a fully masked row: it is the "softmax" kind's row.)
 SAFE_FORMS: frozenset[str] = frozenset(
     {
-        "torch.log_softmax", "torch.Tensor.log_softmax", "torch.nn.functional.log_softmax",
-        "torch.special.log_softmax", "torch.nn.functional.logsigmoid", "torch.logsumexp",
+        "torch.nn.functional.logsigmoid", "torch.logsumexp",
         "torch.Tensor.logsumexp", "torch.special.logsumexp", "torch.xlogy", "torch.special.xlogy",
         "torch.Tensor.xlogy", "torch.nn.functional.normalize", "torch.nn.functional.cross_entropy",
         "torch.nn.functional.binary_cross_entropy_with_logits", "torch.nn.functional.nll_loss",
@@ -360,7 +371,7 @@ class EmptySource:
 
 # A mean of zero elements is NaN, and a tensor has zero elements, in practice,
 # only after a data-dependent selection. A "mean" site exists only when its
-# operand flows (analyzer/emptiness.py, over the dataflow graph) from one of
+# operand flows (analyzer/provenance.py, over the dataflow graph) from one of
 # these producers, from boolean-mask indexing (``x[mask]``, ``x[x > 0]``), from
 # indexing with indices such producers give, or from slicing with computed
 # bounds. Keys are the short names of torch functions and Tensor methods.

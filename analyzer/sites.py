@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from grist_lsp.analyzer.catalogue import (AUGMENTED_OPERATORS, BINARY_OPERATORS, KINDS, OP_TABLE,
                                           REFLECTED_OPERATORS, SAFE_FORMS, Op)
 from grist_lsp.analyzer.dataflow import DataFlow
-from grist_lsp.analyzer.emptiness import Emptiness
+from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
 from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
@@ -59,7 +59,7 @@ class Candidate:
     exponent: ast.AST | None = None
     safe_keyword: str | None = None  # e.g. "correction=0"
     clamp: ast.AST | None = None  # torch.logit's eps: the op clamps the operand to [eps, 1 - eps]
-    empty: str | None = None  # for a mean: how its operand may have zero elements
+    why: str | None = None  # how the operand may reach a shape region (zero elements, -inf rows)
 
 
 def _is_const(e: ast.AST) -> bool:
@@ -112,7 +112,7 @@ class SiteFinder:
         self.flow = flow
         self.resolver = resolver
         self.ranges = ranges
-        self.emptiness = Emptiness(flow, resolver, ranges)
+        self.provenance = Provenance(flow, resolver, ranges)
         self.function: str | None = None  # dotted name of the def/class around the current node
         self._constants: dict[int, bool] = {}  # id(expr) -> numeric constant? (memo: chains are deep)
         self.found: list[Candidate] = []
@@ -121,17 +121,23 @@ class SiteFinder:
 
     def _add(self, node: ast.AST, op: Op, operand: ast.AST | None, exponent: ast.AST | None = None,
              safe_keyword: str | None = None, clamp: ast.AST | None = None) -> None:
-        empty = None
-        if KINDS[op.kind].region.shape == "empty":
-            # A mean is NaN only over zero elements: a site only when a data-dependent
-            # selection may leave its operand empty (reporting every mean buried real bugs).
-            empty = self.emptiness.may_be_empty(operand)
-            if empty is None:
+        why = None
+        region = KINDS[op.kind].region
+        # Kinds that are NaN only for operands programs make on purpose are sites only
+        # when such an operand may reach them (reporting every mean and every softmax
+        # buried the real findings): zero elements for a mean, -inf entries for a softmax.
+        if region.shape == "empty":
+            why = self.provenance.may_be_empty(operand)
+            if why is None:
+                return
+        elif region.allows_neg_inf_operand:
+            why = self.provenance.may_hold_neg_inf(operand)
+            if why is None:
                 return
         span = self.lines.span(node)
         site = Site(file=self.path, span=span, op=op.name, kind=op.kind, operand=op.operand_label,
                     text=self.lines.text_of(span), function=self.function)
-        self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp, empty))
+        self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp, why))
 
     @staticmethod
     def _arg(call: ast.Call, index: int, keyword: str | None) -> ast.expr | None:

@@ -1,22 +1,29 @@
-"""Which tensors can have zero elements: the question a mean site asks.
+"""What may flow into a tensor: zero elements, or -inf entries.
 
-``torch.mean`` of zero elements is NaN, but a tensor has zero elements, in
-practice, only after a data-dependent selection: boolean-mask indexing
-(``x[mask]``, ``x[x > 0]``), the producers in ``catalogue.EMPTY_SOURCES``
-(``masked_select``, ``nonzero``, one-argument ``torch.where`` ...), indexing
-with indices they give, slicing with computed bounds (``x[:n]``), and
-concatenating a list built at run time. Reporting every ``.mean()`` as a
-possible empty mean buried real findings, so a mean is a site only when its
-operand may flow from one of those (``Emptiness.may_be_empty``).
+Two kinds are NaN only for operands that programs make on purpose, so they are
+sites only when such an operand may reach them (reporting every ``.mean()`` and
+every softmax buried the real findings):
+
+* a mean of zero elements (``Provenance.may_be_empty``). A tensor has zero
+  elements, in practice, only after a data-dependent selection: boolean-mask
+  indexing (``x[mask]``, ``x[x > 0]``), the producers in
+  ``catalogue.EMPTY_SOURCES`` (``masked_select``, ``nonzero``, one-argument
+  ``torch.where`` ...), indexing with indices they give, slicing with computed
+  bounds (``x[:n]``), and concatenating a list built at run time;
+* a softmax of a row that is entirely -inf (``Provenance.may_hold_neg_inf``):
+  the operand may hold -inf only if a -inf constant flows into it
+  (``masked_fill(mask, float("-inf"))``, ``torch.full(..., -math.inf)``,
+  ``x[pad] = -torch.inf``). A large finite fill (``-1e9``, ``finfo.min``) is
+  not -inf, and a row of it gives a uniform softmax, not NaN.
 
 The walk follows the dataflow graph: names and ``self.x`` through their
 reaching definitions, private functions' parameters through the arguments
 in-file calls pass, in-file calls through their returns, and tensors through
 the ops applied to them (elementwise ops, views, reductions along a dim,
 broadcasting with another operand). A parameter with no known arguments is a
-tensor of unknown shape, assumed non-empty; but indexing with an index of
-unknown type (``x[idx]`` with ``idx`` a parameter) may be a mask, so it may
-select nothing. Answers are short words for the verdict's reason, or None.
+tensor of unknown shape, assumed non-empty and finite; but indexing with an
+index of unknown type (``x[idx]`` with ``idx`` a parameter) may be a mask, so
+it may select nothing. Answers are short words for the verdict's reason, or None.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from dataclasses import dataclass, field
 from grist_lsp.analyzer.catalogue import EMPTY_SOURCES, MASK_PRODUCERS
 from grist_lsp.analyzer.dataflow import DataFlow, Def
 from grist_lsp.analyzer.names import Resolver
-from grist_lsp.analyzer.ranges import NOT_TENSOR, RangeAnalysis
+from grist_lsp.analyzer.ranges import INF, NOT_TENSOR, RangeAnalysis
 
 _TENSOR_ROOTS = ("torch.", "numpy.")
 # Called with no arguments these reduce everything to one value (or a number): never empty.
@@ -47,7 +54,7 @@ def _words(e: ast.AST) -> str:
 
 
 @dataclass
-class Emptiness:
+class Provenance:
     flow: DataFlow
     resolver: Resolver
     ranges: RangeAnalysis
@@ -63,6 +70,10 @@ class Emptiness:
     def may_select_nothing(self, index: ast.AST | None) -> str | None:
         """Words on how indexing with ``index`` may select nothing, or None."""
         return self._guarded("select", index, self._select)
+
+    def may_hold_neg_inf(self, e: ast.AST | None) -> str | None:
+        """Words on how the tensor ``e`` may hold -inf entries, or None."""
+        return self._guarded("neginf", e, self._neg_inf)
 
     def _guarded(self, what: str, e: ast.AST | None, compute) -> str | None:  # type: ignore[no-untyped-def]
         if e is None:
@@ -137,6 +148,10 @@ class Emptiness:
             s = d.value
             assert isinstance(s, ast.AugAssign)
             return ask(s.value) or ask(s.target)
+        if how == "mutate" and d.value is not None:
+            got = ask(d.value)  # x[pad] = -inf, x.masked_fill_(m, -inf): what is written
+            if got is not None:
+                return got
         if how in ("mutate", "refine"):
             # x[m] = 0, x.clamp_(...), zeros_(x), a guard: the same tensor as before, same shape
             node = d.node
@@ -218,6 +233,42 @@ class Emptiness:
             return any(d.how in ("assign", "attr") and isinstance(d.value, ast.List)
                        for d in self.flow.defs_reaching(e))
         return False
+
+    # --- -inf entries ----------------------------------------------------------------
+
+    def _neg_inf(self, e: ast.AST) -> str | None:
+        fact = self.ranges.fact(e)
+        if fact.is_point and fact.hi == -INF:
+            return f"a -inf constant: {_words(e)}"
+        if isinstance(e, ast.Constant):
+            return None
+        if isinstance(e, (ast.Name, ast.Attribute)) and self.flow.is_use(e):
+            for d in self.flow.defs_reaching(e):
+                got = self._def(d, self.may_hold_neg_inf)
+                if got is not None:
+                    return got
+            return None
+        if isinstance(e, ast.Call):
+            callee = self.flow.callee(e)
+            if callee is not None:
+                return None if getattr(callee, "name", None) == "__init__" else self._first_of(
+                    self.flow.returns_of(callee), self.may_hold_neg_inf)
+            qn = self.resolver.qualified_name(e.func)
+            if qn is None and self.ranges.method_receiver(e) is None:
+                return None  # self.fc(x): a module's output
+            if qn is not None and not qn.startswith(_TENSOR_ROOTS + ("builtins.",)):
+                return None
+            # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand
+            receiver = [e.func.value] if qn is None else []  # type: ignore[union-attr]
+            parts = [*receiver, *e.args, *(k.value for k in e.keywords)]
+            return self._first_of((a.value if isinstance(a, ast.Starred) else a for a in parts),
+                                  self.may_hold_neg_inf)
+        if isinstance(e, (ast.BinOp, ast.UnaryOp, ast.IfExp, ast.List, ast.Tuple, ast.Subscript, ast.NamedExpr)):
+            children = [c for c in ast.iter_child_nodes(e) if isinstance(c, ast.expr)]
+            if isinstance(e, ast.Subscript):
+                children = [e.value]  # the index says where, not what
+            return self._first_of(children, self.may_hold_neg_inf)
+        return None
 
     # --- indices -----------------------------------------------------------------
 
