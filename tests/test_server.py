@@ -22,7 +22,9 @@ from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
+from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+from grist_lsp.analyzer.fixes import propose_fixes
 
 pytestmark = pytest.mark.asyncio
 
@@ -364,7 +366,10 @@ async def test_code_actions_offer_fix_and_recheck(client: LanguageClient, tmp_pa
     assert change.text_document.uri == uri and change.text_document.version == 1
     (edit,) = change.edits
     assert edit.range.start == d.range.start
-    assert "torch.log(" in edit.new_text and edit.new_text != "torch.log(p)"
+    # The offered edit is the analyzer's first proposal for this site (log_softmax or a clamp).
+    (verdict,) = [v for v in analyze_source(str(tmp_path / "model.py"), BUGGY) if v.site.kind == "log"]
+    first = propose_fixes(BUGGY, verdict)[0]
+    assert edit.new_text == first.edits[0].new_text != "torch.log(p)"
 
     recheck = [a for a in actions if a.command is not None and a.command.command == "grist.recheck"]
     assert [a.title for a in recheck] == ["Re-check this file"]
@@ -437,7 +442,9 @@ async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproduce
     preferred = [a for a in actions if a.is_preferred]
     assert preferred and preferred[0].kind == types.CodeActionKind.QuickFix and "verified by GRIST" in preferred[0].title
     (edit,) = preferred[0].edit.document_changes[0].edits
-    assert edit.range.start == d.range.start and "clamp" in edit.new_text
+    assert edit.range.start == d.range.start
+    assert edit.new_text == verified_fixes(d)[0]["edits"][0]["new_text"]
+    assert "log_softmax" in edit.new_text or "clamp" in edit.new_text
 
     (repro,) = [a for a in actions if a.command is not None and a.command.command == "grist.createReproducer"]
     result = await client.workspace_execute_command_async(
