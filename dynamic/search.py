@@ -23,6 +23,7 @@ at entry, elementwise. Same seed -> same sequence -> same witness.
 
 from __future__ import annotations
 
+import math
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -338,12 +339,13 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
             # A float32 operand stalls "one step short" of the region (log of 1.4e-45, a divisor of
             # 1e-12): the gradient underflows or each step overshoots the root. Try moves that land.
             tiny_at = cur_ev.d * 1e-3
-            for how, cand in _landing_moves(cur, cur_ev, bounds):
-                tev = runner.evaluate(cand, deltas if weights_on else None)
+            for how, cand, cand_d in _landing_moves(cur, deltas, cur_ev, bounds, runner.param_values,
+                                                    settings.weight_factor):
+                tev = runner.evaluate(cand, cand_d if weights_on else None)
                 if tev.found:
-                    return done(tev, cand, deltas if weights_on else {}, how)
+                    return done(tev, cand, cand_d if weights_on else {}, how)
                 if tev.outcome is not None and tev.d < cur_ev.d:
-                    cur, cur_ev = cand, tev
+                    cur, cur_ev, deltas = cand, tev, cand_d if weights_on else deltas
             continue
         if not cur_ev.grads and momentum and cur_ev.d != float("inf") and coast < 4:
             # The gradient underflowed on a plateau (softmax at 1e-45): keep going the last way.
@@ -410,42 +412,75 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
 TINY = 1e-6  # an objective below this is "almost there": the landing moves are tried
 
 
-def _landing_moves(cur: dict[str, Any], ev: Evaluation, bounds: dict[str, float]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Moves for an operand a hair's breadth from the region, most exact first.
+UNDERFLOW = 1e-46  # below float32's smallest subnormal (1.4e-45): what exp(-gap) must reach to be 0
 
-    * the input elements with the largest gradient, each moved alone by the Newton step
-      computed in float64 (and the float32 neighbours of that value, since the root of a
-      difference is rarely representable), or set to exactly 0;
-    * underflow: the inputs' spread around their row mean scaled up, which pushes a logit gap
-      further (``softmax`` / ``exp`` reach an exact 0) where the value's own gradient has
-      underflowed to nothing.
+
+def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float],
+                   params: dict[str, torch.Tensor], wfactor: float
+                   ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+    """Moves for an operand a hair's breadth from the region, most exact first: (how, inputs, deltas).
+
+    * the elements (inputs, or moving weights) with the largest gradient, each moved alone by
+      the Newton step computed in float64, with the float32 neighbours of that root (the root of
+      a difference is rarely representable) and, for inputs, exactly 0;
+    * the same elements and then all of them moved by a Newton step on ``log(objective)`` aimed
+      below the smallest subnormal: on an exponential plateau (softmax, exp of a logit gap) the
+      objective shrinks by a factor per unit, so the plain Newton step is far too short;
+    * the inputs' spread around their row mean scaled up, which pushes a logit gap further
+      where the gradient has underflowed to nothing.
     """
-    flat = [(k, g) for k, g in ev.grads.items() if k in bounds and k in cur and g.numel() and not k.startswith("w:")]
-    ranked = sorted(((float(g.abs().flatten()[i]), k, int(i)) for k, g in flat
+    def clipped(k: str, v: torch.Tensor) -> torch.Tensor:
+        if k.startswith("w:"):
+            return _clip_delta(v, params[k[2:]], wfactor)
+        return _clip(v, bounds[k])
+
+    tensors = {k: cur[k] for k in ev.grads if k in bounds and k in cur}
+    tensors.update({"w:" + k: d for k, d in deltas.items() if "w:" + k in ev.grads and k in params})
+    grads = {k: ev.grads[k] for k in tensors if ev.grads[k].shape == tensors[k].shape and ev.grads[k].numel()}
+
+    def apply(changes: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        vals, nd = dict(cur), dict(deltas)
+        for k, v in changes.items():
+            if k.startswith("w:"):
+                nd[k[2:]] = v
+            else:
+                vals[k] = v
+        return vals, nd
+
+    def at(k: str, i: int, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        v = tensors[k]
+        c = v.detach().clone().flatten()
+        c[i] = x.to(v.dtype)
+        return {k: clipped(k, c.reshape(v.shape))}
+
+    ranked = sorted(((float(g.abs().flatten()[i]), k, int(i)) for k, g in grads.items()
                      for i in torch.topk(g.abs().flatten(), min(2, g.numel())).indices), reverse=True)[:3]
-    for mag, k, i in ranked:
-        if mag == 0.0:
-            continue
-        v = cur[k]
-        x = float(v.flatten()[i]) - ev.d / float(ev.grads[k].flatten()[i])
-        root = torch.tensor(x, dtype=v.dtype)
-        targets = [root]
-        if v.dtype.is_floating_point:
-            up, down = torch.tensor(float("inf"), dtype=v.dtype), torch.tensor(float("-inf"), dtype=v.dtype)
-            targets += [torch.nextafter(root, up), torch.nextafter(root, down)]
-        targets.append(torch.zeros((), dtype=v.dtype))
+    ranked = [r for r in ranked if r[0] > 0.0]
+    reach = max(1.0, math.log(ev.d / UNDERFLOW))
+    for _, k, i in ranked:
+        v, g = tensors[k], float(grads[k].flatten()[i])
+        root = torch.tensor(float(v.flatten()[i]) - ev.d / g, dtype=torch.float64).to(v.dtype)
+        targets = [root, torch.nextafter(root, root.new_tensor(math.inf)), torch.nextafter(root, root.new_tensor(-math.inf))]
+        if not k.startswith("w:"):
+            targets.append(torch.zeros((), dtype=v.dtype))
         for t in targets:
-            c = v.clone().flatten()
-            c[i] = t.clamp(-bounds[k], bounds[k])
-            yield f"Newton step on one element of {k} (float64)", {**cur, k: c.reshape(v.shape)}
-    keys = [k for k, _ in flat] or [k for k in bounds if k in cur]
+            yield (f"Newton step on one element of {k} (float64)", *apply(at(k, i, t)))
+    for _, k, i in ranked:
+        v, g = tensors[k], float(grads[k].flatten()[i])
+        x = torch.tensor(float(v.flatten()[i]) - reach * ev.d / g, dtype=torch.float64)
+        yield (f"underflow: log-Newton step on one element of {k}", *apply(at(k, i, x)))
+    norm2 = sum(float((g.double() ** 2).sum()) for g in grads.values())
+    if norm2 > 0.0:
+        yield ("underflow: log-Newton step", *apply({k: clipped(k, (tensors[k].double() - reach * ev.d * g.double() / norm2)
+                                                                .to(tensors[k].dtype)) for k, g in grads.items()}))
+    keys = [k for k in tensors if not k.startswith("w:")] or [k for k in bounds if k in cur]
     for factor in (2.0, 8.0):
-        cand = dict(cur)
+        changes = {}
         for k in keys:
             v = cur[k]
             centre = v.mean(dim=-1, keepdim=True) if v.dim() else v
-            cand[k] = _clip(centre + factor * (v - centre), bounds[k])
-        yield f"underflow: input spread scaled by {factor:g}", cand
+            changes[k] = _clip(centre + factor * (v - centre), bounds[k])
+        yield (f"underflow: input spread scaled by {factor:g}", *apply(changes))
 
 
 def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:

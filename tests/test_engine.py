@@ -362,3 +362,17 @@ def test_weights_made_trainable_from_factories_work_under_search(tmp_path):
         assert set(w.inputs) <= {f"{name}:{x_line}:torch.randn#0"}, w.inputs
         verdicts.append(v)
     assert [r["reproduced"] for r in replay_in_fresh_process(*verdicts)] == [True, True]
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_log_of_a_softmax_one_step_short_of_zero_is_landed(seed):
+    # With these seeds the gradient steps alone stalled at q = 1.4e-45 (the smallest float32
+    # subnormal): the gradient of a softmax that small underflows. The landing moves push the
+    # logit gap until the probability is exactly 0.
+    path = Path(__file__).parent / "corpus" / "programs" / "aliases_kl.py"
+    (v,) = confirm(str(path), path.read_text(), possible(path, ("log(q)", "torch.log")),
+                   EngineOptions(**{**FAST, "seed": seed}))
+    assert v.status is Status.CONFIRMED, v.reason
+    assert (v.site.span.start_line, v.witness.result) == (12, "-inf")
+    assert "torch.log receives 0 when" in v.message
+    assert replay_in_fresh_process(v)[0]["reproduced"]

@@ -240,7 +240,8 @@ def test_gradients_reach_through_the_users_no_grad_blocks(tmp_path):
     site = site_at(tmp_path / "infer.py", text, "torch.log(torch.softmax(model(x), dim=1))", "torch.log")
     tracer = record(prog, [site])
     report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
-    assert report.found is not None and report.found.how == "gradient step", report.note
+    # Found by a move that needs the gradient (a signed step, or a Newton step landing the softmax at 0).
+    assert report.found is not None and (report.found.how == "gradient step" or "Newton" in report.found.how), report.note
     assert torch.no_grad.__module__.startswith("torch")  # the swap is undone after each run
 
 
