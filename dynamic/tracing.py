@@ -11,8 +11,10 @@ run and replay. For each torch function, Tensor method or operator it:
 * maps catalogue ops to Sites by the position of the innermost frame in the
   target file (``f_lasti`` -> ``co_positions()``, UTF-8 byte columns converted
   to code points), and by kind;
-* applies the oracle at a site (operands finite, output not) and, for the
-  search's target site, stops the run by raising ``TargetReached``.
+* applies the oracle at a site (operands finite, output not; for kinds whose
+  Region ``allows_neg_inf_operand``, operands may hold -inf and only a NaN
+  output counts) and, for the search's target site, stops the run by raising
+  ``TargetReached``.
 """
 
 from __future__ import annotations
@@ -473,11 +475,13 @@ class Tracer(TorchFunctionMode):
         # overwrite them with the result.
         operand, kw, idx = get_argument(op, args, kwargs, op.operand_index, op.operand_keyword)
         inputs = _tensors_in(list(args)) + _tensors_in(list(kwargs.values()))
-        upstream = any(classify(t) != "finite" for t in inputs) or (
+        region = KINDS[site.kind].region
+        # Masked scores hold -inf on purpose: for such a kind only NaN and +inf operands come from upstream.
+        accepted = ("finite", "-inf") if region.allows_neg_inf_operand else ("finite",)
+        upstream = any(classify(t) not in accepted for t in inputs) or (
             isinstance(operand, float) and not math.isfinite(operand))
         is_tensor = isinstance(operand, torch.Tensor)
         snap = operand.detach().clone() if is_tensor else None
-        region = KINDS[site.kind].region
         dist = None
         if is_target and is_tensor and not upstream:
             try:
@@ -500,14 +504,17 @@ class Tracer(TorchFunctionMode):
         """The oracle: found only when every operand was finite and the output (or local gradient) is not."""
         if upstream:
             return SiteOutcome(site, False, "upstream", operand=snap)
+        region = KINDS[site.kind].region
         result = "finite"
         for t in _tensors_in(out):
             result = classify(t)
             if result != "finite":
                 break
+        if result != "finite" and region.allows_neg_inf_operand and result != "nan":
+            # log_softmax of a partly masked row is -inf where masked: the intended output.
+            result = "finite"
         if result != "finite":
             return SiteOutcome(site, True, result, operand=snap, bad_value=_bad_value(snap, _tensors_in(out)[0]))
-        region = KINDS[site.kind].region
         if self.cfg.local_backward and region.backward_at is not None and snap is not None \
                 and torch.is_floating_point(snap):
             back = _local_backward(func, args, kwargs, kw, idx, snap)
