@@ -62,7 +62,8 @@ def replay_in_fresh_process(*verdicts: Verdict) -> list[dict]:
 REPLAYED = [("train", "torch.log(p)"), ("models", "torch.sqrt(self.var(h))"), ("var", "h.var(dim=0)"),
             ("var", "x / x.sum(dim=1, keepdim=True)"), ("entry", "dot / (a.norm(dim=-1) * b.norm(dim=-1))"),
             ("backward", "torch.sqrt(d2)"), ("pytest", "torch.log(p / q)"), ("buffer", "torch.log(x)"),
-            ("models", "logits / self.temperature")]
+            ("models", "logits / self.temperature"),
+            ("masked", 'scores.masked_fill(~mask, float("-inf")).softmax(-1)')]
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +97,10 @@ def results(tmp_path_factory) -> dict[str, list[Verdict]]:
         "upstream": (CORPUS / "upstream.py", [("torch.log(x)", "torch.log"), ("torch.exp(z)", "torch.exp")], {}),
         "backward": (CORPUS / "backward.py", [
             ("torch.sqrt(d2)", "torch.sqrt"), ("torch.sqrt(d2 + 1e-12)", "torch.sqrt"),
+        ], {}),
+        "masked": (CORPUS / "masked_softmax.py", [
+            ('scores.masked_fill(~mask, float("-inf")).softmax(-1)', "torch.Tensor.softmax"),
+            ('torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)', "torch.softmax"),
         ], {}),
         "var": (CORPUS / "var_script.py", [
             ("h.var(dim=0)", "torch.Tensor.var"), ("x / x.sum(dim=1, keepdim=True)", "torch.Tensor.__truediv__"),
@@ -164,6 +169,7 @@ def test_safe_twins_are_never_confirmed(results):
         "models": ["torch.sqrt(F.softplus(self.var(h)) + 1e-6)", "x.std(dim=0, correction=0)"],
         "entry": ["dot / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-8)"],
         "backward": ["torch.sqrt(d2 + 1e-12)"],
+        "masked": ['torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)'],
     }
     for name, texts in safe.items():
         v = by_text(results[name])
@@ -211,6 +217,21 @@ def test_division_by_an_exact_zero(results, replays):
     assert v.status is Status.CONFIRMED, v.reason
     assert v.witness.result in ("nan", "inf", "-inf")
     assert replays[("var", "x / x.sum(dim=1, keepdim=True)")]["reproduced"]
+
+
+def test_fully_masked_softmax_row_is_found_by_an_all_false_mask(results, replays):
+    """-inf scores are the program's intent, not an upstream failure: the oracle accepts them
+    and blames the softmax for the NaN of a row with no unmasked key."""
+    text = 'scores.masked_fill(~mask, float("-inf")).softmax(-1)'
+    v = by_text(results["masked"])[text]
+    assert v.status is Status.CONFIRMED, v.reason
+    assert v.site.span.start_line == 7 and v.site.kind == "softmax"
+    w = v.witness
+    assert w.result == "nan" and w.phase == "forward" and w.replayed
+    mask = w.inputs["masked_softmax.py:17:torch.tensor#0"]
+    assert mask.dtype == "bool" and not any(all(row) for row in mask.values)  # ~mask all True somewhere
+    assert "a row that is entirely -inf" in v.message
+    assert replays[("masked", text)] == {"reproduced": True, "result": "nan", "detail": bug_detail(v)}
 
 
 def test_explicit_entry_is_used_and_named(results, replays):
