@@ -31,6 +31,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from grist_lsp.edits import EditError, apply_edits, line_starts as _line_starts, offset as _offset
 from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict, Witness, site_from_json, to_json, witness_from_json
 
 # Output comparison: relative and absolute tolerance. Clamps at 1e-8 and the like move values
@@ -41,56 +42,6 @@ DEFAULT_TIMEOUT = 120.0
 STARTUP_ALLOWANCE = 60.0
 MAX_PRINTED_NUMBERS = 10000
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b")
-
-
-class EditError(ValueError):
-    """Edits that overlap or point outside the text."""
-
-
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    starts.extend(i + 1 for i, ch in enumerate(text) if ch == "\n")
-    return starts
-
-
-def _offset(starts: list[int], text: str, line: int, col: int) -> int:
-    if line < 1 or line > len(starts) + 1:
-        raise EditError(f"edit position {line}:{col} is outside the text ({len(starts)} lines)")
-    if line == len(starts) + 1:  # one past the last line: only its start is meaningful
-        if col != 0:
-            raise EditError(f"edit position {line}:{col} is outside the text ({len(starts)} lines)")
-        return len(text)
-    line_end = starts[line] - 1 if line < len(starts) else len(text)
-    if col > line_end - starts[line - 1] + (1 if line < len(starts) else 0):
-        raise EditError(f"edit column {line}:{col} is past the end of the line")
-    return starts[line - 1] + col
-
-
-def apply_edits(text: str, edits: list[TextEdit]) -> str:
-    """``text`` with ``edits`` applied (positions in the model's convention, all relative to
-    the original text). Insertions at the same position keep their list order; overlapping
-    replacements raise ``EditError`` rather than guessing.
-    """
-    starts = _line_starts(text)
-    ranges = []
-    for order, edit in enumerate(edits):
-        lo = _offset(starts, text, edit.span.start_line, edit.span.start_col)
-        hi = _offset(starts, text, edit.span.end_line, edit.span.end_col)
-        if hi < lo:
-            raise EditError(f"edit span {edit.span} ends before it starts")
-        ranges.append((lo, hi, order, edit.new_text))
-    ranges.sort()
-    for (lo1, hi1, _, _), (lo2, hi2, _, _) in zip(ranges, ranges[1:]):
-        if lo2 < hi1 or (lo2 == lo1 and hi1 > lo1 and hi2 > lo2):
-            raise EditError("edits overlap; apply them one fix at a time")
-    out = []
-    cursor = 0
-    for lo, hi, _, new_text in ranges:
-        out.append(text[cursor:lo])
-        out.append(new_text)
-        cursor = hi
-    out.append(text[cursor:])
-    return "".join(out)
 
 
 def shift_span(span: Span, edits: list[TextEdit], text: str) -> Span | None:
