@@ -1031,6 +1031,13 @@ def _logit_fixes(ctx: _Context) -> list[_Proposal]:
     return [_Proposal(f"Pass eps={e} to {_op_label(ctx)}", node, new)]
 
 
+def _softmax_fixes(ctx: _Context) -> list[_Proposal]:
+    # -inf -> the dtype's lowest finite value: a fully masked row becomes uniform instead of NaN,
+    # and every other row is unchanged (exp underflows to exactly 0 either way).
+    lowest = _num(-ctx.limits.max)
+    return _clamp_fix(ctx, lo_text=lowest, words=f"to >= {lowest} (mask with the lowest finite value, not -inf)")
+
+
 def _var_fixes(ctx: _Context) -> list[_Proposal]:
     node = ctx.node
     if not isinstance(node, cst.Call):
@@ -1137,6 +1144,7 @@ _BUILDERS = {
     "acosh": _acosh_fixes,
     "lgamma": _lgamma_fixes,
     "logit": _logit_fixes,
+    "softmax": _softmax_fixes,
     "var": _var_fixes,
     "mean": _mean_fixes,
 }

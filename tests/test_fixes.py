@@ -78,6 +78,10 @@ EXPECTED = {
     ("mean_of_selection", "torch.Tensor.mean"): ("return x[mask].sum() / max(x[mask].numel(), 1)",
                                                  "Divide the sum by max(count, 1) (0 for an empty selection)"),
     ("logit_plain", "torch.logit"): ("return torch.logit(x, eps=1e-6)", "Pass eps=1e-6 to torch.logit"),
+    ("softmax_masked", "torch.softmax"): (
+        'return torch.softmax(scores.masked_fill(~keep, float("-inf")).clamp_min(-3.4028234663852886e38), dim=-1)',
+        "Clamp the operand of torch.softmax to >= -3.4028234663852886e38 (mask with the lowest finite value, not -inf)",
+    ),
 }
 
 

@@ -124,6 +124,10 @@ def logit_plain(x):
     return torch.logit(x)
 
 
+def softmax_masked(scores, keep):
+    return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+
+
 BAD_INPUTS = {
     "log_plain": ([0.0, 1.0],),
     "log_method": ([0.0, 1.0],),
@@ -153,4 +157,5 @@ BAD_INPUTS = {
     "std_function": ([[3.0, 4.0]],),
     "mean_of_selection": ([1.0, 2.0], [False, False]),
     "logit_plain": ([1.0],),
+    "softmax_masked": ([[1.0, 2.0]], [[False, False]]),
 }
