@@ -358,9 +358,11 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
             continue
         witness.replayed = True
         message = _render_message(v.site, witness, m.get("message", ""))
+        # The entry's kind in words too: a probe's inputs were made up, not passed by a caller.
+        entry = f"probe (synthesized inputs) {witness.entry}" if witness.entry.startswith("probe:") else witness.entry
         out.append(dataclasses.replace(v, status=Status.CONFIRMED, witness=witness, message=message,
                                        reason=f"{message} [{m.get('note', '')}, {witness.iterations} runs, "
-                                              f"{witness.seconds:.2f} s, {witness.entry}]"))
+                                              f"{witness.seconds:.2f} s, {entry}]"))
     if options.write_reproducers and isinstance(options.write_reproducers, str):
         _write_reproducers(out, options.write_reproducers)
     return out + errors

@@ -225,14 +225,21 @@ class Worker:
             if not self.search_one(site, a, self.budget * PRIMARY_SHARE, self.seed):
                 unfound[site.key] = a.program
         if unfound:
+            # A site that a real entry (script, test, explicit entry) reaches is judged with the
+            # inputs such callers pass: a probe's synthesized inputs may be ones no caller would
+            # pass (negative counts), so probes get the second chance only where no real entry reaches.
+            def allowed(key: str, prog: E.Program) -> bool:
+                return isinstance(unfound[key], E.ProbeProgram) or not isinstance(prog, E.ProbeProgram)
+
             more: dict[str, Assignment] = {}
             for key, primary in unfound.items():
                 for prog, reached, recorded in self.pool:
-                    if key in reached and prog is not primary and key not in more:
+                    if key in reached and prog is not primary and key not in more and allowed(key, prog):
                         more[key] = Assignment(prog, recorded, None)
             try:
-                more.update(self.assign(set(unfound) - set(more), report=False,
-                                        reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0))
+                extra = self.assign(set(unfound) - set(more), report=False,
+                                    reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0)
+                more.update({k: a for k, a in extra.items() if allowed(k, a.program)})
             except RunTimeout:
                 pass
             for site in self.targets:
@@ -313,6 +320,9 @@ class Worker:
         return witness, message(site, outcome, values, a.program, moved, a.examples)
 
 
+PROBE_WORDS = "probe (synthesized inputs)"
+
+
 def input_name(key: str, program: E.Program) -> str:
     """Readable name of an input: the variable a factory's result was assigned to, when there is one."""
     m = re.fullmatch(r"(.+?):(\d+):([\w.]+)#(\d+)", key)
@@ -373,7 +383,9 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
         top = sorted(moved.items(), key=lambda kv: -kv[1])[:2]
         when += " and weights moved (" + ", ".join(f"{n} by up to {d:.3g}" for n, d in top) + ")"
     what = f"its gradient is {outcome.result} in the backward pass" if outcome.phase == "backward" else outcome.result
-    return f"{site.op} receives {got}{when}: {what}"
+    # A person must see that no caller of the file passed these inputs.
+    how = f", found by a {PROBE_WORDS}" if isinstance(program, E.ProbeProgram) else ""
+    return f"{site.op} receives {got}{when}: {what}{how}"
 
 
 def main() -> int:

@@ -184,6 +184,9 @@ def test_module_is_probed_without_an_entry(results, replays):
     assert sqrt.status is Status.CONFIRMED, sqrt.reason
     assert sqrt.witness.entry == f"probe:{CORPUS / 'models.py'}:GaussianHead"
     assert sqrt.witness.result == "nan" and sqrt.witness.replayed
+    # Nothing in the file calls it: the inputs were made up, and the user is told so.
+    assert "found by a probe (synthesized inputs)" in sqrt.message
+    assert "probe (synthesized inputs) probe:" in sqrt.reason
     assert list(sqrt.witness.inputs) == ["h"] and sqrt.witness.inputs["h"].shape[-1] == 8  # from nn.Linear(8, 4)
     assert sqrt.witness.operand.values is not None and min(min(r) for r in sqrt.witness.operand.values) < 0
     assert replays[("models", "torch.sqrt(self.var(h))")]["reproduced"]
@@ -397,3 +400,14 @@ def test_log_of_a_softmax_one_step_short_of_zero_is_landed(seed):
     assert (v.site.span.start_line, v.witness.result) == (12, "-inf")
     assert "torch.log receives 0 when" in v.message
     assert replay_in_fresh_process(v)[0]["reproduced"]
+
+
+def test_a_site_the_script_reaches_is_not_confirmed_by_a_probe_with_made_up_inputs():
+    # The script passes Poisson counts (>= 0): lgamma(counts + 1) never meets its pole there. A
+    # probe of the function with synthesized (negative) counts would, but no caller passes those.
+    path = Path(__file__).parent / "corpus" / "programs" / "negbin_loss.py"
+    (v,) = confirm(str(path), path.read_text(), possible(path, ("torch.lgamma(counts + 1)", "torch.lgamma")),
+                   EngineOptions(**FAST))
+    assert v.site.span.start_line == 32
+    assert v.status is Status.POSSIBLE, v.message
+    assert f"from script:{path}" in v.reason and "probe:" not in v.reason
