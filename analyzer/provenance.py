@@ -92,11 +92,7 @@ class Provenance:
         return got
 
     def _first(self, exprs) -> str | None:  # type: ignore[no-untyped-def]
-        for x in exprs:
-            got = self.may_be_empty(x)
-            if got is not None:
-                return got
-        return None
+        return self._first_of(exprs, self.may_be_empty)
 
     # --- tensors -----------------------------------------------------------------
 
@@ -130,8 +126,8 @@ class Provenance:
         return None
 
     def _def(self, d: Def, ask) -> str | None:  # type: ignore[no-untyped-def]
-        """``ask`` (may_be_empty or may_select_nothing) of the value a definition binds;
-        "unknown" when nothing says what it is."""
+        """``ask`` (may_be_empty, may_select_nothing or may_hold_neg_inf) of the value a
+        definition binds; for may_select_nothing, "unknown" when nothing says what it is."""
         how = d.how
         if how in ("assign", "walrus", "attr"):
             return ask(d.value)
@@ -180,12 +176,14 @@ class Provenance:
             args.append(d.value)
         name = getattr(d.owner, "name", "<lambda>")
         private = name.startswith("_") and not name.startswith("__") or name == "<lambda>"
+        # Only a private function's in-file callers say everything it receives.
         known = info is not None and not info.open_params and not info.escapes and private and args
-        if known:
-            return self._first_of(args, ask)
-        # A tensor parameter of unknown shape is assumed non-empty; an index parameter
-        # of unknown type may be a boolean mask.
-        return self._first_of(args, ask) or ("unknown" if ask == self.may_select_nothing else None)
+        got = self._first_of(args, ask)
+        if got is not None or known:
+            return got
+        # A tensor parameter of unknown shape is assumed non-empty and finite; an index
+        # parameter of unknown type may be a boolean mask.
+        return "unknown" if ask == self.may_select_nothing else None
 
     @staticmethod
     def _first_of(exprs, ask) -> str | None:  # type: ignore[no-untyped-def]
