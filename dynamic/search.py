@@ -455,7 +455,10 @@ def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Eva
 
     ranked = sorted(((float(g.abs().flatten()[i]), k, int(i)) for k, g in grads.items()
                      for i in torch.topk(g.abs().flatten(), min(2, g.numel())).indices), reverse=True)[:3]
-    ranked = [r for r in ranked if r[0] > 0.0]
+    # One element moved alone lands only when it carries much of the gradient (log(x), a - b);
+    # spread over many (pixels through a network), such moves cost runs for nothing.
+    norm2 = sum(float((g.double() ** 2).sum()) for g in grads.values())
+    ranked = [r for r in ranked if r[0] > 0.0 and r[0] ** 2 >= 0.25 * norm2]
     reach = max(1.0, math.log(ev.d / UNDERFLOW))
     for _, k, i in ranked:
         v, g = tensors[k], float(grads[k].flatten()[i])
@@ -469,7 +472,6 @@ def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Eva
         v, g = tensors[k], float(grads[k].flatten()[i])
         x = torch.tensor(float(v.flatten()[i]) - reach * ev.d / g, dtype=torch.float64)
         yield (f"underflow: log-Newton step on one element of {k}", *apply(at(k, i, x)))
-    norm2 = sum(float((g.double() ** 2).sum()) for g in grads.values())
     if norm2 > 0.0:
         yield ("underflow: log-Newton step", *apply({k: clipped(k, (tensors[k].double() - reach * ev.d * g.double() / norm2)
                                                                 .to(tensors[k].dtype)) for k, g in grads.items()}))
