@@ -238,6 +238,11 @@ class Provenance:
         fact = self.ranges.fact(e)
         if fact.is_point and fact.hi == -INF:
             return f"a -inf constant: {_words(e)}"
+        if fact.lo == -INF and fact.hi < 0 and all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd))
+                                                   for n in ast.walk(e)):
+            # -1e9 is a safe fill in float32 but rounds to -inf in float16 (the range is rounded
+            # outward to the file's dtype, so a literal beyond its max has no finite lower end)
+            return f"{_words(e)}, which is -inf in {self.ranges.dtype}"
         if isinstance(e, ast.Constant):
             return None
         if isinstance(e, (ast.Name, ast.Attribute)) and self.flow.is_use(e):

@@ -70,6 +70,14 @@ def test_operands_that_may_hold_minus_infinity(body: str, holds: bool) -> None:
     assert (prov.may_hold_neg_inf(e) is not None) == holds
 
 
+def test_a_finite_fill_that_overflows_the_files_dtype_is_minus_infinity() -> None:
+    src = HEADER + "    return x.half().masked_fill(mask, -1e9).softmax(-1), x.masked_fill(mask, -1e4).softmax(-1)\n"
+    (v,) = analyze_source("h.py", src)
+    assert (v.site.span.start_line, v.site.span.start_col, v.site.op) == (7, 11, "torch.Tensor.softmax")
+    assert v.reason == "the operand may hold -inf (-1000000000.0, which is -inf in float16), and a row that is entirely -inf gives NaN"
+    assert analyze_source("f.py", src.replace("x.half()", "x")) == []  # float32: -1e9 is finite
+
+
 def test_verdict_reasons_say_where_the_empty_selection_and_the_minus_infinity_come_from() -> None:
     src = HEADER + ("    a = x[x > 0].mean()\n"
                     "    b = x.mean()\n"
