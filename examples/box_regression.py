@@ -69,7 +69,7 @@ def detection_loss(head, feats, gt, anchors):
     reg_loss = (deltas - encode(gt, anchors)).abs().sum(1)
     size_loss = yolo_size_loss(wh, gt[:, 2:] - gt[:, :2])
     # Every batch below holds boxes; an empty one would make these means NaN.
-    return iou_loss.mean() + reg_loss.mean() + 0.01 * size_loss.mean()  # expect: possible mean, possible mean, possible mean
+    return iou_loss.mean() + reg_loss.mean() + 0.01 * size_loss.mean()
 
 
 def synthetic_boxes(n, generator):

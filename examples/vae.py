@@ -48,7 +48,7 @@ def vae_loss(recon_logits, x, mu, logvar):
     bce = -(x * torch.log(recon) + (1 - x) * torch.log(1 - recon + 1e-7)).sum(1)  # expect: confirmed log, safe log
     # logvar.exp() overflows for logvar > ~88.7, long before the reparameterisation does.
     kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp(), dim=1)  # expect: confirmed exp
-    return (bce + kld).mean()  # expect: possible mean
+    return (bce + kld).mean()
 
 
 def synthetic_batch(n, generator):

@@ -20,7 +20,7 @@ class BatchNorm(nn.Module):
     def forward(self, x):
         if self.training:
             # NaN only for an empty batch.
-            mean = x.mean(0)  # expect: possible mean
+            mean = x.mean(0)
             var = x.var(0, unbiased=False)  # expect: safe var
             with torch.no_grad():
                 self.running_mean.lerp_(mean, self.momentum)

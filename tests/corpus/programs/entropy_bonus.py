@@ -23,7 +23,7 @@ def a2c_loss(policy, obs, actions, returns, beta=0.01):
     entropy = -(probs * probs.log()).sum(-1)  # expect: confirmed log
     adv = (returns - values).detach()
     # Empty rollout only.
-    return -(logp * adv).mean() + 0.5 * (returns - values).pow(2).mean() - beta * entropy.mean()  # expect: possible mean, possible mean, possible mean
+    return -(logp * adv).mean() + 0.5 * (returns - values).pow(2).mean() - beta * entropy.mean()
 
 
 if __name__ == "__main__":

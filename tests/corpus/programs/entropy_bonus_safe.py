@@ -24,7 +24,7 @@ def a2c_loss(policy, obs, actions, returns, beta=0.01):
     probs = logp_all.exp()  # expect: unproven exp
     entropy = -(probs * logp_all).sum(-1)
     adv = (returns - values).detach()
-    return -(logp * adv).mean() + 0.5 * (returns - values).pow(2).mean() - beta * entropy.mean()  # expect: possible mean, possible mean, possible mean
+    return -(logp * adv).mean() + 0.5 * (returns - values).pow(2).mean() - beta * entropy.mean()
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import torch.nn as nn
 def bn_matching_loss(feats, running_mean, running_var):
     """feats: (B, C, H, W) activations of one layer for the synthesised batch."""
     # Spatial positions of all images are pooled, so B*H*W >= 1: NaN only for an empty batch.
-    mean = feats.mean(dim=(0, 2, 3))  # expect: possible mean
+    mean = feats.mean(dim=(0, 2, 3))
     var = feats.permute(1, 0, 2, 3).flatten(1).var(1)  # expect: confirmed var
     return (mean - running_mean).norm() + (var - running_var).norm()
 

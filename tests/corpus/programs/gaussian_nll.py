@@ -20,7 +20,7 @@ class MeanVarianceNet(nn.Module):
 
 def gaussian_nll(mu, var, y):
     nll = 0.5 * (torch.log(var) + (y - mu) ** 2 / var)  # expect: confirmed log, confirmed div
-    return nll.mean()  # expect: possible mean
+    return nll.mean()
 
 
 if __name__ == "__main__":

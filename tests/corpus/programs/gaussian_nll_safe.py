@@ -19,7 +19,7 @@ class MeanVarianceNet(nn.Module):
 def gaussian_nll(mu, var, y):
     var = var.clamp(min=1e-6)
     nll = 0.5 * (torch.log(var) + (y - mu) ** 2 / var)  # expect: safe log, safe div
-    return nll.mean()  # expect: possible mean
+    return nll.mean()
 
 
 if __name__ == "__main__":

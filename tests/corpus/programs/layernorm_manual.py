@@ -17,8 +17,8 @@ class LayerNorm(nn.Module):
 
     def forward(self, x):
         # Means over the feature dimension: NaN only for a zero-width input.
-        mu = x.mean(-1, keepdim=True)  # expect: possible mean
-        var = ((x - mu) ** 2).mean(-1, keepdim=True)  # expect: possible mean
+        mu = x.mean(-1, keepdim=True)
+        var = ((x - mu) ** 2).mean(-1, keepdim=True)
         return self.weight * (x - mu) / torch.sqrt(var + self.eps) + self.bias  # expect: safe div, safe sqrt
 
 

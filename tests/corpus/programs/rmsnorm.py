@@ -11,7 +11,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x):
         # NaN only for a zero-width feature dimension.
-        ms = x.pow(2).mean(-1, keepdim=True)  # expect: possible mean
+        ms = x.pow(2).mean(-1, keepdim=True)
         return self.weight * x * torch.rsqrt(ms + 1e-6)  # expect: safe rsqrt
 
 
@@ -23,7 +23,7 @@ class RMSNormNoEps(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x):
-        ms = x.pow(2).mean(-1, keepdim=True)  # expect: possible mean
+        ms = x.pow(2).mean(-1, keepdim=True)
         # An all-zero token (padding embedding) gives rsqrt(0) = inf.
         return self.weight * x * torch.rsqrt(ms)  # expect: confirmed rsqrt
 

@@ -35,7 +35,7 @@ for step in range(6000):
     e = torch.exp(scale * (a @ b.T))  # expect: confirmed exp
     # Rows of e are >= 0 but can all underflow to 0 with a large scale and opposed pairs.
     p = e.diagonal() / e.sum(1)  # expect: confirmed div
-    loss = -torch.log(p).mean()  # expect: confirmed log, possible mean
+    loss = -torch.log(p).mean()  # expect: confirmed log
     if not torch.isfinite(loss):
         print(f"non-finite loss {loss.item()} at step {step} (scale {scale.item():.1f})")
         break

@@ -23,8 +23,8 @@ for step in range(5000):
     idx = torch.randint(0, N, (BATCH,), generator=gen)
     xb, yb = X[idx], y[idx]
     # A batch of one row would make the unbiased std NaN; a constant column makes it 0.
-    xb = (xb - xb.mean(0)) / xb.std(0)  # expect: possible mean, confirmed div, confirmed var
-    loss = ((model(xb).squeeze(1) - yb) ** 2).mean()  # expect: possible mean
+    xb = (xb - xb.mean(0)) / xb.std(0)  # expect: confirmed div, confirmed var
+    loss = ((model(xb).squeeze(1) - yb) ** 2).mean()
     if not torch.isfinite(loss):
         print(f"non-finite loss {loss.item()} at step {step}")
         break
