@@ -18,6 +18,7 @@ timer stops one run of the user's program that takes too long.
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import os
@@ -141,6 +142,10 @@ class Worker:
         self.gen = candidates(self.path, self.text, req, self.emit_error)
         # Every entry recorded so far, with the sites it reached: second chances come from here first.
         self.pool: list[tuple[E.Program, set[str], dict[str, Any]]] = []
+        # What real entries (script, tests, explicit entries) pass to the file's functions, and the
+        # sites they reach: a probe's witness for such a site must use inputs callers could pass.
+        self.callers = CallerDomains(self.target)
+        self.real_reached: set[str] = set()
 
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
@@ -192,7 +197,12 @@ class Worker:
                     failures.append((prog.label, prog.user_files, e))
                 continue
             cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo))
-            tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
+            if isinstance(prog, E.ProbeProgram):
+                tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
+            else:
+                with self.callers.watching():
+                    tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
+                self.real_reached.update(tracer.reached)
             self.pool.append((prog, set(tracer.reached), dict(tracer.recorded)))
             reached = [k for k in tracer.reached if k in todo]
             for k in reached:
@@ -225,21 +235,14 @@ class Worker:
             if not self.search_one(site, a, self.budget * PRIMARY_SHARE, self.seed):
                 unfound[site.key] = a.program
         if unfound:
-            # A site that a real entry (script, test, explicit entry) reaches is judged with the
-            # inputs such callers pass: a probe's synthesized inputs may be ones no caller would
-            # pass (negative counts), so probes get the second chance only where no real entry reaches.
-            def allowed(key: str, prog: E.Program) -> bool:
-                return isinstance(unfound[key], E.ProbeProgram) or not isinstance(prog, E.ProbeProgram)
-
             more: dict[str, Assignment] = {}
             for key, primary in unfound.items():
                 for prog, reached, recorded in self.pool:
-                    if key in reached and prog is not primary and key not in more and allowed(key, prog):
+                    if key in reached and prog is not primary and key not in more:
                         more[key] = Assignment(prog, recorded, None)
             try:
-                extra = self.assign(set(unfound) - set(more), report=False,
-                                    reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0)
-                more.update({k: a for k, a in extra.items() if allowed(k, a.program)})
+                more.update(self.assign(set(unfound) - set(more), report=False,
+                                        reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0))
             except RunTimeout:
                 pass
             for site in self.targets:
@@ -257,6 +260,12 @@ class Worker:
         settings = SearchSettings(budget=budget, seed=seed)
         report = self._timed(budget + self.record_timeout,
                              lambda: search(a.program, site, self.sites, a.examples, settings))
+        if report.found is not None and isinstance(a.program, E.ProbeProgram) and site.key in self.real_reached:
+            outside = self.callers.outside(a.program.qualname, report.found.values)
+            if outside:
+                report.note = (f"a probe (synthesized inputs) failed it only with inputs no caller passes "
+                               f"({outside})")
+                report.found = None
         if report.found is None:
             if final:
                 entries = a.program.label if tried in (None, a.program.label) else f"{tried}, then {a.program.label}"
@@ -321,6 +330,51 @@ class Worker:
 
 
 PROBE_WORDS = "probe (synthesized inputs)"
+
+
+class CallerDomains:
+    """The domain of each tensor argument real callers pass to the target file's functions:
+    non-negative, integer-valued (Poisson counts, lengths). Seen by a profile hook during the
+    real entries' recording runs; tensors are kept (first calls only) and measured afterwards,
+    outside the tracer, so that measuring them is no torch call of the program."""
+
+    KEEP = 8  # calls per function
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.seen: dict[str, dict[str, list[torch.Tensor]]] = {}
+
+    @contextlib.contextmanager
+    def watching(self) -> Iterator[None]:
+        def hook(frame: Any, event: str, arg: Any) -> None:
+            if event != "call" or frame.f_code.co_filename != self.target:
+                return
+            code = frame.f_code
+            calls = self.seen.setdefault(code.co_name, {})
+            for name in code.co_varnames[:code.co_argcount]:
+                v = frame.f_locals.get(name)
+                if isinstance(v, torch.Tensor) and len(calls.setdefault(name, [])) < self.KEEP:
+                    calls[name].append(v)
+
+        old = sys.getprofile()
+        sys.setprofile(hook)
+        try:
+            yield
+        finally:
+            sys.setprofile(old)
+
+    def outside(self, function: str, values: dict[str, Any]) -> str:
+        """Words for the first witness value outside what callers pass to ``function`` ('' if none)."""
+        for name, seen in self.seen.get(function, {}).items():
+            v = values.get(name)
+            real = [t for t in seen if torch.is_floating_point(t) and t.numel()]
+            if not isinstance(v, torch.Tensor) or not torch.is_floating_point(v) or not real or not v.numel():
+                continue
+            if all(bool((t >= 0).all()) for t in real) and bool((v < 0).any()):
+                return f"{name} < 0; callers pass {name} >= 0"
+            if all(bool((t == t.round()).all()) for t in real) and not bool((v == v.round()).all()):
+                return f"{name} not whole numbers; callers pass whole numbers"
+        return ""
 
 
 def input_name(key: str, program: E.Program) -> str:

@@ -404,10 +404,12 @@ def test_log_of_a_softmax_one_step_short_of_zero_is_landed(seed):
 
 def test_a_site_the_script_reaches_is_not_confirmed_by_a_probe_with_made_up_inputs():
     # The script passes Poisson counts (>= 0): lgamma(counts + 1) never meets its pole there. A
-    # probe of the function with synthesized (negative) counts would, but no caller passes those.
+    # probe of the function with synthesized (negative) counts does, but no caller passes those:
+    # the probe's witness is refused, and the reason says why.
     path = Path(__file__).parent / "corpus" / "programs" / "negbin_loss.py"
     (v,) = confirm(str(path), path.read_text(), possible(path, ("torch.lgamma(counts + 1)", "torch.lgamma")),
                    EngineOptions(**FAST))
     assert v.site.span.start_line == 32
     assert v.status is Status.POSSIBLE, v.message
-    assert f"from script:{path}" in v.reason and "probe:" not in v.reason
+    assert "a probe (synthesized inputs) failed it only with inputs no caller passes" in v.reason
+    assert "(counts < 0; callers pass counts >= 0)" in v.reason
