@@ -350,7 +350,7 @@ class CallerDomains:
             if event != "call" or frame.f_code.co_filename != self.target:
                 return
             code = frame.f_code
-            calls = self.seen.setdefault(code.co_name, {})
+            calls = self.seen.setdefault(code.co_qualname, {})  # "f", or "Model.forward" for a module
             for name in code.co_varnames[:code.co_argcount]:
                 v = frame.f_locals.get(name)
                 if isinstance(v, torch.Tensor) and len(calls.setdefault(name, [])) < self.KEEP:
@@ -364,8 +364,9 @@ class CallerDomains:
             sys.setprofile(old)
 
     def outside(self, function: str, values: dict[str, Any]) -> str:
-        """Words for the first witness value outside what callers pass to ``function`` ('' if none)."""
-        for name, seen in self.seen.get(function, {}).items():
+        """Words for the first witness value outside what callers pass to ``function`` ('' if none);
+        ``function`` is a probe's function or module class (its ``forward`` is what callers call)."""
+        for name, seen in {**self.seen.get(f"{function}.forward", {}), **self.seen.get(function, {})}.items():
             v = values.get(name)
             real = [t for t in seen if torch.is_floating_point(t) and t.numel()]
             if not isinstance(v, torch.Tensor) or not torch.is_floating_point(v) or not real or not v.numel():
