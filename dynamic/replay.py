@@ -92,7 +92,12 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         return ReplayResult(False, "finite", "an operand was already NaN/INF when it reached the site (upstream)")
     if outcome.found:
         where = " in the backward pass" if outcome.phase == "backward" else ""
-        return ReplayResult(True, outcome.result, f"{site.op} produced {outcome.result}{where} from finite operands")
+        from grist_lsp.analyzer.catalogue import KINDS
+
+        kind = KINDS.get(site.kind)
+        # Masked scores hold -inf on purpose (softmax): only their NaN output is the bug.
+        operands = "masked (-inf) operands" if kind and kind.region.allows_neg_inf_operand else "finite operands"
+        return ReplayResult(True, outcome.result, f"{site.op} produced {outcome.result}{where} from {operands}")
     return ReplayResult(False, "finite", f"{site.op} produced finite values with the witness inputs")
 
 
