@@ -21,7 +21,6 @@ op away from a hard-coded line.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import os
 import pprint
