@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grist_lsp.analyzer.catalogue import lookup
+from grist_lsp.analyzer.catalogue import KINDS, lookup
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.model import Site, Span, Status, Verdict, to_json
 
@@ -161,7 +161,8 @@ def test_training_script_confirms_log_of_softmax_and_stops_the_loop(results, rep
 
 def bug_detail(v: Verdict) -> str:
     # A fully masked softmax row is fed -inf on purpose; every other kind needs finite operands.
-    operands = "masked (-inf) operands" if v.site.kind == "softmax" else "finite operands"
+    masked = KINDS[v.site.kind].region.allows_neg_inf_operand
+    operands = "masked (-inf) operands" if masked else "finite operands"
     return f"{v.site.op} produced {v.witness.result} from {operands}"
 
 
