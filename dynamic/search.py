@@ -27,7 +27,7 @@ import math
 import time
 import zlib
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 
@@ -45,6 +45,8 @@ class SearchSettings:
     bound_factor: float = 100.0
     weight_factor: float = 10.0
     move_weights: bool = True
+    # Input key -> a SUPPORTS name the input must stay in (a probe's arguments: what real callers pass).
+    supports: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -98,11 +100,12 @@ class Runner:
     # Gradients through the user's no_grad blocks; switched off when the program cannot take it
     # (in-place updates of leaves in a no_grad block).
     grad_everywhere: bool = True
+    supports: dict[str, str] = field(default_factory=dict)  # see SearchSettings
 
     def evaluate(self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None,
                  grad: bool = True) -> Evaluation:
         self.iterations += 1
-        values = project(values)
+        values = project(values, self.supports)
         leaves: dict[str, Any] = {}
         for k, v in values.items():
             if isinstance(v, torch.Tensor) and grad and torch.is_floating_point(v):
@@ -133,26 +136,42 @@ class Runner:
                           dict(tracer.param_names), values, set(tracer.weight_inputs))
 
 
-# Inputs drawn by a sampler stay in its support: a Poisson count is a non-negative integer,
-# a Bernoulli draw is 0 or 1. Keys name the factory (see tracing).
-_SUPPORT = {
-    "torch.poisson": lambda v: v.detach().round().clamp_min(0),
-    "torch.bernoulli": lambda v: v.detach().round().clamp(0, 1),
+# Where an input may live. Values are moved back onto their support before every run, so
+# that gradient steps and mutations never leave it: a witness must use inputs the program
+# could really receive.
+SUPPORTS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
+    "non-negative": lambda v: v.clamp_min(0),
+    "whole numbers": lambda v: v.round(),
+    "non-negative whole numbers": lambda v: v.round().clamp_min(0),
+    "0 or 1": lambda v: v.round().clamp(0, 1),
+}
+
+# A sampler's draws stay in its support: a Poisson count is a non-negative integer, a
+# Bernoulli draw is 0 or 1. Keys of factory inputs name the factory (see tracing).
+FACTORY_SUPPORT = {
+    "torch.poisson": "non-negative whole numbers",
+    "torch.bernoulli": "0 or 1",
 }
 
 
-def project(values: dict[str, Any]) -> dict[str, Any]:
-    """Values moved back onto their input's support where the key says which sampler made it."""
+def support_of(key: str, supports: dict[str, str]) -> str | None:
+    """The support of input ``key``: given (what every real caller passed), else its sampler's."""
+    if key in supports:
+        return supports[key]
+    return FACTORY_SUPPORT.get(key.rpartition("#")[0].rpartition(":")[2])
+
+
+def project(values: dict[str, Any], supports: dict[str, str] | None = None) -> dict[str, Any]:
+    """Values moved back onto their input's support (see ``support_of``)."""
     out = values
     for k, v in values.items():
         if not isinstance(v, torch.Tensor) or not torch.is_floating_point(v):
             continue
-        factory = k.rpartition("#")[0].rpartition(":")[2]
-        fix = _SUPPORT.get(factory)
-        if fix is not None:
+        name = support_of(k, supports or {})
+        if name is not None:
             if out is values:
                 out = dict(values)
-            out[k] = fix(v)
+            out[k] = SUPPORTS[name](v.detach())
     return out
 
 
@@ -257,7 +276,7 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     """Look for inputs (and parameter moves) that make ``site`` produce NaN/INF from finite operands."""
     t0 = time.monotonic()
     end = t0 + settings.budget if deadline is None else min(deadline, t0 + settings.budget)
-    runner = Runner(program, site, sites)
+    runner = Runner(program, site, sites, supports=settings.supports)
     gen = torch.Generator().manual_seed((settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63))
     bounds = _bounds(examples, settings.bound_factor)
     best = float("inf")

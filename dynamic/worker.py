@@ -36,7 +36,7 @@ from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import Site, Witness, site_from_json, to_json
 
 from . import entries as E
-from .search import Found, Runner, SearchSettings, search
+from .search import SUPPORTS, Found, Runner, SearchSettings, search
 from .tracing import SiteOutcome
 from .witness import describe, shrink, to_value
 
@@ -258,14 +258,21 @@ class Worker:
                    tried: str | None = None) -> bool:
         """Search one site from one entry; report it when found or when this was the last try."""
         settings = SearchSettings(budget=budget, seed=seed)
+        probe_for_real = isinstance(a.program, E.ProbeProgram) and site.key in self.real_reached
+        if probe_for_real:
+            # Real entries reach this site: the probe searches only among inputs they could pass.
+            settings.supports = self.callers.supports(a.program.qualname)
         report = self._timed(budget + self.record_timeout,
                              lambda: search(a.program, site, self.sites, a.examples, settings))
-        if report.found is not None and isinstance(a.program, E.ProbeProgram) and site.key in self.real_reached:
+        if report.found is not None and probe_for_real:
             outside = self.callers.outside(a.program.qualname, report.found.values)
             if outside:
                 report.note = (f"a probe (synthesized inputs) failed it only with inputs no caller passes "
                                f"({outside})")
                 report.found = None
+        if report.found is None and probe_for_real and settings.supports:
+            kept = ", ".join(f"{k} {v}" for k, v in settings.supports.items())
+            report.note = f"a {PROBE_WORDS} kept to inputs real callers pass ({kept}): {report.note}"
         if report.found is None:
             if final:
                 entries = a.program.label if tried in (None, a.program.label) else f"{tried}, then {a.program.label}"
@@ -278,7 +285,7 @@ class Worker:
         return True
 
     def make_witness(self, a: Assignment, site: Site, found: Found, settings: SearchSettings) -> tuple[Witness, str]:
-        runner = Runner(a.program, site, self.sites)
+        runner = Runner(a.program, site, self.sites, supports=settings.supports)
 
         def fails(values: dict[str, Any]) -> bool:
             ev = runner.evaluate(values, found.deltas or None, grad=False)
@@ -363,18 +370,31 @@ class CallerDomains:
         finally:
             sys.setprofile(old)
 
-    def outside(self, function: str, values: dict[str, Any]) -> str:
-        """Words for the first witness value outside what callers pass to ``function`` ('' if none);
+    def supports(self, function: str) -> dict[str, str]:
+        """Argument name -> the SUPPORTS name every real call of ``function`` stayed in;
         ``function`` is a probe's function or module class (its ``forward`` is what callers call)."""
+        out = {}
         for name, seen in {**self.seen.get(f"{function}.forward", {}), **self.seen.get(function, {})}.items():
-            v = values.get(name)
             real = [t for t in seen if torch.is_floating_point(t) and t.numel()]
-            if not isinstance(v, torch.Tensor) or not torch.is_floating_point(v) or not real or not v.numel():
+            if not real:
                 continue
-            if all(bool((t >= 0).all()) for t in real) and bool((v < 0).any()):
-                return f"{name} < 0; callers pass {name} >= 0"
-            if all(bool((t == t.round()).all()) for t in real) and not bool((v == v.round()).all()):
-                return f"{name} not whole numbers; callers pass whole numbers"
+            nonneg = all(bool((t >= 0).all()) for t in real)
+            whole = all(bool((t == t.round()).all()) for t in real)
+            if nonneg and whole:
+                out[name] = "non-negative whole numbers"
+            elif nonneg:
+                out[name] = "non-negative"
+            elif whole:
+                out[name] = "whole numbers"
+        return out
+
+    def outside(self, function: str, values: dict[str, Any]) -> str:
+        """Words for the first witness value outside what callers pass to ``function`` ('' if none)."""
+        for name, support in self.supports(function).items():
+            v = values.get(name)
+            if isinstance(v, torch.Tensor) and torch.is_floating_point(v) and v.numel():
+                if not torch.equal(SUPPORTS[support](v), v):
+                    return f"{name} outside what callers pass ({support})"
         return ""
 
 

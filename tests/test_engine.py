@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+import torch
 
 from grist_lsp.analyzer.catalogue import KINDS, lookup
 from grist_lsp.dynamic.engine import EngineOptions, confirm
@@ -406,13 +407,26 @@ def test_log_of_a_softmax_one_step_short_of_zero_is_landed(seed):
 
 
 def test_a_site_the_script_reaches_is_not_confirmed_by_a_probe_with_made_up_inputs():
-    # The script passes Poisson counts (>= 0): lgamma(counts + 1) never meets its pole there. A
-    # probe of the function with synthesized (negative) counts does, but no caller passes those:
-    # the probe's witness is refused, and the reason says why.
+    # The script passes Poisson counts (whole numbers >= 0): lgamma(counts + 1) never meets its
+    # pole there. A probe of the function with synthesized (negative) counts would, but no caller
+    # passes those: the probe searches only among the inputs callers pass, and the reason says so.
     path = Path(__file__).parent / "corpus" / "programs" / "negbin_loss.py"
     (v,) = confirm(str(path), path.read_text(), possible(path, ("torch.lgamma(counts + 1)", "torch.lgamma")),
                    EngineOptions(**FAST))
     assert v.site.span.start_line == 32
     assert v.status is Status.POSSIBLE, v.message
-    assert "a probe (synthesized inputs) failed it only with inputs no caller passes" in v.reason
-    assert "(counts < 0; callers pass counts >= 0)" in v.reason
+    assert "kept to inputs real callers pass (counts non-negative whole numbers" in v.reason, v.reason
+
+
+def test_a_probe_for_a_site_real_callers_reach_searches_inside_their_domain():
+    # The script only passes ReLU feature maps (>= 0) whose pooled shape never leaves one element
+    # per variance; a probe reaches that shape, and keeps its values >= 0 as the callers' are.
+    path = Path(__file__).parent / "corpus" / "programs" / "feature_statistics.py"
+    (v,) = confirm(str(path), path.read_text(), possible(path, ("flat.std(-1)", "torch.Tensor.std")),
+                   EngineOptions(**FAST))
+    assert v.status is Status.CONFIRMED, v.reason
+    assert v.site.span.start_line == 22
+    assert v.witness.entry.startswith("probe:") and v.witness.entry.endswith(":style_statistics")
+    feats = torch.tensor(v.witness.inputs["feats"].values)
+    assert bool((feats >= 0).all()), feats
+    assert replay_in_fresh_process(v)[0]["reproduced"]
