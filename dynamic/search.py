@@ -255,6 +255,7 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
 
 LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
 WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
+STALL_AFTER = 12  # iterations without progress after which parameters move anyway
 LATE_MUTATIONS = frozenset({"largest values", "most negative values", "one large value per row"})
 
 
@@ -337,13 +338,28 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     if not start_ev.grads:
         # The inputs do not reach the operand at all (it depends on parameters only).
         weights_at = runner.iterations
+    # The inputs alone make no headway (a cosine of a vector with itself, an operand the inputs
+    # barely touch): the parameters move sooner than WEIGHTS_AFTER.
+    stalled_at, progress = runner.iterations + STALL_AFTER, best
     while time.monotonic() < end:
-        if not weights_on and settings.move_weights and runner.iterations >= weights_at and runner.param_values:
+        if best < progress * (1 - 1e-6):
+            stalled_at, progress = runner.iterations + STALL_AFTER, best
+        if (not weights_on and settings.move_weights and runner.param_values
+                and runner.iterations >= min(weights_at, stalled_at)):
             weights_on = True
             deltas = {k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)}
             cur, cur_ev = dict(start), runner.evaluate(start, deltas)
             if cur_ev.found:
                 return done(cur_ev, cur, deltas, "gradient with weights")
+            for how, cand_d in _weight_mutations(deltas, runner.param_values, cur_ev.param_names):
+                if time.monotonic() > end:
+                    break
+                mev = runner.evaluate(cur, cand_d)
+                if mev.found:
+                    return done(mev, cur, cand_d, f"weight mutation: {how}")
+                best = min(best, mev.d)
+                if mev.outcome is not None and mev.grads and mev.d < cur_ev.d:
+                    cur_ev, deltas = mev, cand_d
             a = 0.05
             continue
         if late and (not cur_ev.grads or cur_ev.d == float("inf") or runner.iterations >= late_at):
@@ -404,6 +420,17 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
         if sev.found:
             return done(sev, cand, cand_d if weights_on else {}, "gradient step")
         best = min(best, sev.d)
+        if weights_on and deltas:
+            # Signed steps move every weight at once; a step along the gradient, scaled to each
+            # tensor's size, moves the few that matter (a temperature, a scale) without wrecking
+            # the rest of the network. Each finds bugs the other misses: keep the better.
+            rcand_d = _relative(deltas, cur_ev, a, runner.param_values, settings.weight_factor)
+            rev = runner.evaluate(cand, rcand_d)
+            if rev.found:
+                return done(rev, cand, rcand_d, "gradient step (weights along the gradient)")
+            best = min(best, rev.d)
+            if rev.outcome is not None and rev.grads and (sev.outcome is None or rev.d < sev.d):
+                sev, cand_d = rev, rcand_d
         signed_better = sev.outcome is not None and sev.d < cur_ev.d
         newton_better = nev is not None and nev.outcome is not None and nev.d < cur_ev.d and bool(nev.grads)
         if newton_better and (not signed_better or nev.d <= sev.d):
@@ -529,6 +556,42 @@ def _signed(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation
             step = a * params[k].abs().clamp_min(1.0)
             nd[k] = _clip_delta(d - step * torch.sign(g), params[k], wfactor)
     return out, nd
+
+
+WEIGHT_SCALE_FLOOR = 1e-2  # the step scale of a tensor of zeros (a bias at init)
+
+
+def _relative(deltas: dict[str, torch.Tensor], ev: Evaluation, a: float, params: dict[str, torch.Tensor],
+              wfactor: float) -> dict[str, torch.Tensor]:
+    """Weight deltas moved along the gradient taken relative to each tensor's size: the weight
+    whose relative change matters most moves by ``a`` times its tensor's largest magnitude."""
+    scale = {k: max(float(params[k].abs().max()), WEIGHT_SCALE_FLOOR) for k in deltas if k in params and params[k].numel()}
+    rel = {k: ev.grads["w:" + k].double() * s for k, s in scale.items() if "w:" + k in ev.grads}
+    top = max((float(r.abs().max()) for r in rel.values() if r.numel()), default=0.0)
+    nd = dict(deltas)
+    if top == 0.0:
+        return nd
+    for k, r in rel.items():
+        step = (a * scale[k] / top) * r
+        nd[k] = _clip_delta((deltas[k].double() - step).to(deltas[k].dtype), params[k], wfactor)
+    return nd
+
+
+def _weight_mutations(deltas: dict[str, torch.Tensor], params: dict[str, torch.Tensor], names: dict[str, str]
+                      ) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
+    """Single-number parameters (a learned temperature, scale or log-variance) moved to the
+    values training can carry them to: across zero, to zero, a hair either side of it."""
+    for k, d in deltas.items():
+        p = params.get(k)
+        if p is None or p.numel() != 1 or not torch.is_floating_point(p):
+            continue
+        v = float(p)
+        name = names.get(k, k)
+        for how, target in ((f"{name} negated", -v), (f"{name} at 0", 0.0),
+                            (f"{name} just above 0", abs(v) * 1e-3), (f"{name} just below 0", -abs(v) * 1e-3)):
+            if target == v:
+                continue
+            yield how, {**deltas, k: _clip_delta(torch.full_like(d, target - v), p, 10.0)}
 
 
 def _newton(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float],
