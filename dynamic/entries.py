@@ -34,6 +34,8 @@ from typing import Any, Callable
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from grist_lsp.model import is_factory_key
+
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
 
 BATCH = 4  # batch size of synthesized inputs
@@ -466,6 +468,8 @@ def _shape_candidates(instance: Any) -> list[tuple[list[int], str]]:
         for m in instance.modules():
             if isinstance(m, nn.Linear):
                 cands.append(([BATCH, m.in_features], "float"))
+                # Attention and sequence heads apply Linear to the last dimension of (B, T, d).
+                cands.append(([BATCH, 8, m.in_features], "float"))
             elif isinstance(m, nn.Bilinear):
                 cands.append(([BATCH, m.in1_features], "float"))
             elif isinstance(m, nn.Conv1d):
@@ -630,7 +634,9 @@ def program_from_label(label: str, path: str, text: str, seed: int, inputs: dict
             raise EntryError(f"witness entry {label!r}: expected 'probe:file.py:Name'")
         ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
         # By name: a flag passed by keyword during probing may not be the next positional parameter.
-        named = [(k, v, not re.fullmatch(r"arg\d+", k)) for k, v in (inputs or {}).items()]
+        # Tensors the probed code makes itself (``torch.randn_like`` in a forward) are substituted
+        # by key, not passed.
+        named = [(k, v, not re.fullmatch(r"arg\d+", k)) for k, v in (inputs or {}).items() if not is_factory_key(k)]
         return ProbeProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed,
                             qualname=m.group(2), ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
                             text=text, inputs=named)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
-from grist_lsp.model import Site, TensorValue, Witness, to_json
+from grist_lsp.model import Site, TensorValue, Witness, is_factory_key, to_json
 
 # Tensors with at most this many elements are written inline; larger ones go to the .pt file.
 INLINE_ELEMENTS = 64
@@ -62,7 +62,10 @@ def render_reproducer(site: Site, witness: Witness, directory: str | None = None
     weights_moved = any(v for v in witness.weights_moved.values()) or bool(witness.weight_deltas)
     payload_tensors = _payload_tensors(witness)
     missing = [n for n, tv in witness.inputs.items() if tv.values is None and n not in payload_tensors]
-    if kind in ("entry", "probe") and not weights_moved and not missing:
+    # Tensors the program draws itself (``torch.randn_like`` in a forward) can only be fixed by the
+    # engine's substitution: such witnesses replay through it too.
+    drawn = any(is_factory_key(n) for n in witness.inputs)
+    if kind in ("entry", "probe") and not weights_moved and not missing and not drawn:
         return _render_plain(site, witness, filename, directory, payload_tensors)
     return _render_replay(site, witness, filename, directory)
 

@@ -157,6 +157,7 @@ class SourcePositions:
 
 
 @dataclass
+
 class TracerConfig:
     """What one run watches and substitutes."""
 

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from grist_lsp.analyzer.catalogue import KINDS
-from grist_lsp.model import Site, Witness, site_from_json, to_json
+from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json, to_json
 
 from . import entries as E
 from .search import SUPPORTS, Found, Runner, SearchSettings, search
@@ -400,7 +400,7 @@ class CallerDomains:
 
 def input_name(key: str, program: E.Program) -> str:
     """Readable name of an input: the variable a factory's result was assigned to, when there is one."""
-    m = re.fullmatch(r"(.+?):(\d+):([\w.]+)#(\d+)", key)
+    m = FACTORY_KEY.fullmatch(key)
     if not m:
         return key
     for path, text in list(program.texts.items()) + [(f, None) for f in program.user_files]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,15 @@ class TensorValue:
     values: Any = None
     summary: dict[str, float] = field(default_factory=dict)
     file: str | None = None
+
+
+FACTORY_KEY = re.compile(r"(.+?):(\d+):([\w.]+)#(\d+)")  # "file.py:line:torch.randn#occurrence"
+
+
+def is_factory_key(key: str) -> bool:
+    """Whether an input key names a tensor made inside the program (``dynamic/tracing.py``, ``Tracer._input_key``),
+    as opposed to an argument the entry passes by name."""
+    return FACTORY_KEY.fullmatch(key) is not None
 
 
 @dataclass

@@ -430,3 +430,22 @@ def test_a_probe_for_a_site_real_callers_reach_searches_inside_their_domain():
     feats = torch.tensor(v.witness.inputs["feats"].values)
     assert bool((feats >= 0).all()), feats
     assert replay_in_fresh_process(v)[0]["reproduced"]
+
+
+def test_a_probe_witness_with_noise_the_forward_draws_replays_and_reproduces(tmp_path):
+    # The forward draws torch.randn_like noise: the witness holds that noise by its key, and
+    # the replay (and the reproducer, which goes through replay) substitutes it again instead
+    # of passing it to forward() as an argument.
+    path = CORPUS / "reparam.py"
+    (v,) = confirm(str(path), path.read_text(), possible(path, ("torch.log(recon)", "torch.log")),
+                   EngineOptions(**FAST))
+    assert v.status is Status.CONFIRMED, v.reason
+    assert v.witness.entry.startswith("probe:") and v.witness.entry.endswith(":Reparam")
+    assert any(k.endswith(":torch.randn_like#0") for k in v.witness.inputs), v.witness.inputs
+    assert replay_in_fresh_process(v)[0]["reproduced"]
+    from grist_lsp.dynamic.reproducer import write_reproducer
+
+    test_file = write_reproducer(v.site, v.witness, str(tmp_path))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
+                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout + run.stderr
