@@ -245,7 +245,7 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
         v = examples[k]
         top = int(v.max()) if v.numel() else 0
         for c in range(0, min(top + 1, 16)):
-            yield f"{k} all {c}", {**examples, k: torch.full_like(v, c)}
+            yield f"{LABEL_MUTATION}{k} all {c}", {**examples, k: torch.full_like(v, c)}
     for k in bools:
         yield f"{k} all False", {**examples, k: torch.zeros_like(examples[k])}
         yield f"{k} all True", {**examples, k: torch.ones_like(examples[k])}
@@ -257,6 +257,10 @@ LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
 WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
 STALL_AFTER = 12  # iterations without progress after which parameters move anyway
 LATE_MUTATIONS = frozenset({"largest values", "most negative values", "one large value per row"})
+# Integer inputs (labels, indices) set to each class: one run per class, and gradient steps
+# cannot move them, so they wait with the extremes until the gradient has had its turn or
+# has none to give.
+LABEL_MUTATION = "integer input: "
 
 
 def _one_hot_large(v: torch.Tensor, bound: float) -> torch.Tensor:
@@ -311,7 +315,7 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     for how, values in mutations(examples, site.kind, bounds):
         if time.monotonic() > end:
             break
-        if how in LATE_MUTATIONS:
+        if how in LATE_MUTATIONS or how.startswith(LABEL_MUTATION):
             # The domain's extremes make less believable witnesses: gradient steps go first.
             late.append((how, values))
             continue
@@ -464,14 +468,15 @@ UNDERFLOW = 1e-46  # below float32's smallest subnormal (1.4e-45): what exp(-gap
 def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float],
                    params: dict[str, torch.Tensor], wfactor: float
                    ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
-    """Moves for an operand a hair's breadth from the region, most exact first: (how, inputs, deltas).
+    """Moves for an operand a hair's breadth from the region: (how, inputs, deltas).
 
+    * all the elements moved by a Newton step on ``log(objective)`` aimed below the smallest
+      subnormal: on an exponential plateau (softmax, exp of a logit gap) the objective
+      shrinks by a factor per unit, so the plain Newton step is far too short;
     * the elements (inputs, or moving weights) with the largest gradient, each moved alone by
       the Newton step computed in float64, with the float32 neighbours of that root (the root of
       a difference is rarely representable) and, for inputs, exactly 0;
-    * the same elements and then all of them moved by a Newton step on ``log(objective)`` aimed
-      below the smallest subnormal: on an exponential plateau (softmax, exp of a logit gap) the
-      objective shrinks by a factor per unit, so the plain Newton step is far too short;
+    * the same elements, each alone, by the log-Newton step;
     * the inputs' spread around their row mean scaled up, which pushes a logit gap further
       where the gradient has underflowed to nothing.
     """
@@ -506,6 +511,12 @@ def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Eva
     norm2 = sum(float((g.double() ** 2).sum()) for g in grads.values())
     ranked = [r for r in ranked if r[0] > 0.0 and r[0] ** 2 >= 0.25 * norm2]
     reach = max(1.0, math.log(ev.d / UNDERFLOW))
+    if norm2 > 0.0:
+        # First, because an operand that shrinks by a factor per unit of input (a softmax
+        # probability, exp of a logit gap) is where most searches stall; a root that is
+        # linear in one element is landed by the single-element moves below.
+        yield ("underflow: log-Newton step", *apply({k: clipped(k, (tensors[k].double() - reach * ev.d * g.double() / norm2)
+                                                                .to(tensors[k].dtype)) for k, g in grads.items()}))
     for _, k, i in ranked:
         v, g = tensors[k], float(grads[k].flatten()[i])
         root = torch.tensor(float(v.flatten()[i]) - ev.d / g, dtype=torch.float64).to(v.dtype)
@@ -518,9 +529,6 @@ def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Eva
         v, g = tensors[k], float(grads[k].flatten()[i])
         x = torch.tensor(float(v.flatten()[i]) - reach * ev.d / g, dtype=torch.float64)
         yield (f"underflow: log-Newton step on one element of {k}", *apply(at(k, i, x)))
-    if norm2 > 0.0:
-        yield ("underflow: log-Newton step", *apply({k: clipped(k, (tensors[k].double() - reach * ev.d * g.double() / norm2)
-                                                                .to(tensors[k].dtype)) for k, g in grads.items()}))
     keys = [k for k in tensors if not k.startswith("w:")] or [k for k in bounds if k in cur]
     for factor in (2.0, 8.0):
         changes = {}

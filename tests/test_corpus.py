@@ -50,6 +50,10 @@ DYNAMIC_SUBSET = [
     # The GRIST-style training script: weights are factory tensors made trainable and
     # handed to torch.optim (once "can't optimize a non-leaf Tensor" in script mode).
     cm.PROGRAMS / "training_lr_blowup.py",
+    # A learned temperature that must cross or approach 0 (weights move, scalars first).
+    cm.EXAMPLES / "contrastive.py",
+    # Shapes the script never makes: a probe, kept to the (ReLU, >= 0) values callers pass.
+    cm.PROGRAMS / "feature_statistics.py",
 ]
 BUDGET = 1.5
 # A whole training script per iteration is slow, and the budget is wall-clock seconds: at
