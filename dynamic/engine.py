@@ -178,6 +178,11 @@ class Subprocess:
                 break
             except subprocess.TimeoutExpired:
                 pass
+            if res.finished:
+                # Every result is in: the interpreter's own teardown is nobody's wait.
+                _kill(proc)
+                res.returncode = proc.wait()
+                break
             if cancel is not None and cancel.is_set():
                 res.cancelled = True
                 _kill(proc)
@@ -227,6 +232,8 @@ def _worker_failure(path: str, res: WorkerResult, options: EngineOptions, second
     line = _crash_location(res.stderr, target)
     where = f" at {path}:{line}" if line else ""
     rc = res.returncode
+    if res.finished and not res.timed_out:
+        return None  # killed after its last result, or exited normally
     if res.timed_out:
         msg = (f"{path}: the program did not finish within {seconds:.0f} s{where} (a hang?): "
                "give a lighter entry with --entry file.py:function or raise the timeout")
@@ -271,14 +278,11 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     done_count = [0]
     lock = threading.Lock()
 
-    replayer: list[Subprocess] = []
+    # The fresh replay process starts with the workers: it imports torch while they search, so
+    # a witness is replayed without waiting for another interpreter's start-up.
+    replayer: list[Subprocess] = [Subprocess("grist_lsp.dynamic.replay", options.memory_mb)]
 
     def on_line(msg: dict) -> None:
-        if msg.get("witness"):
-            with lock:
-                if not replayer:
-                    # Start the fresh replay process now: it imports torch while the search goes on.
-                    replayer.append(Subprocess("grist_lsp.dynamic.replay", options.memory_mb))
         if msg.get("type") == "site" and progress is not None:
             with lock:
                 done_count[0] += 1

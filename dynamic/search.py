@@ -13,12 +13,17 @@ miss:
 * Newton steps ``x <- x - f * grad / |grad|^2`` for regions decided by an exact
   root (division by zero, log(0)), which signed steps only circle around;
 * random restarts when the gradient vanishes or the step collapses;
-* if the inputs alone do not get there, parameters move as well (bounded).
+* if the inputs alone do not get there (or stall), parameters move as well
+  (bounded): signed steps, steps along the gradient relative to each tensor's
+  size, and single-number parameters (temperatures, scales) tried at, across and
+  either side of 0.
 
 Domain (stated in the witness): every float input stays within
 ``bound_factor * max(1, max|example|)`` elementwise in absolute value (100x the
-example range by default); every parameter within ``max(1, 10*|w|)`` of its value
-at entry, elementwise. Same seed -> same sequence -> same witness.
+example range by default) and on its support (``SUPPORTS``: a sampler's, or what
+every real caller of a probed function passed); every parameter within
+``max(1, 10*|w|)`` of its value at entry, elementwise. Same seed -> same
+sequence -> same witness.
 """
 
 from __future__ import annotations

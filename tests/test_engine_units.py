@@ -16,7 +16,7 @@ from grist_lsp.analyzer.catalogue import lookup
 from grist_lsp.dynamic import entries as E
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.replay import replay
-from grist_lsp.dynamic.search import SearchSettings, mutations, search
+from grist_lsp.dynamic.search import LABEL_MUTATION, SearchSettings, mutations, search
 from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
 from grist_lsp.model import Site, Span, Status, Verdict, Witness
 
@@ -128,7 +128,8 @@ def test_mutations_cover_shapes_labels_and_masks():
     ex = {"x": torch.randn(4, 3), "y": torch.tensor([0, 2, 1, 0]), "m": torch.ones(4, dtype=torch.bool)}
     names = [n for n, _ in mutations(ex, "var", {"x": 100.0})]
     assert names[0] == "batch of 1"
-    assert {"all zeros", "identical rows", "y all 0", "y all 1", "y all 2", "m all False", "m all True"} <= set(names)
+    labels = {f"{LABEL_MUTATION}y all {c}" for c in (0, 1, 2)}
+    assert {"all zeros", "identical rows", "m all False", "m all True"} | labels <= set(names)
     one = dict(mutations(ex, "var", {"x": 100.0}))["batch of 1"]
     assert [tuple(v.shape) for v in one.values()] == [(1, 3), (1,), (1,)]
 
