@@ -219,6 +219,12 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
             yield ("batch of 1" if size == n else f"batch of 1 (inputs with {size} rows)"), {
                 k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == size else v)
                 for k, v in examples.items()}
+        if any(examples[k].numel() > 1 for k in floats):
+            # A reduction over the whole tensor (``adv.std()``) sees one element only when every
+            # dimension has length one.
+            yield "a single element", {k: (v[(slice(0, 1),) * v.dim()].clone()
+                                           if isinstance(v, torch.Tensor) and v.dim() >= 1 else v)
+                                       for k, v in examples.items()}
         for k in floats:
             v = examples[k]
             for dim in range(1, v.dim()):

@@ -417,11 +417,14 @@ def input_name(key: str, program: E.Program) -> str:
             line = lines[n - 1]
             occ = int(m.group(4))
             a = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]", line)
-            if a:
+            short = m.group(3).rpartition(".")[2]
+            call = re.search(rf"\b{re.escape(short)}\s*\(", line)
+            # The assigned name is the input's only when the factory is not an argument of some
+            # other call (``loss = Dice()(torch.randn(5, 3), ...)`` names the loss, not the input).
+            if a and call and _call_depth(line[a.end():call.start()]) == 0:
                 return a.group(1) + (f" (#{occ + 1})" if occ else "")
             # `s, t = torch.randn(8), torch.randn(8) * 3`: the k-th call feeds the k-th name.
             t = re.match(r"\s*\(?\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)?\s*=[^=]", line)
-            short = m.group(3).rpartition(".")[2]
             if t:
                 names = [x.strip() for x in t.group(1).split(",")]
                 calls = len(re.findall(rf"\b{re.escape(short)}\s*\(", line.split("=", 1)[1]))
@@ -429,6 +432,20 @@ def input_name(key: str, program: E.Program) -> str:
                     return names[occ % calls]
         break
     return f"{m.group(3)}(...) at line {m.group(2)}"
+
+
+def _call_depth(text: str) -> int:
+    """How many call parentheses ``text`` leaves open (``f(`` counts, a grouping ``(`` does not)."""
+    stack: list[bool] = []
+    prev = ""
+    for c in text:
+        if c in "([{":
+            stack.append(c == "(" and (prev.isalnum() or prev in "_)]"))
+        elif c in ")]}" and stack:
+            stack.pop()
+        if not c.isspace():
+            prev = c
+    return sum(stack)
 
 
 def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E.Program, moved: dict[str, float],
