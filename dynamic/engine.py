@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import queue
 import re
 import signal
 import subprocess
@@ -112,10 +113,11 @@ def _kill(proc: subprocess.Popen) -> None:
 
 
 class Subprocess:
-    """A ``python -m module`` child: started early (torch imports while we wait), fed one request.
+    """A ``python -m module`` child: started early (torch imports while we wait), fed JSON lines.
 
-    The request goes to stdin; JSON lines come back on a dedicated pipe (``GRIST_RESULT_FD``);
-    stdout and stderr (the user's prints, faulthandler dumps) go to a temporary file.
+    Requests go to stdin, one JSON document a line, as they come (``send``); JSON lines come
+    back on a dedicated pipe (``GRIST_RESULT_FD``); stdout and stderr (the user's prints,
+    faulthandler dumps) go to a temporary file. ``finish`` closes stdin and waits.
     """
 
     def __init__(self, module: str, memory_mb: int) -> None:
@@ -130,18 +132,34 @@ class Subprocess:
                                      close_fds=True)
         os.close(wfd)
         self.rfd = rfd
+        self.res = WorkerResult()
+        self.started = time.monotonic()
+        self.ready: list[float] = []
+        self._reader: threading.Thread | None = None
+        # Writes go through a queue and a thread of their own: the child reads stdin only once
+        # torch is imported, and a request larger than the pipe must not block the sender.
+        self._outbox: queue.Queue[bytes | None] = queue.Queue()
+        threading.Thread(target=self._feed, name="grist-child-stdin", daemon=True).start()
 
-    def communicate(self, request: dict, seconds: float, on_line: Callable[[dict], None] | None = None,
-                    cancel: threading.Event | None = None) -> WorkerResult:
-        """Feed ``request``; kill the child ``seconds`` after it is ready (torch imported).
+    def _feed(self) -> None:
+        stdin = self.proc.stdin
+        try:
+            while (data := self._outbox.get()) is not None:
+                stdin.write(data)
+                stdin.flush()
+        except (BrokenPipeError, OSError):
+            pass
+        finally:
+            try:
+                stdin.close()
+            except (BrokenPipeError, OSError):
+                pass
 
-        Start-up is timed separately (``STARTUP_SECONDS``) so that a loaded machine, where
-        importing torch alone can take many seconds, does not eat the program's time.
-        """
-        res = WorkerResult()
-        proc = self.proc
-        ready: list[float] = []
-        started = time.monotonic()
+    def start(self, on_line: Callable[[dict], None] | None = None) -> None:
+        """Begin reading the child's result lines (once)."""
+        if self._reader is not None:
+            return
+        res = self.res
 
         def reader() -> None:
             with os.fdopen(self.rfd, "r") as f:
@@ -157,21 +175,28 @@ class Subprocess:
                     elif msg.get("type") == "done":
                         res.finished = True
                     elif msg.get("type") == "ready":
-                        ready.append(time.monotonic())
+                        self.ready.append(time.monotonic())
                     if on_line:
                         on_line(msg)
 
-        t = threading.Thread(target=reader, name="grist-worker-reader", daemon=True)
-        t.start()
+        self._reader = threading.Thread(target=reader, name="grist-child-reader", daemon=True)
+        self._reader.start()
 
-        def feed() -> None:
-            try:
-                proc.stdin.write(json.dumps(request).encode())
-                proc.stdin.close()
-            except (BrokenPipeError, OSError):
-                pass
+    def send(self, request: dict) -> None:
+        """One request line to the child's stdin (never blocks)."""
+        self._outbox.put((json.dumps(request) + "\n").encode())
 
-        threading.Thread(target=feed, name="grist-worker-stdin", daemon=True).start()
+    def finish(self, seconds: float, cancel: threading.Event | None = None) -> WorkerResult:
+        """Close stdin and wait; kill the child ``seconds`` after now or after it was ready
+        (torch imported), whichever is later.
+
+        Start-up is timed separately (``STARTUP_SECONDS``) so that a loaded machine, where
+        importing torch alone can take many seconds, does not eat the program's time.
+        """
+        self.start()
+        self._outbox.put(None)
+        res, proc, ready = self.res, self.proc, self.ready
+        now = time.monotonic()
         while True:
             try:
                 res.returncode = proc.wait(timeout=0.05)
@@ -186,7 +211,7 @@ class Subprocess:
             if cancel is not None and cancel.is_set():
                 res.cancelled = True
                 _kill(proc)
-            elif time.monotonic() > (ready[0] + seconds if ready else started + STARTUP_SECONDS + seconds):
+            elif time.monotonic() > max(now, ready[0] if ready else self.started + STARTUP_SECONDS) + seconds:
                 res.timed_out = True
                 # SIGABRT first: faulthandler prints where the program is stuck, for the message.
                 try:
@@ -196,19 +221,29 @@ class Subprocess:
                     pass
                 _kill(proc)
         _kill(proc)  # stray children of the user's program
-        t.join(timeout=2.0)
+        if self._reader is not None:
+            self._reader.join(timeout=2.0)
         self.err.seek(0)
         res.stderr = self.err.read().decode("utf-8", errors="replace")[-20000:]
         self.err.close()
         return res
 
+    def communicate(self, request: dict, seconds: float, on_line: Callable[[dict], None] | None = None,
+                    cancel: threading.Event | None = None) -> WorkerResult:
+        """One request, then ``finish``."""
+        self.start(on_line)
+        self.send(request)
+        return self.finish(seconds, cancel)
+
     def discard(self) -> None:
+        self._outbox.put(None)
         _kill(self.proc)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        os.close(self.rfd)
+        if self._reader is None:
+            os.close(self.rfd)
         self.err.close()
 
 
@@ -278,11 +313,20 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     done_count = [0]
     lock = threading.Lock()
 
-    # The fresh replay process starts with the workers: it imports torch while they search, so
-    # a witness is replayed without waiting for another interpreter's start-up.
-    replayer: list[Subprocess] = [Subprocess("grist_lsp.dynamic.replay", options.memory_mb)]
+    # Each witness is replayed in a fresh process as soon as a worker sends it: that process
+    # starts with the workers (its torch import overlaps their search) and replays while the
+    # other sites are searched.
+    by_key = {v.site.key: v.site for v in targets}
+    replayer = Subprocess("grist_lsp.dynamic.replay", options.memory_mb)
+    replayer.start()
+    replayer.send({"type": "file", "text": text})
+    sent = [0]
 
     def on_line(msg: dict) -> None:
+        if msg.get("type") == "site" and msg.get("witness") and msg.get("key") in by_key:
+            with lock:
+                sent[0] += 1
+            replayer.send({"type": "witness", "site": to_json(by_key[msg["key"]]), "witness": msg["witness"]})
         if msg.get("type") == "site" and progress is not None:
             with lock:
                 done_count[0] += 1
@@ -330,18 +374,13 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
 
     found = {k: m for k, m in lines.items() if m.get("witness")}
     replays: dict[str, dict] = {}
-    if found and not (cancel is not None and cancel.is_set()):
+    if sent[0] and not (cancel is not None and cancel.is_set()):
         if progress is not None:
             progress(f"replaying {len(found)} witness(es) in a fresh process", 1.0)
-        by_key = {v.site.key: v.site for v in targets}
-        request = {"text": text, "items": [{"site": to_json(by_key[k]), "witness": m["witness"]} for k, m in found.items()],
-                   "project_root": options.project_root}
-        proc = replayer[0] if replayer else Subprocess("grist_lsp.dynamic.replay", options.memory_mb)
-        replayer.clear()
-        res = proc.communicate(request, options.timeout + 5.0 * len(found) + 10.0, None, cancel)
+        res = replayer.finish(options.timeout + 5.0 * sent[0] + 10.0, cancel)
         replays = res.sites
-    for proc in replayer:
-        proc.discard()
+    else:
+        replayer.discard()
 
     out: list[Verdict] = []
     for v in verdicts:

@@ -106,19 +106,41 @@ def _is_user_module(mod: Any, root: str) -> bool:
     return bool(f) and os.path.abspath(f).startswith(root + os.sep) and "site-packages" not in f
 
 
+def _warm_up(text: str) -> None:
+    """Pay torch's lazy first-use costs while the workers are still searching.
+
+    The first optimizer a process builds imports torch's compiler stack (about 0.7 s here);
+    a training script replayed for its witness would pay that after the search, on the
+    user's time, so this idle process pays it up front when the program names an optimizer.
+    """
+    if "optim" not in text:
+        return
+    import torch
+
+    torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+
+
 def main() -> int:
-    """Batch replay for the engine: JSON request on stdin, JSON lines on ``GRIST_RESULT_FD``."""
+    """Replays for the engine, as they come: JSON lines on stdin (a ``file`` line with the text,
+    then a ``witness`` line per witness); results as JSON lines on ``GRIST_RESULT_FD``."""
     from grist_lsp.model import site_from_json, witness_from_json
 
     from .engine import open_child_channel
 
     result = open_child_channel()
-    req = json.load(sys.stdin)
-    for item in req["items"]:
-        site = site_from_json(item["site"])
-        witness = witness_from_json(item["witness"])
+    text = None
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        if msg.get("type") == "file":
+            text = msg.get("text")
+            _warm_up(text or "")
+            continue
+        site = site_from_json(msg["site"])
+        witness = witness_from_json(msg["witness"])
         try:
-            r = replay(site, witness, req.get("text"))
+            r = replay(site, witness, text)
         except Exception as e:  # report, keep going with the other witnesses
             r = ReplayResult(False, "not-reached", f"replay failed: {type(e).__name__}: {e}")
         result.write(json.dumps({"type": "site", "key": site.key, "reproduced": r.reproduced,

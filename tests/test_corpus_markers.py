@@ -215,6 +215,13 @@ SCRIPT_VARIANTS = {
         ({"N, D, BATCH = 4096, 12, 32": "N, D, BATCH = 4096, 12, 1", "range(5000)": "range(5)"}, {"var"}),
         ({"< 0.18).float()": "< 0.0).float()", "range(5000)": "range(5)"}, {"div"}),  # the flag is never set
     ],
+    _pr("training_warmup_uncapped.py"): [
+        # The log-variance head's bias far up (exp overflows) or far down (exp underflows to 0).
+        ({"head = nn.Linear(D, 2)  # mean and log-variance": "head = nn.Linear(D, 2); head.bias.data[1] = 200.0",
+          "range(1_000_000)": "range(5)"}, {"exp"}),
+        ({"head = nn.Linear(D, 2)  # mean and log-variance": "head = nn.Linear(D, 2); head.bias.data[1] = -200.0",
+          "range(1_000_000)": "range(5)"}, {"div"}),
+    ],
     _pr("training_clip_scale.py"): [
         ({"math.log(1 / 0.07)": "math.log(1 / 0.0001)", "range(6000)": "range(5)"}, {"exp"}),  # scale 10000
         ({  # captions = images, text tower = image tower negated: each positive pair is opposed
