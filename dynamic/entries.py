@@ -383,6 +383,22 @@ def project_root_for(path: str, given: str | None) -> str:
         d = parent
 
 
+def add_import_dirs(path: str, root: str) -> list[str]:
+    """Put the folders the program's imports resolve from on ``sys.path``; return those added.
+
+    The file's own folder (a script importing its siblings), the folder above its package
+    (``import proj.heads`` for ``src/proj/heads.py``), the project's ``src/`` and the project
+    root: tests and entries elsewhere in the project import the file by those names.
+    """
+    folders = [os.path.dirname(os.path.abspath(path)), module_name_for(path)[0], os.path.join(root, "src"), root]
+    added = []
+    for d in folders:
+        if os.path.isdir(d) and d not in sys.path:
+            sys.path.insert(0, d)
+            added.append(d)
+    return added
+
+
 def is_script(text: str) -> bool:
     """True when the file does something when run: top-level statements beyond definitions."""
     try:

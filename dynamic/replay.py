@@ -58,9 +58,7 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
     except (OSError, ValueError, RuntimeError) as e:
         return ReplayResult(False, "not-reached", f"the witness values cannot be loaded: {e}")
     root = E.project_root_for(site.file, None)
-    added = [d for d in (os.path.dirname(target), root) if d not in sys.path]
-    for d in added:
-        sys.path.insert(0, d)
+    added = E.add_import_dirs(target, root)
     finder = E.TextFinder(target, text)
     sys.meta_path.insert(0, finder)
     saved_modules = dict(sys.modules)

@@ -43,6 +43,11 @@ RANDOM_FACTORIES = frozenset({
 # Data constructors: inputs only when they hold more than one element, so that
 # literal constants such as ``torch.tensor(1e-8)`` stay what the programmer wrote.
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor.new_tensor"})
+# Constant fills: inputs only when a test or an entry file makes them (``model({"weight":
+# torch.ones(5)})`` stands for data there); in the checked file itself they are the
+# programmer's constants (``torch.full_like(p, 1e-8)``, a buffer of ones) and never move.
+CONSTANT_FACTORIES = frozenset({"torch.ones", "torch.zeros", "torch.full", "torch.ones_like", "torch.zeros_like",
+                                "torch.full_like"})
 # Calls that make a tensor trainable (see ``Tracer._make_trainable``).
 _MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requires_grad.__set__"})
 # In-place factories cannot be swapped for another tensor: the caller keeps the old one.
@@ -424,7 +429,7 @@ class Tracer(TorchFunctionMode):
             out = self._at_site(func, name, op, args, kwargs)
         else:
             out = func(*args, **kwargs)
-        if name in RANDOM_FACTORIES or name in DATA_FACTORIES:
+        if name in RANDOM_FACTORIES or name in DATA_FACTORIES or name in CONSTANT_FACTORIES:
             out = self._factory(name, out)
         for t in _tensors_in(out):
             self.produced[t] = True
@@ -433,7 +438,7 @@ class Tracer(TorchFunctionMode):
     def _factory(self, name: str, out: Any) -> Any:
         if not isinstance(out, torch.Tensor):
             return out
-        if name in DATA_FACTORIES and out.numel() <= 1:
+        if (name in DATA_FACTORIES or name in CONSTANT_FACTORIES) and out.numel() <= 1:
             return out
         if out.requires_grad:
             # ``torch.randn(3, 2, requires_grad=True)``: a weight the program will optimise, which
@@ -441,6 +446,8 @@ class Tracer(TorchFunctionMode):
             return out
         caller = self._caller()
         if caller is None or caller.f_code.co_filename not in self.cfg.user_files:
+            return out
+        if name in CONSTANT_FACTORIES and caller.f_code.co_filename == self.cfg.target_file:
             return out
         key = self._input_key(caller, name)
         if name in _INPLACE_FACTORIES:

@@ -496,9 +496,7 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     # `import <the target module>` (by the entry file or a test) must run `text`, not the file
     # on disk: the fixed text only exists here
     target = os.path.abspath(path)
-    for folder in (os.path.dirname(target), entries.project_root_for(path, None)):
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
+    entries.add_import_dirs(target, entries.project_root_for(path, None))
     sys.meta_path.insert(0, entries.TextFinder(target, text))
     if kind == "probe":
         programs = [p for p in entries.probe_programs(path, text, seed) if p.label == label]

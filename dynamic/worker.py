@@ -486,10 +486,7 @@ def main() -> int:
 
     result = open_child_channel()
     req = json.load(sys.stdin)
-    root = E.project_root_for(req["path"], req.get("project_root"))
-    for d in (os.path.dirname(os.path.abspath(req["path"])), root):
-        if d not in sys.path:
-            sys.path.insert(0, d)
+    E.add_import_dirs(req["path"], E.project_root_for(req["path"], req.get("project_root")))
     sys.meta_path.insert(0, E.TextFinder(os.path.abspath(req["path"]), req["text"]))
 
     def out(msg: dict) -> None:

@@ -449,3 +449,34 @@ def test_a_probe_witness_with_noise_the_forward_draws_replays_and_reproduces(tmp
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
                          capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_test_in_a_src_layout_reaches_the_file_and_its_constant_fills_are_data(tmp_path):
+    # src/proj/heads.py is imported as proj.heads by tests/test_heads.py; the test's torch.ones
+    # weights are data (all zero: 0 / 0), while the file's own torch.full_like epsilon is a
+    # constant the search must never move.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "proj"\nversion = "0"\n')
+    pkg = tmp_path / "src" / "proj"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    heads = pkg / "heads.py"
+    heads.write_text(
+        "import torch\n\n\n"
+        "def weighted_nll(logits, weight):\n"
+        "    p = torch.softmax(logits, -1)[:, 0]\n"
+        "    nll = -torch.log(p + torch.full_like(p, 1e-6))\n"
+        "    return (nll * weight).sum() / weight.sum()\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_heads.py").write_text(
+        "import torch\nfrom proj.heads import weighted_nll\n\n\n"
+        "def test_weighted():\n"
+        "    assert torch.isfinite(weighted_nll(torch.randn(5, 3), torch.ones(5)))\n")
+    div, log = confirm(str(heads), heads.read_text(),
+                       possible(heads, ("(nll * weight).sum() / weight.sum()", "torch.Tensor.__truediv__"),
+                                ("torch.log(p + torch.full_like(p, 1e-6))", "torch.log")),
+                       EngineOptions(**FAST, project_root=str(tmp_path)))
+    assert div.status is Status.CONFIRMED, div.reason
+    assert div.witness.entry.startswith("test:") and div.witness.entry.endswith("::test_weighted")
+    assert any(":torch.ones#" in k for k in div.witness.inputs), div.witness.inputs
+    assert replay_in_fresh_process(div)[0]["reproduced"]
+    assert log.status is Status.POSSIBLE, log.message
