@@ -88,9 +88,14 @@ def entries_for(path: Path) -> list[str]:
     return [f"{path}:grist_entry"] if "\ndef grist_entry(" in path.read_text() else []
 
 
+def options_for(path: Path, seed: int, budget: float, jobs: int = 1) -> EngineOptions:
+    """What a user checking ``path`` from the repository root would pass."""
+    return EngineOptions(budget=budget, seed=seed, jobs=jobs, project_root=str(REPO), entries=entries_for(path))
+
+
 def run_file(path: Path, seed: int, budget: float, jobs: int) -> FileRun:
     static = analyze_file(str(path))
-    options = EngineOptions(budget=budget, seed=seed, jobs=jobs, project_root=str(REPO), entries=entries_for(path))
+    options = options_for(path, seed, budget, jobs)
     t0 = time.monotonic()
     final = confirm(str(path), path.read_text(), static, options)
     wall = time.monotonic() - t0
@@ -242,7 +247,7 @@ def targeted_wall(path: Path, line: int, kind: str, budget: float) -> tuple[floa
         return float("nan"), None
     only = [v if v is keep[0] or str(v.status) != "possible" else dataclasses.replace(v, status=Status.SAFE)
             for v in static]
-    options = EngineOptions(budget=budget, seed=0, project_root=str(REPO), entries=entries_for(path))
+    options = options_for(path, 0, budget)
     t0 = time.monotonic()
     final = confirm(str(path), path.read_text(), only, options)
     wall = time.monotonic() - t0

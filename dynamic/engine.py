@@ -320,12 +320,9 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     replayer = Subprocess("grist_lsp.dynamic.replay", options.memory_mb)
     replayer.start()
     replayer.send({"type": "file", "text": text})
-    sent = [0]
 
     def on_line(msg: dict) -> None:
         if msg.get("type") == "site" and msg.get("witness") and msg.get("key") in by_key:
-            with lock:
-                sent[0] += 1
             replayer.send({"type": "witness", "site": to_json(by_key[msg["key"]]), "witness": msg["witness"]})
         if msg.get("type") == "site" and progress is not None:
             with lock:
@@ -374,10 +371,10 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
 
     found = {k: m for k, m in lines.items() if m.get("witness")}
     replays: dict[str, dict] = {}
-    if sent[0] and not (cancel is not None and cancel.is_set()):
+    if found and not (cancel is not None and cancel.is_set()):
         if progress is not None:
             progress(f"replaying {len(found)} witness(es) in a fresh process", 1.0)
-        res = replayer.finish(options.timeout + 5.0 * sent[0] + 10.0, cancel)
+        res = replayer.finish(options.timeout + 5.0 * len(found) + 10.0, cancel)
         replays = res.sites
     else:
         replayer.discard()

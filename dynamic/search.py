@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator
 import torch
 
 from grist_lsp.analyzer.catalogue import KINDS
-from grist_lsp.model import Site
+from grist_lsp.model import FACTORY_KEY, Site
 
 from .entries import Program
 from .tracing import SiteOutcome
@@ -163,7 +163,8 @@ def support_of(key: str, supports: dict[str, str]) -> str | None:
     """The support of input ``key``: given (what every real caller passed), else its sampler's."""
     if key in supports:
         return supports[key]
-    return FACTORY_SUPPORT.get(key.rpartition("#")[0].rpartition(":")[2])
+    m = FACTORY_KEY.fullmatch(key)
+    return FACTORY_SUPPORT.get(m.group(3)) if m else None
 
 
 def project(values: dict[str, Any], supports: dict[str, str] | None = None) -> dict[str, Any]:
@@ -366,7 +367,8 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
             cur, cur_ev = dict(start), runner.evaluate(start, deltas)
             if cur_ev.found:
                 return done(cur_ev, cur, deltas, "gradient with weights")
-            for how, cand_d in _weight_mutations(deltas, runner.param_values, cur_ev.param_names):
+            for how, cand_d in _weight_mutations(deltas, runner.param_values, cur_ev.param_names,
+                                                 settings.weight_factor):
                 if time.monotonic() > end:
                     break
                 mev = runner.evaluate(cur, cand_d)
@@ -596,8 +598,8 @@ def _relative(deltas: dict[str, torch.Tensor], ev: Evaluation, a: float, params:
     return nd
 
 
-def _weight_mutations(deltas: dict[str, torch.Tensor], params: dict[str, torch.Tensor], names: dict[str, str]
-                      ) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
+def _weight_mutations(deltas: dict[str, torch.Tensor], params: dict[str, torch.Tensor], names: dict[str, str],
+                      wfactor: float) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
     """Single-number parameters (a learned temperature, scale or log-variance) moved to the
     values training can carry them to: across zero, to zero, a hair either side of it."""
     for k, d in deltas.items():
@@ -610,7 +612,7 @@ def _weight_mutations(deltas: dict[str, torch.Tensor], params: dict[str, torch.T
                             (f"{name} just above 0", abs(v) * 1e-3), (f"{name} just below 0", -abs(v) * 1e-3)):
             if target == v:
                 continue
-            yield how, {**deltas, k: _clip_delta(torch.full_like(d, target - v), p, 10.0)}
+            yield how, {**deltas, k: _clip_delta(torch.full_like(d, target - v), p, wfactor)}
 
 
 def _newton(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float],

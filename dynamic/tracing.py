@@ -162,7 +162,6 @@ class SourcePositions:
 
 
 @dataclass
-
 class TracerConfig:
     """What one run watches and substitutes."""
 

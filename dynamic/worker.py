@@ -36,7 +36,7 @@ from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json, to_json
 
 from . import entries as E
-from .search import SUPPORTS, Found, Runner, SearchSettings, search
+from .search import Found, Runner, SearchSettings, search
 from .tracing import SiteOutcome
 from .witness import describe, shrink, to_value
 
@@ -264,13 +264,7 @@ class Worker:
             settings.supports = self.callers.supports(a.program.qualname)
         report = self._timed(budget + self.record_timeout,
                              lambda: search(a.program, site, self.sites, a.examples, settings))
-        if report.found is not None and probe_for_real:
-            outside = self.callers.outside(a.program.qualname, report.found.values)
-            if outside:
-                report.note = (f"a probe (synthesized inputs) failed it only with inputs no caller passes "
-                               f"({outside})")
-                report.found = None
-        if report.found is None and probe_for_real and settings.supports:
+        if report.found is None and settings.supports:
             kept = ", ".join(f"{k} {v}" for k, v in settings.supports.items())
             report.note = f"a {PROBE_WORDS} kept to inputs real callers pass ({kept}): {report.note}"
         if report.found is None:
@@ -388,15 +382,6 @@ class CallerDomains:
                 out[name] = "whole numbers"
         return out
 
-    def outside(self, function: str, values: dict[str, Any]) -> str:
-        """Words for the first witness value outside what callers pass to ``function`` ('' if none)."""
-        for name, support in self.supports(function).items():
-            v = values.get(name)
-            if isinstance(v, torch.Tensor) and torch.is_floating_point(v) and v.numel():
-                if not torch.equal(SUPPORTS[support](v), v):
-                    return f"{name} outside what callers pass ({support})"
-        return ""
-
 
 def input_name(key: str, program: E.Program) -> str:
     """Readable name of an input: the variable a factory's result was assigned to, when there is one."""
@@ -417,8 +402,8 @@ def input_name(key: str, program: E.Program) -> str:
             line = lines[n - 1]
             occ = int(m.group(4))
             a = re.match(r"\s*([A-Za-z_]\w*)\s*(?::[^=]+)?=[^=]", line)
-            short = m.group(3).rpartition(".")[2]
-            call = re.search(rf"\b{re.escape(short)}\s*\(", line)
+            call_of_factory = re.compile(rf"\b{re.escape(m.group(3).rpartition('.')[2])}\s*\(")
+            call = call_of_factory.search(line)
             # The assigned name is the input's only when the factory is not an argument of some
             # other call (``loss = Dice()(torch.randn(5, 3), ...)`` names the loss, not the input).
             if a and call and _call_depth(line[a.end():call.start()]) == 0:
@@ -427,7 +412,7 @@ def input_name(key: str, program: E.Program) -> str:
             t = re.match(r"\s*\(?\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)?\s*=[^=]", line)
             if t:
                 names = [x.strip() for x in t.group(1).split(",")]
-                calls = len(re.findall(rf"\b{re.escape(short)}\s*\(", line.split("=", 1)[1]))
+                calls = len(call_of_factory.findall(line.split("=", 1)[1]))
                 if calls == len(names):
                     return names[occ % calls]
         break
