@@ -27,6 +27,8 @@ from grist_lsp.config import FAIL_ON_CHOICES, ConfigError, GristConfig, find_pyp
 from grist_lsp.discovery import Discovery, discover
 from grist_lsp.edits import apply_fixes, unified_diff
 from grist_lsp.model import STATUS_RANK, Fix, Status, Verdict, file_error
+from grist_lsp.policy import Policy, make_policy
+from grist_lsp.suppressions import Suppression
 
 ProgressFn = Callable[[str, float], None]
 
@@ -57,6 +59,10 @@ class CheckOptions:
     force_exclude: bool = False  # exclude even files named explicitly (pre-commit)
     timeout: float | None = None  # wall-clock seconds for one worker run
     memory_mb: int | None = None
+    baseline: str | None = None  # report only findings not in this baseline file (over `[tool.grist] baseline`)
+    write_baseline: str | None = None  # record today's findings here (any baseline is then not applied)
+    max_input_scale: float | None = None  # confirmations needing inputs beyond this factor stay possible
+    show_unused_suppressions: bool = False
     cancel: threading.Event | None = None
 
 
@@ -72,6 +78,8 @@ class Report:
     diffs: dict[str, str] = field(default_factory=dict)  # file -> unified diff of verified fixes
     fixed: list[Verdict] = field(default_factory=list)  # verdicts removed by --fix
     warnings: list[str] = field(default_factory=list)  # said on stderr, never fatal
+    unused_suppressions: list[tuple[str, Suppression]] = field(default_factory=list)  # (file, comment)
+    baseline_written: str | None = None  # the file --write-baseline wrote
 
     def failing(self) -> list[Verdict]:
         """The verdicts at or above `fail_on` (what makes the CLI exit 1)."""
@@ -94,6 +102,7 @@ class Settings:
     timeout: float | None
     memory_mb: int | None
     write_reproducers: str | None
+    policy: Policy
 
 
 def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
@@ -136,6 +145,12 @@ def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
         except OSError as exc:
             raise ConfigError(f"--write-reproducers {options.write_reproducers}: cannot create the folder "
                               f"({exc.strerror}); pass a writable folder") from exc
+    if options.max_input_scale is not None and not options.max_input_scale >= 1:
+        raise ConfigError(f"--max-input-scale must be a factor >= 1, got {options.max_input_scale:g}")
+    if options.write_baseline is not None and not Path(options.write_baseline).resolve().parent.is_dir():
+        raise ConfigError(f"--write-baseline {options.write_baseline}: the folder does not exist; create it first")
+    policy = make_policy(config, root, baseline=options.baseline, use_baseline=options.write_baseline is None,
+                         max_input_scale=options.max_input_scale)
     jobs = options.jobs or config.jobs or max(1, min(os.cpu_count() or 1, 4))
     return Settings(
         config=config,
@@ -149,6 +164,7 @@ def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
         timeout=options.timeout if options.timeout is not None else config.timeout,
         memory_mb=options.memory_mb if options.memory_mb is not None else config.memory_mb,
         write_reproducers=str(reproducers) if reproducers is not None else None,
+        policy=policy,
     )
 
 
@@ -230,15 +246,22 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
 
     per_file: dict[Path, list[Verdict]] = {}
     texts: dict[Path, str] = {}
+    suppressed = baselined = 0
     for index, path in enumerate(files):
         if options.cancel is not None and options.cancel.is_set():
             break
         if progress:
             progress(f"static {path.name}", index / max(1, len(files)) * (0.2 if not settings.static_only else 1.0))
-        per_file[path] = _static(path)
         text = _read_text(path)
         if text is not None:
             texts[path] = text
+        # Silenced and baselined findings leave before the engine: no search time is spent on them.
+        prepared = settings.policy.before_engine(str(path), text, _static(path))
+        per_file[path] = prepared.verdicts
+        suppressed += prepared.suppressed
+        baselined += prepared.baselined
+        if options.show_unused_suppressions:
+            report.unused_suppressions.extend((str(path), s) for s in prepared.unused)
 
     dynamic_ran = False
     if not settings.static_only:
@@ -270,15 +293,30 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
         "files": len(files),
         **counts,
         "fixed": len(report.fixed),
+        "suppressed": suppressed,
+        "baselined": baselined,
         "dynamic": dynamic_ran,
         "budget": settings.budget,
         "seed": settings.seed,
         "jobs": settings.jobs,
         "seconds": round(time.monotonic() - started, 3),
     }
+    if options.write_baseline is not None:
+        _write_baseline(Path(options.write_baseline), verdicts, settings.root)
+        report.baseline_written = options.write_baseline
     if progress:
         progress("done", 1.0)
     return report
+
+
+def _write_baseline(target: Path, verdicts: list[Verdict], root: Path) -> None:
+    from grist_lsp.baseline import render_baseline
+
+    try:
+        target.write_text(render_baseline(verdicts, root), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"--write-baseline {target}: cannot write the file ({exc.strerror}); "
+                          "pass a writable path") from exc
 
 
 def _repo_root(root: Path) -> Path:
@@ -317,6 +355,8 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
         try:
             verdicts = list(engine.confirm(str(path), texts[path], per_file[path], opts,
                                            progress=file_progress, cancel=cancel))
+            # Before fixes are verified: a refused witness needs no verified fix.
+            verdicts = settings.policy.after_engine(verdicts)
         except Exception as exc:  # keep the static verdicts; say the engine failed on this file
             err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
                                         "the static findings stand; please report it with this file")

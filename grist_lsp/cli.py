@@ -58,6 +58,15 @@ def build_parser() -> argparse.ArgumentParser:
                        help="gitignore-style pattern to skip, relative to the project root; repeatable")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply excludes to files named explicitly too (for pre-commit)")
+    check.add_argument("--baseline", metavar="FILE",
+                       help="report only findings not in this baseline file (see --write-baseline)")
+    check.add_argument("--write-baseline", metavar="FILE",
+                       help="record today's findings in FILE; later runs with --baseline FILE report only new ones")
+    check.add_argument("--max-input-scale", type=_input_scale, metavar="X",
+                       help="keep a bug possible (not confirmed) when its witness needs inputs beyond X times "
+                            "the program's own range")
+    check.add_argument("--show-unused-suppressions", action="store_true",
+                       help="report `# grist: ignore` comments that silence no finding (code GRIST001)")
     return parser
 
 
@@ -78,6 +87,7 @@ def _number(kind: Callable[[str], float], minimum: float, what: str) -> Callable
 _non_negative_float = _number(float, 0, "a number of seconds >= 0")
 _non_negative_int = _number(int, 0, "an integer >= 0")
 _positive_int = _number(int, 1, "an integer >= 1")
+_input_scale = _number(float, 1, "a factor >= 1 (1: the program's own input range)")
 
 
 def serve() -> int:
@@ -128,6 +138,10 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         config=args.config,
         exclude=list(args.exclude),
         force_exclude=args.force_exclude,
+        baseline=args.baseline,
+        write_baseline=args.write_baseline,
+        max_input_scale=args.max_input_scale,
+        show_unused_suppressions=args.show_unused_suppressions,
     )
     progress = _Progress(sys.stderr) if args.format == "text" and sys.stderr.isatty() else None
     try:
@@ -140,6 +154,9 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         progress.clear()
     for warning in report.warnings:
         print(f"grist-lsp: warning: {warning}", file=sys.stderr)
+    if report.baseline_written:
+        recorded = sum(report.stats.get(k, 0) for k in ("confirmed", "possible"))
+        print(f"grist-lsp: wrote {recorded} finding(s) to the baseline {report.baseline_written}", file=sys.stderr)
     if (args.fix or args.diff) and args.static_only:
         print("grist-lsp: warning: --fix/--diff use only verified fixes, and --static-only verifies none; "
               "drop --static-only to let the engine re-check them", file=sys.stderr)
@@ -177,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("PATH", bool(args.paths)), ("--static-only", args.static_only), ("--entry", bool(args.entry)),
         ("--fix", args.fix), ("--diff", args.diff), ("--output", args.output is not None),
         ("--format", args.format != "text"), ("--fail-on", args.fail_on is not None),
+        ("--baseline", args.baseline is not None), ("--write-baseline", args.write_baseline is not None),
+        ("--max-input-scale", args.max_input_scale is not None),
+        ("--show-unused-suppressions", args.show_unused_suppressions),
     ) if on]
     if not args.check:
         if check_only:

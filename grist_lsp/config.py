@@ -19,7 +19,7 @@ FAIL_ON_CHOICES = ("confirmed", "possible")
 # users write either and a silently ignored key is worse than either choice.
 _KNOWN_KEYS = {
     "exclude", "extend-exclude", "include", "entries", "budget", "fail-on", "seed", "jobs",
-    "timeout", "memory-mb",
+    "timeout", "memory-mb", "select", "ignore", "per-file-ignores", "baseline", "max-input-scale",
 }
 
 
@@ -46,6 +46,11 @@ class GristConfig:
     jobs: int | None = None
     timeout: float | None = None
     memory_mb: int | None = None
+    select: list[str] | None = None  # rule codes to report (None: all)
+    ignore: list[str] = field(default_factory=list)  # rule codes never reported
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # pattern -> rule codes
+    baseline: str | None = None  # baseline file, relative to root
+    max_input_scale: float | None = None  # witnesses beyond this factor of the program's inputs stay `possible`
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -131,6 +136,23 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
     entries = strings("entries")
     for entry in entries:
         validate_entry(entry, where)
+    select = validate_codes(strings("select"), f"{where}: [tool.grist] `select`") if "select" in normalized else None
+    ignore = validate_codes(strings("ignore"), f"{where}: [tool.grist] `ignore`")
+    per_file = normalized.get("per-file-ignores", {})
+    if not isinstance(per_file, dict):
+        raise ConfigError(f'{where}: [tool.grist] `per-file-ignores` must be a table of pattern = [codes], '
+                          f'like per-file-ignores = {{"tests/*" = ["GRIST105"]}}')
+    per_file_ignores: dict[str, list[str]] = {}
+    for pattern, codes in per_file.items():
+        if isinstance(codes, str):
+            codes = [codes]
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise ConfigError(f'{where}: [tool.grist] `per-file-ignores` "{pattern}" must be a list of rule codes, '
+                              f'like "{pattern}" = ["GRIST105"]')
+        per_file_ignores[pattern] = validate_codes(codes, f'{where}: [tool.grist] `per-file-ignores` "{pattern}"')
+    baseline = normalized.get("baseline")
+    if baseline is not None and (not isinstance(baseline, str) or not baseline):
+        raise ConfigError(f'{where}: [tool.grist] `baseline` must be a file name, like baseline = "grist-baseline.json"')
     return GristConfig(
         root=root,
         source=source,
@@ -143,7 +165,27 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         jobs=number("jobs", int, 1),
         timeout=number("timeout", float, 0),
         memory_mb=number("memory-mb", int, 1),
+        select=select,
+        ignore=ignore,
+        per_file_ignores=per_file_ignores,
+        baseline=baseline,
+        max_input_scale=number("max-input-scale", float, 1),
     )
+
+
+def validate_codes(codes: list[str], where: str) -> list[str]:
+    """Rule codes as written (upper-cased); an unknown one is a usage error naming ``where``."""
+    # Imported here: the catalogue is the one list of codes, and config stays importable on its own.
+    from grist_lsp.suppressions import rule_codes
+
+    known = rule_codes()
+    out = []
+    for code in codes:
+        spelled = code.strip().upper()
+        if spelled not in known:
+            raise ConfigError(f"{where} has an unknown rule code {code!r}; known codes: {', '.join(known)}")
+        out.append(spelled)
+    return out
 
 
 def validate_entry(entry: str, where: str) -> None:

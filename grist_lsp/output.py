@@ -8,7 +8,6 @@ end columns get +1 and the end stays exclusive). Rule codes come from
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from pathlib import Path
@@ -16,8 +15,11 @@ from typing import Any
 
 from grist_lsp import __version__
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+from grist_lsp.baseline import fingerprints
 from grist_lsp.check import Report
 from grist_lsp.model import Status, TensorValue, Verdict, Witness, to_json
+from grist_lsp.policy import input_scale_words
+from grist_lsp.suppressions import UNUSED_CODE, UNUSED_TITLE, Suppression, finding_code, unused_words
 
 JSON_VERSION = 1
 TOOL_NAME = "grist-lsp"
@@ -29,10 +31,7 @@ FORMATS = ("text", "json", "sarif")
 
 
 def rule_code(verdict: Verdict) -> str:
-    if verdict.status is Status.ERROR:
-        return ERROR_CODE
-    kind = KINDS.get(verdict.site.kind)
-    return kind.code if kind else ERROR_CODE
+    return finding_code(verdict)
 
 
 def display_path(file: str, base: Path | None = None) -> str:
@@ -110,6 +109,9 @@ def _witness_line(witness: Witness, base: Path | None) -> str:
     parts = [f"entry {display_entry(witness.entry, base)}"]
     if witness.inputs:
         parts.append("inputs " + ", ".join(_tensor_brief(n, v) for n, v in witness.inputs.items()))
+    scale = input_scale_words(witness)
+    if scale:
+        parts.append(scale)
     if witness.weights_moved:
         moved = max(witness.weights_moved.values())
         parts.append(f"weights moved up to {moved:.3g}")
@@ -133,6 +135,9 @@ def render_text(report: Report, show_safe: bool = False, base: Path | None = Non
             lines.append(_witness_line(v.witness, base))
         for fix in v.fixes:
             lines.append(f"    fix{' (verified)' if fix.verified else ''}: {fix.title}")
+    for file, suppression in report.unused_suppressions:
+        lines.append(f"{display_path(file, base)}:{suppression.line}:{suppression.col + 1}: {UNUSED_CODE} "
+                     f"[unused] {unused_words(suppression)}")
     lines.append(summary(report))
     return "\n".join(lines) + "\n"
 
@@ -144,10 +149,12 @@ def summary(report: Report) -> str:
     counts = [f"{s.get(k, 0)} {k}" for k in ("confirmed", "possible", "error") if s.get(k, 0)]
     safe = f"; {s['safe']} sites proved safe" if s.get("safe") else ""
     fixed = f"; fixed {len(report.fixed)}" if report.fixed else ""
+    left = "".join(f"; {s[key]} {words}" for key, words in (
+        ("suppressed", "suppressed"), ("baselined", "left out by the baseline")) if s.get(key))
     mode = "" if s.get("dynamic", False) else " (static pass only)"
     if not counts:
-        return f"No NaN/INF findings in {files} {noun}{safe}{fixed}{mode}."
-    return f"Found {', '.join(counts)} in {files} {noun}{safe}{fixed}{mode}."
+        return f"No NaN/INF findings in {files} {noun}{safe}{left}{fixed}{mode}."
+    return f"Found {', '.join(counts)} in {files} {noun}{safe}{left}{fixed}{mode}."
 
 
 # --- JSON ----------------------------------------------------------------------
@@ -160,6 +167,9 @@ def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] 
         "iterations": witness.iterations,
         "seconds": witness.seconds,
         "inputs": to_json(witness.inputs),
+        # How far the inputs went, as a factor of the program's own largest |input|.
+        "beyond_examples": witness.beyond_examples,
+        "input_scale": input_scale_words(witness) or None,
         "weights_moved": to_json(witness.weights_moved),
         "reproducer": display_path(witness.reproducer, base) if witness.reproducer else None,
     }
@@ -183,16 +193,34 @@ def finding_json(v: Verdict, base: Path | None = None) -> dict[str, Any]:
     }
 
 
+def _unused_json(file: str, suppression: Suppression, base: Path | None) -> dict[str, Any]:
+    return {"file": display_path(file, base), "line": suppression.line, "column": suppression.col + 1,
+            "code": UNUSED_CODE, "comment": suppression.comment, "message": unused_words(suppression)}
+
+
 def render_json(report: Report, show_safe: bool = False, base: Path | None = None) -> str:
-    data = {
+    data: dict[str, Any] = {
         "version": JSON_VERSION,
         "findings": [finding_json(v, base) for v in visible(report, show_safe)],
         "stats": report.stats,
     }
+    if report.unused_suppressions:
+        data["unused_suppressions"] = [_unused_json(f, s, base) for f, s in report.unused_suppressions]
     return json.dumps(data, indent=2) + "\n"
 
 
 # --- SARIF ---------------------------------------------------------------------
+
+_UNUSED_RULE = {
+    "id": UNUSED_CODE,
+    "name": "UnusedSuppression",
+    "shortDescription": {"text": UNUSED_TITLE},
+    "fullDescription": {"text": "A `# grist: ignore` comment that silences no finding on its line."},
+    "helpUri": RULES_URI,
+    "help": {"text": "Remove the comment, or name the rule of the finding on its line."},
+    "defaultConfiguration": {"level": "note"},
+}
+
 
 def _rules() -> list[dict[str, Any]]:
     rules = [{
@@ -231,11 +259,12 @@ def _relative_uri(file: str, root: Path) -> str:
 
 def render_sarif(report: Report, show_safe: bool = False) -> str:
     """SARIF 2.1.0 as GitHub code scanning reads it: URIs relative to the repository root (%SRCROOT%)."""
-    rules = _rules()
+    rules = _rules() + ([_UNUSED_RULE] if report.unused_suppressions else [])
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results = []
-    seen: dict[str, int] = {}
-    for v in visible(report, show_safe):
+    shown = visible(report, show_safe)
+    prints = fingerprints(shown, lambda file: _relative_uri(file, report.root))
+    for v, fingerprint in zip(shown, prints):
         code = rule_code(v)
         uri = _relative_uri(v.site.file, report.root)
         span = v.site.span
@@ -247,11 +276,6 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
             text += f" ({detail(v, report.root)})"
         if v.witness is not None:
             text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: '):]}"
-        # Fingerprint by what the code is, not where: the same finding keeps its
-        # identity when lines above it move; occurrences separate identical text.
-        identity = f"{uri}\0{code}\0{v.site.op}\0{' '.join(v.site.text.split())}"
-        seen[identity] = seen.get(identity, 0) + 1
-        fingerprint = hashlib.sha256(f"{identity}\0{seen[identity]}".encode()).hexdigest()[:32]
         result: dict[str, Any] = {
             "ruleId": code,
             "ruleIndex": index.get(code, 0),
@@ -269,6 +293,17 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
         else:
             result["level"] = _LEVEL[v.status]
         results.append(result)
+    for file, suppression in report.unused_suppressions:
+        results.append({
+            "ruleId": UNUSED_CODE,
+            "ruleIndex": index[UNUSED_CODE],
+            "level": "note",
+            "message": {"text": unused_words(suppression)},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": _relative_uri(file, report.root), "uriBaseId": "%SRCROOT%"},
+                "region": {"startLine": suppression.line, "startColumn": suppression.col + 1},
+            }}],
+        })
     sarif = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
