@@ -28,6 +28,8 @@ class ReplayResult:
     reproduced: bool  # finite operands -> non-finite output (or local gradient) at the site again
     result: str  # "nan" / "inf" / "-inf" / "finite" / "not-reached"
     detail: str  # in words
+    upstream: bool = False  # an operand was already non-finite at the site (the program fails earlier)
+    raised: str | None = None  # what stopped the program before the site ("NameError: x"), if anything
 
 
 def _site_text_unchanged(site: Site, text: str) -> bool:
@@ -56,7 +58,8 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         inputs = {k: from_value(tv) for k, tv in witness.inputs.items()}
         deltas = {k: from_value(tv) for k, tv in (witness.weight_deltas or {}).items()}
     except (OSError, ValueError, RuntimeError) as e:
-        return ReplayResult(False, "not-reached", f"the witness values cannot be loaded: {e}")
+        return ReplayResult(False, "not-reached", f"the witness values cannot be loaded: {e}",
+                            raised=f"{type(e).__name__}: {e}")
     root = E.project_root_for(site.file, None)
     added = E.add_import_dirs(target, root)
     finder = E.TextFinder(target, text)
@@ -69,7 +72,8 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         try:
             prog.produce_only(prog.setup)
         except BaseException as e:  # the program cannot even be set up any more
-            return ReplayResult(False, "not-reached", f"{witness.entry} cannot be set up: {type(e).__name__}: {e}")
+            return ReplayResult(False, "not-reached", f"{witness.entry} cannot be set up: {type(e).__name__}: {e}",
+                                raised=f"{type(e).__name__}: {e}")
         cfg = prog.tracer_config(sites=[site], target=site, subs=inputs, weight_subs=deltas,
                                  loose_match=not _site_text_unchanged(site, text))
         tracer, outcome, error = prog.run(cfg)
@@ -85,9 +89,11 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
                 sys.path.remove(d)
     if outcome is None:
         why = f" (the program raised {type(error).__name__}: {error})" if error is not None else ""
-        return ReplayResult(False, "not-reached", f"{site.op} at line {site.span.start_line} was not evaluated{why}")
+        return ReplayResult(False, "not-reached", f"{site.op} at line {site.span.start_line} was not evaluated{why}",
+                            raised=f"{type(error).__name__}: {error}" if error is not None else None)
     if outcome.result == "upstream":
-        return ReplayResult(False, "finite", "an operand was already NaN/INF when it reached the site (upstream)")
+        return ReplayResult(False, "finite", "an operand was already NaN/INF when it reached the site (upstream)",
+                            upstream=True)
     if outcome.found:
         where = " in the backward pass" if outcome.phase == "backward" else ""
         from grist_lsp.analyzer.catalogue import KINDS
