@@ -1,4 +1,4 @@
-"""Code actions (quick fixes, "Create reproducer test", "Re-check") and the edits they make.
+"""Code actions (quick fixes, "Ignore GRIST### on this line", "Create reproducer test", "Re-check") and their edits.
 
 Pure functions of the published diagnostics and the text: the server looks up
 what is published for the document now (never trusting a stale ``data`` payload
@@ -8,6 +8,8 @@ position units.
 
 from __future__ import annotations
 
+import io
+import tokenize
 from pathlib import Path
 from typing import Callable
 
@@ -15,6 +17,7 @@ from lsprotocol import types
 
 from grist_lsp.model import Fix, Span, Status, Verdict
 from grist_lsp.server.diagnostics import Published, split_lines, to_position
+from grist_lsp.suppressions import comment_tokens, extend_comment, find_suppressions, finding_code, new_comment
 
 RECHECK = "grist.recheck"
 CREATE_REPRODUCER = "grist.createReproducer"
@@ -56,6 +59,41 @@ def to_range_exact(lines: list[str], span: Span, encoding: str) -> types.Range:
         start=to_position(lines, span.start_line, span.start_col, encoding),
         end=to_position(lines, span.end_line, span.end_col, encoding),
     )
+
+
+def _open_at_end(text: str, line: int) -> bool:
+    """Whether line ``line`` ends inside a string or after a backslash: a comment cannot go there."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.start[0] > line:
+                break
+            if token.type == tokenize.STRING and token.start[0] <= line < token.end[0]:
+                return True
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    lines = split_lines(text)
+    return 0 < line <= len(lines) and lines[line - 1].rstrip().endswith("\\")
+
+
+def ignore_edit(verdict: Verdict, text: str, lines: list[str], encoding: str) -> types.TextEdit:
+    """Silence ``verdict``'s rule on its line: extend a `# grist: ignore[...]` there, or add one at the end.
+
+    The comment goes on the site's first line, or its last line when the first one ends
+    inside a string or a backslash continuation (both are lines a suppression counts on).
+    """
+    code = finding_code(verdict)
+    span = verdict.site.span
+    line = span.end_line if span.end_line != span.start_line and _open_at_end(text, span.start_line) else span.start_line
+    existing = next((s for s in find_suppressions(text) if s.line == line), None)
+    if existing is not None:
+        comment = next(t for t in comment_tokens(text) if t.start == (line, existing.col))
+        replaced = Span(line, comment.start[1], line, comment.end[1])
+        return types.TextEdit(range=to_range_exact(lines, replaced, encoding),
+                              new_text=extend_comment(comment.string, [code]))
+    end = len(lines[line - 1].rstrip()) if line <= len(lines) else 0
+    stop = len(lines[line - 1]) if line <= len(lines) else 0  # trailing blanks are replaced, not kept before "#"
+    return types.TextEdit(range=to_range_exact(lines, Span(line, end, line, stop), encoding),
+                          new_text=f"  {new_comment([code])}")
 
 
 def fix_title(fix: Fix) -> str:
@@ -100,6 +138,16 @@ def code_actions(
                         edit=workspace_edit(uri, version, fix_edits(fix, lines, encoding), document_changes),
                     )
                 )
+        if wanted(types.CodeActionKind.QuickFix, only) and verdict.site.op:
+            code = finding_code(verdict)
+            actions.append(
+                types.CodeAction(
+                    title=f"Ignore {code} on this line",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=[diagnostic],
+                    edit=workspace_edit(uri, version, [ignore_edit(verdict, text, lines, encoding)], document_changes),
+                )
+            )
         if verdict.status is Status.CONFIRMED and verdict.witness is not None and wanted(REPRODUCER_KIND, only):
             title = "Create reproducer test"
             actions.append(

@@ -4,6 +4,10 @@ The core modules are imported when first used (not at server start-up) so the
 editor gets static diagnostics in milliseconds and torch is never imported into
 the server process by the static path. The engine itself runs the user's code in
 its own subprocesses; nothing here executes user code.
+
+The project's `[tool.grist]` policy (suppression comments, select/ignore/per-file-ignores,
+the baseline, max-input-scale; `grist_lsp/policy.py`) is applied here, for the static
+and the dynamic path alike, so the editor shows what `grist-lsp --check` reports.
 """
 
 from __future__ import annotations
@@ -11,10 +15,14 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import inspect
+import os
 import threading
+from pathlib import Path
 from typing import Any, Callable
 
+from grist_lsp.config import ConfigError, find_pyproject, load_config
 from grist_lsp.model import Fix, Site, Status, Verdict, Witness, file_error
+from grist_lsp.policy import Policy, make_policy
 from grist_lsp.server.settings import Settings
 
 ProgressCallback = Callable[[str, float], None]
@@ -24,11 +32,38 @@ class Cancelled(Exception):
     """A dynamic run was cancelled (a newer edit, a settings change, the user)."""
 
 
+def project_policy(path: str) -> tuple[Policy | None, str]:
+    """The `[tool.grist]` policy for the file at ``path``, or None and why it could not be read.
+
+    Read on every call (a few small files): the user may edit pyproject.toml or the
+    baseline at any time, and the server keeps no state outside the scheduler.
+    """
+    if not os.path.isabs(path) or not Path(path).parent.is_dir():
+        return None, ""  # an untitled buffer: no project around it
+    try:
+        config = load_config(find_pyproject(Path(path)), Path(path).parent)
+        return make_policy(config, config.root), ""
+    except ConfigError as exc:
+        return None, str(exc)
+
+
 def analyze(path: str, text: str) -> list[Verdict]:
-    """The static verdicts of ``text``; an internal error becomes an error verdict."""
+    """The static verdicts of ``text`` the project wants to see (suppressed and baselined ones left out)."""
+    return _prepared(path, text, project_policy(path))
+
+
+def _prepared(path: str, text: str, found: tuple[Policy | None, str]) -> list[Verdict]:
     from grist_lsp.analyzer.analysis import analyze_source
 
-    return analyze_source(path, text)
+    verdicts = analyze_source(path, text)
+    policy, problem = found
+    if problem:
+        # Shown on the file rather than only logged: the user must learn why nothing is silenced.
+        return verdicts + [file_error(path, f"{problem}; until it is fixed, suppressions and the baseline "
+                                            "are not applied")]
+    if policy is None:
+        return verdicts
+    return policy.before_engine(path, text, verdicts).verdicts
 
 
 def warm_up() -> None:
@@ -94,7 +129,9 @@ def confirm_file(
     """
     if cancel.is_set():
         raise Cancelled()
-    verdicts = analyze(path, text)
+    found = project_policy(path)
+    # Suppressed and baselined sites are gone before the engine starts: no search time on them.
+    verdicts = _prepared(path, text, found)
     if not needs_engine(verdicts):
         return verdicts
     from grist_lsp.dynamic.engine import confirm
@@ -103,7 +140,8 @@ def confirm_file(
     verdicts = confirm(path, text, verdicts, options, progress=progress, cancel=cancel)
     if cancel.is_set():
         raise Cancelled()
-    return verdicts
+    policy = found[0]
+    return policy.after_engine(verdicts) if policy is not None else verdicts
 
 
 def fixes_available() -> bool:
