@@ -23,6 +23,8 @@ RECHECK = "grist.recheck"
 CREATE_REPRODUCER = "grist.createReproducer"
 STATUS = "grist.status"
 REPRODUCER_KIND = "quickfix.grist.reproducer"
+# A quick fix (clients list it with the others), told apart from the rewrites that remove the bug.
+IGNORE_KIND = "quickfix.grist.ignore"
 RECHECK_KIND = "source.grist.recheck"
 
 
@@ -37,7 +39,9 @@ def wanted(kind: str, only: list[str] | None) -> bool:
     """LSP kind filtering: ``only=["quickfix"]`` admits ``quickfix.grist.reproducer``."""
     if not only:
         return True
-    return any(kind == o or kind.startswith(f"{o}.") for o in only)
+    # Clients' kinds arrive as CodeActionKind members; f"{member}" is not its value on every Python.
+    values = [getattr(o, "value", o) for o in only]
+    return any(kind == o or kind.startswith(f"{o}.") for o in values)
 
 
 def workspace_edit(
@@ -138,12 +142,12 @@ def code_actions(
                         edit=workspace_edit(uri, version, fix_edits(fix, lines, encoding), document_changes),
                     )
                 )
-        if wanted(types.CodeActionKind.QuickFix, only) and verdict.site.op:
+        if wanted(IGNORE_KIND, only) and verdict.site.op:
             code = finding_code(verdict)
             actions.append(
                 types.CodeAction(
                     title=f"Ignore {code} on this line",
-                    kind=types.CodeActionKind.QuickFix,
+                    kind=IGNORE_KIND,
                     diagnostics=[diagnostic],
                     edit=workspace_edit(uri, version, [ignore_edit(verdict, text, lines, encoding)], document_changes),
                 )
