@@ -21,7 +21,8 @@ from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
-from grist_lsp.analyzer.ranges import TOP, Fact, RangeAnalysis, describe, fmt, round_up, static_safe
+from grist_lsp.analyzer.ranges import (TOP, Fact, RangeAnalysis, describe, fmt, pow_range_safe, round_up,
+                                       static_safe)
 from grist_lsp.analyzer.sites import Candidate, find_sites
 from grist_lsp.model import Site, Status, Verdict, file_error
 
@@ -183,6 +184,9 @@ def _pow_verdict(c: Candidate, base: Fact, ranges: RangeAnalysis, dtype: str) ->
             reason = f"base {describe(base)} ({base.why or 'range'}) with exponent {exponent:g}"
             return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
         reason = _unsafe_reason("base", base, kind.region.text, dtype) + f" with exponent {exponent:g}"
+    elif pow_range_safe(base, exp):
+        reason = f"base {describe(base)} ({base.why or 'range'}) with exponent {describe(exp)} ({exp.why or 'range'})"
+        return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
     else:
         reason = "exponent is not a known constant" + (
             f"; base {describe(base)}" if base.known else "; no range known for the base")

@@ -28,10 +28,15 @@ import ast
 import math
 import struct
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Callable
 
 from grist_lsp.analyzer.catalogue import Region, dtype_limits
 from grist_lsp.analyzer.dataflow import DataFlow, Def
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.sizes import SizeProofs
+
+if TYPE_CHECKING:
+    from grist_lsp.analyzer.provenance import Provenance
 
 INF = math.inf
 # How far F.normalize / F.cosine_similarity outputs stray past +-1 by rounding
@@ -189,6 +194,15 @@ def pow_interval(base: Fact, c: float) -> tuple[float, float] | None:
     return 0.0, INF
 
 
+def pow_range_safe(base: Fact, exponent: Fact) -> bool:
+    """base ** e with e anywhere in a known range (not one constant): safe when the base is
+    positive (any exponent), or non-negative with a non-negative exponent (0 ** e is 0 or 1).
+    A negative base needs an integer exponent, which a range cannot say."""
+    if base.pytype == "bottom" or exponent.pytype == "bottom":
+        return True
+    return base.lo > 0 or (base.lo >= 0 and exponent.lo >= 0)
+
+
 def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -279,6 +293,24 @@ class RangeAnalysis:
     _active: set[object] = field(default_factory=set)
     _dumps: dict[int, str] = field(default_factory=dict)
     _depth: int = 0
+    _sizes: SizeProofs | None = None
+    _provenance: Provenance | None = None
+
+    @property
+    def sizes(self) -> SizeProofs:
+        """Proofs that a size (len, shape[k], numel) is >= 1 where it is read (built on first use)."""
+        if self._sizes is None:
+            self._sizes = SizeProofs(self.flow, self.resolver, self)
+        return self._sizes
+
+    @property
+    def provenance(self) -> Provenance:
+        """May a tensor be empty (a sum of positives over no element is 0): built on first use."""
+        if self._provenance is None:
+            from grist_lsp.analyzer.provenance import Provenance  # provenance reads ranges: no import cycle
+
+            self._provenance = Provenance(self.flow, self.resolver, self)
+        return self._provenance
 
     # --- entry points --------------------------------------------------------
 
@@ -609,7 +641,7 @@ class RangeAnalysis:
     def _subscript(self, e: ast.Subscript) -> Fact:
         v = e.value
         if isinstance(v, ast.Attribute) and v.attr == "shape":
-            return Fact(0.0, INF, False, "num", "shape")
+            return self._size(e, "shape")
         if isinstance(v, ast.Call) and self._call_short(v) in _WITH_INDICES and self._has_dim(v):
             s = e.slice
             if isinstance(s, ast.Constant) and s.value == 0:
@@ -642,6 +674,9 @@ class RangeAnalysis:
         if isinstance(op, ast.Sub):
             if node is not None and isinstance(node, ast.BinOp) and self.same(node.left, node.right):
                 return self._iv(0.0, 0.0, why, ptype)
+            if isinstance(node, ast.BinOp) and self._bounds_above(node.right, node.left):
+                # x - x.amax(-1, keepdim=True) <= 0 (+-inf in x are an upstream failure)
+                return Fact(-INF, min(0.0, _nan_to(a.hi - b.lo, INF)), False, ptype, f"{_wrap(left_why)} minus its maximum")
             return self._iv(_nan_to(a.lo - b.hi, -INF), _nan_to(a.hi - b.lo, INF), why, ptype)
         if isinstance(op, ast.Mult):
             if node is not None and isinstance(node, ast.BinOp) and self.same(node.left, node.right):
@@ -670,6 +705,37 @@ class RangeAnalysis:
                 return self._iv(0.0, INF if a.hi == INF else math.floor(a.hi / b.lo), why, ptype)
             return Fact(pytype=ptype)
         return Fact(pytype=ptype)
+
+    def _bounds_above(self, r: ast.AST, x: ast.AST) -> bool:
+        """``r`` is at least every element of ``x`` it broadcasts against: x.amax(d, keepdim=True),
+        x.max(d, keepdim=True).values / [0], x.max(), x.logsumexp(d, keepdim=True), and
+        their .detach(). ``x`` must be a name or self.name (a call could differ between reads)."""
+        if not (isinstance(x, ast.Name) or (isinstance(x, ast.Attribute) and isinstance(x.value, ast.Name))):
+            return False
+        if isinstance(r, ast.Call) and isinstance(r.func, ast.Attribute) and r.func.attr == "detach" and not r.args:
+            return self._bounds_above(r.func.value, x)
+        tuple_result = False
+        if isinstance(r, ast.Attribute) and r.attr == "values":
+            r, tuple_result = r.value, True
+        elif isinstance(r, ast.Subscript) and isinstance(r.slice, ast.Constant) and r.slice.value == 0:
+            r, tuple_result = r.value, True
+        if not isinstance(r, ast.Call):
+            return False
+        short = self._call_short(r)
+        if short not in ("amax", "max", "logsumexp"):
+            return False
+        method = self.resolver.qualified_name(r.func) is None
+        operand = r.func.value if method else (r.args[0] if r.args else None)  # type: ignore[union-attr]
+        if operand is None or not self.same(operand, x):
+            return False
+        rest = r.args if method else r.args[1:]
+        kw = {k.arg: k.value for k in r.keywords}
+        if not rest and "dim" not in kw:  # a full reduction: one value, the maximum of all
+            return short != "logsumexp" and not tuple_result
+        keep = kw.get("keepdim", rest[1] if len(rest) > 1 else None)
+        if not (isinstance(keep, ast.Constant) and keep.value is True):
+            return False
+        return tuple_result == (short == "max")
 
     def _divide(self, a: Fact, b: Fact, why: str, ptype: str) -> Fact:
         if b.lo > 0 or b.hi < 0:
@@ -919,7 +985,7 @@ class RangeAnalysis:
                 # any object; anything else (self.var(h) with self.var an nn.Linear) is unknown.
                 bound = self.flow.is_use(e.func) and self.flow.defs_reaching(e.func)
                 if e.func.attr in _NUM_RESULT and not bound:
-                    return Fact(0.0, INF, False, "num", e.func.attr)
+                    return self._size(e, e.func.attr)
                 return TOP
             got = self._known_call(e.func.attr, recv, e, list(e.args), method=True)
             return got if got is not None else TOP
@@ -967,18 +1033,17 @@ class RangeAnalysis:
             if name in ("float", "int"):
                 return replace(inp, pytype="num")
             if name == "len":
-                return Fact(0.0, INF, False, "num", "len")
+                return self._size(call, "len")
             if name == "sum":
                 return self._sum(inp, "unknown")
             if name == "pow" and len(call.args) == 2:
                 return self._binop(inp, ast.Pow(), self.fact(call.args[1]), None)
             return None
+        if root not in ("builtins", "math") and name in TRANSFERS:
+            got = TRANSFERS[name](CallSite(self, name, inp, call, args, method, T))
+            if got is not None:
+                return got
         if name in _IDENTITY:
-            if name in ("max", "min") and args and self.fact(args[0]).pytype == "tensor":
-                other = self.fact(args[0])
-                pick = max if name == "max" else min
-                return Fact(pick(inp.lo, other.lo), pick(inp.hi, other.hi), False, T,
-                            f"{name}imum of {inp.why or '?'} and {other.why or '?'}")
             if name in _WITH_INDICES and self._has_dim(call):
                 return Fact(pytype="object")  # (values, indices): see _subscript
             if name in ("mean", "nanmean", "quantile", "nanquantile"):
@@ -1055,12 +1120,6 @@ class RangeAnalysis:
         if name in ("clamp_max", "clamp_max_"):
             a = arg(0, "max")
             return self._clamp(inp, None, self.fact(a) if a is not None else TOP, T, "clamp_max")
-        if name in ("maximum", "fmax", "minimum", "fmin"):
-            other = self.fact(arg(0, "other"))
-            pick = max if name in ("maximum", "fmax") else min
-            f = Fact(pick(inp.lo, other.lo), pick(inp.hi, other.hi), False, T,
-                     f"{name}({inp.why or '?'}, {other.why or '?'})")
-            return replace(f, nonzero=f.lo > 0 or f.hi < 0)
         if name == "where":
             if method:  # x.where(cond, y) == torch.where(cond, x, y)
                 cond, a_expr, b_expr = arg(0, "condition"), call.func.value, arg(1, "other")  # type: ignore[union-attr]
@@ -1129,14 +1188,14 @@ class RangeAnalysis:
             return replace(inp, lo=-inp.hi, hi=-inp.lo, pytype=T)
         if name == "reciprocal":
             return self._divide(self._num(1.0), inp, f"1 / {inp.why or '?'}", T)
-        if name in ("sum", "nansum", "cumsum"):
+        if name == "nansum":
             return self._sum(inp, T)
         if name in ("prod", "cumprod"):
             return Fact(0.0, INF, False, T, "product") if inp.lo >= 0 else Fact(pytype=T)
         if name in ("item", "tolist"):
             return replace(inp, pytype="num" if name == "item" else "object")
         if name in _NUM_RESULT:
-            return Fact(0.0, INF, False, "num", name)
+            return self._size(call, name)
         if name in ("floor", "ceil", "round", "trunc"):
             lo = math.floor(inp.lo) if inp.lo not in (-INF, INF) else inp.lo
             hi = math.ceil(inp.hi) if inp.hi not in (-INF, INF) else inp.hi
@@ -1149,7 +1208,16 @@ class RangeAnalysis:
             return Fact(0.0, INF, False, T, name)
         if name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
             return Fact(0.0, INF, False, T, "dropout of a non-negative value") if inp.lo >= 0 else Fact(pytype=T)
+        if name.endswith("_") and not name.startswith("_"):  # x.sqrt_() returns what x.sqrt() does
+            return self._known_call(name[:-1], inp, call, args, method=method, root=root)
         return None
+
+    def _size(self, e: ast.AST, words: str) -> Fact:
+        """A size (len, shape[k], size(k), numel): >= 1 where the program proved it, else >= 0."""
+        proof = self.sizes.at_least_one(e)
+        if proof is not None:
+            return Fact(1.0, INF, True, "num", f"{words} >= 1, {proof}")
+        return Fact(0.0, INF, False, "num", words)
 
     def _abs(self, inp: Fact, T: str) -> Fact:
         if inp.lo >= 0:
@@ -1195,3 +1263,84 @@ def _wrap(why: str) -> str:
 
 def _nan_to(v: float, default: float) -> float:
     return default if math.isnan(v) else v
+
+
+# --- transfer functions of library calls, one per family, keyed by short name ----------
+
+@dataclass(frozen=True)
+class CallSite:
+    """What a transfer function sees of one call of a torch function or Tensor method.
+
+    ``inp`` is the range of the tensor operated on (the receiver of a method, the
+    first argument of a function); ``args`` the remaining positional arguments.
+    """
+
+    ranges: RangeAnalysis
+    name: str
+    inp: Fact
+    call: ast.Call
+    args: list[ast.expr]
+    method: bool
+    T: str  # the result's Python type
+
+    def arg(self, i: int, key: str | None) -> ast.expr | None:
+        for k in self.call.keywords:
+            if key is not None and k.arg == key:
+                return k.value
+        return self.args[i] if i < len(self.args) and not isinstance(self.args[i], ast.Starred) else None
+
+    def input_expr(self) -> ast.expr | None:
+        """The expression of the tensor operated on."""
+        if self.method and isinstance(self.call.func, ast.Attribute):
+            return self.call.func.value
+        return self.ranges._arg(self.call, 0, "input")
+
+
+def _data(c: CallSite) -> Fact | None:
+    """t.new_tensor(data), the method twin of torch.tensor(data): the data's range."""
+    data = c.arg(0, "data")
+    if data is None:
+        return None
+    f = c.ranges.fact(data)
+    return Fact(f.lo, f.hi, f.nonzero, "tensor", f"tensor of {f.why}" if f.why else "tensor")
+
+
+def _extreme(c: CallSite) -> Fact | None:
+    """maximum/minimum/fmax/fmin, and max/min given a second tensor: elementwise.
+
+    ``torch.max(a, 1)`` reduces along a dimension instead; when the second
+    argument may be either (its type is unknown) the range covers both readings.
+    None defers to the reductions (``x.max()``, ``x.max(dim)``).
+    """
+    pick = max if c.name in ("max", "maximum", "fmax") else min
+    other_expr = c.arg(0, "other")
+    if other_expr is None or any(k.arg == "dim" for k in c.call.keywords):
+        return None
+    other = c.ranges.fact(other_expr)
+    if c.name in ("max", "min") and other.pytype in ("num", "bottom"):
+        return None
+    lo, hi = pick(c.inp.lo, other.lo), pick(c.inp.hi, other.hi)
+    if c.name in ("max", "min") and other.pytype != "tensor":
+        lo, hi = min(lo, c.inp.lo), max(hi, c.inp.hi)  # or a reduction along dimension `other`
+    return Fact(lo, hi, lo > 0 or hi < 0, c.T, f"{c.name}({c.inp.why or '?'}, {other.why or '?'})")
+
+
+def _sum(c: CallSite) -> Fact | None:
+    """sum/cumsum: of values >= lo > 0, at least lo when there is an element to add.
+
+    A float sum of positives is at least its largest term (rounding is monotone),
+    and a tensor has an element unless it comes from a selection that may be
+    empty (provenance.py's rule, the one the mean kind uses).
+    """
+    if c.inp.lo > 0 and c.ranges.provenance.may_be_empty(c.input_expr()) is None:
+        return Fact(c.inp.lo, INF, True, c.T, f"sum of {c.inp.why or 'positive values'}, not empty")
+    if c.inp.hi < 0 and c.ranges.provenance.may_be_empty(c.input_expr()) is None:
+        return Fact(-INF, c.inp.hi, True, c.T, "sum of negative values, not empty")
+    return c.ranges._sum(c.inp, c.T)
+
+
+TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
+    "new_tensor": _data,
+    **dict.fromkeys(("max", "min", "maximum", "minimum", "fmax", "fmin"), _extreme),
+    **dict.fromkeys(("sum", "cumsum"), _sum),
+}
