@@ -1,17 +1,22 @@
 """Render a Witness as a self-contained pytest file that fails while the bug is there.
 
+A reproducer ends in one of three ways, never a pass by accident (the rules are in
+``reproducer_runtime``): it **fails** while the op at the site (or, once a fix rewrote the op
+away, the program's outputs, loss or gradients) goes non-finite with the witness; it **passes**
+when the program ran through with finite values; it **errors** (a pytest error, exit status 1)
+when the program raises, does not parse or no longer runs the site's lines, because then it can
+no longer judge. The program is run from a module-scoped fixture: what happens there is an error.
+
 Two shapes of file, chosen by how the witness entered the program:
 
 * **plain torch** (``entry:`` witnesses, and ``probe:`` ones, when no weight moved): the file
   imports the program, calls the entry (or builds the probed module with the same seed) with
   the witness's inputs written out as ``torch.tensor([...], dtype=...)`` (large ones loaded from
-  a ``.pt`` file beside it), and watches the op at the site with a twenty-line
-  ``TorchFunctionMode``: the test fails when the op turns finite operands into NaN/INF (or, for
-  a backward-phase witness, when its local gradient is non-finite). Needs only torch and pytest.
+  a ``.pt`` file beside it), and watches the program with ``reproducer_runtime``'s
+  ``TorchFunctionMode``, whose source the file carries inline. Needs only torch and pytest.
 * **replay** (``script:`` and ``test:`` witnesses, or moved weights): those need the engine's
   substitution machinery (tensors keyed by creation site, weight deltas), so the file calls
-  ``grist_lsp.dynamic.replay.replay`` and asserts the witness no longer reproduces. That file
-  needs grist-lsp installed where it runs.
+  ``grist_lsp.dynamic.replay.replay`` under the same watch. That file needs grist-lsp installed.
 
 The site is found at run time by function and line *relative to the function's first line*,
 so a fix that adds an import at the top of the file does not make the test pass by moving the
@@ -21,6 +26,7 @@ op away from a hard-coded line.
 from __future__ import annotations
 
 import ast
+import inspect
 import math
 import os
 import pprint
@@ -51,13 +57,16 @@ def reproducer_filename(site: Site) -> str:
     return f"test_grist_{stem}_{site.span.start_line}_{site.kind}.py"
 
 
-def render_reproducer(site: Site, witness: Witness, directory: str | None = None) -> Reproducer:
+def render_reproducer(site: Site, witness: Witness, directory: str | None = None,
+                       filename: str | None = None) -> Reproducer:
     """The reproducer for ``witness`` at ``site``.
 
     ``directory``: where the file will be written; paths to the program are then written
     relative to it (the pair can move together). Without it they are absolute.
+    ``filename``: the test file's name when not ``reproducer_filename(site)`` (a free name
+    beside an existing test); payload names follow it, so they never overwrite another's.
     """
-    filename = reproducer_filename(site)
+    filename = filename or reproducer_filename(site)
     kind, _, _ = witness.entry.partition(":")
     weights_moved = any(v for v in witness.weights_moved.values()) or bool(witness.weight_deltas)
     payload_tensors = _payload_tensors(witness)
@@ -70,10 +79,10 @@ def render_reproducer(site: Site, witness: Witness, directory: str | None = None
     return _render_replay(site, witness, filename, directory)
 
 
-def write_reproducer(site: Site, witness: Witness, directory: str) -> str:
+def write_reproducer(site: Site, witness: Witness, directory: str, filename: str | None = None) -> str:
     """Write the reproducer (and its payloads) into ``directory``; returns the test file's path."""
     os.makedirs(directory, exist_ok=True)
-    repro = render_reproducer(site, witness, directory)
+    repro = render_reproducer(site, witness, directory, filename)
     for name, data in repro.payloads.items():
         Path(directory, name).write_bytes(data)
     path = os.path.join(directory, repro.filename)
@@ -92,11 +101,85 @@ def _docstring(site: Site, witness: Witness, how: str) -> str:
     summary = (f"`{site.text.strip()}` ({op}) gives {witness.result} in the {witness.phase} pass when the "
                f"program is entered as {witness.entry} with the inputs below (found by grist-lsp's search, "
                f"seed {witness.seed}{'; weights moved: ' + moved if moved else ''}). This test fails while "
-               f"the bug is there and passes once it is fixed.")
+               f"the bug is there and passes once it is fixed; it errors (it can no longer judge) when the "
+               f"program raises, does not parse or no longer runs that line.")
     lines = [f"Reproducer for {rule_code(site.kind)} ({title}) at {where}.", "",
              *textwrap.wrap(summary, 96, break_long_words=False, break_on_hyphens=False), "",
              *textwrap.wrap(how, 96, break_long_words=False, break_on_hyphens=False)]
-    return '"""' + "\n".join(lines).rstrip() + '\n"""\n'
+    return _run_comment() + '"""' + "\n".join(lines).rstrip() + '\n"""\n'
+
+
+def _run_comment() -> str:
+    return ("# Run it: python -m pytest <this file>\n"
+            "# It needs pytest; if `python -m pytest` says \"No module named pytest\": pip install pytest\n")
+
+
+def _site_lines(site: Site) -> tuple[str, int, range]:
+    """(code qualname, its first line, the site's lines counted from that first line)."""
+    function = _function_start(site)
+    if function is not None:
+        qualname, first = function
+        return qualname, first, range(site.span.start_line - first, site.span.end_line - first + 1)
+    # module level (or the file is not readable): lines of <module>, which starts at line 1
+    return "<module>", 1, range(site.span.start_line - 1, site.span.end_line)
+
+
+def _entry_file(witness: Witness) -> str | None:
+    """The file named by an ``entry:file.py:f`` or ``test:file.py::t`` label."""
+    kind, _, rest = witness.entry.partition(":")
+    if kind == "entry":
+        return rest.rpartition(":")[0] or None
+    if kind == "test":
+        return rest.partition("::")[0] or None
+    return None
+
+
+def _watched(site: Site, witness: Witness, program_files: list[str]) -> list[str]:
+    """The lines of code defining ``SITE`` (a ``WatchedSite``) in the reproducer."""
+    qualname, _, lines = _site_lines(site)
+    kind = KINDS.get(site.kind)
+    others = ", ".join(program_files)
+    return [
+        "SITE = WatchedSite(",
+        "    program=PROGRAM,",
+        f"    function={qualname!r},",
+        f"    lines={tuple(lines)!r},  # the op's lines, counted from the function's first line",
+        f"    ops=frozenset({sorted(_runtime_names(site))!r}),  # runtime names of {site.kind} ops",
+        f"    label={f'{site.op or site.kind} at {Path(site.file).name}:{site.span.start_line}'!r},",
+        f"    backward={witness.phase == 'backward'},",
+        f"    masked={bool(kind and kind.region.allows_neg_inf_operand)},",
+        f"    program_files=frozenset({{{others}}}),"if others else "    program_files=frozenset(),",
+        ")",
+    ]
+
+
+def _runtime_source() -> str:
+    """``reproducer_runtime``'s code without its docstring, to be carried inline."""
+    from . import reproducer_runtime
+
+    source = inspect.getsource(reproducer_runtime)
+    body = ast.parse(source).body
+    start = body[1].lineno if isinstance(body[0], ast.Expr) else 1
+    code = "\n".join(source.splitlines()[start - 1:])
+    return ("# --- grist-lsp's reproducer runtime, carried inline so that this file needs only torch\n"
+            "# and pytest: run the program, watch the site, judge fail / pass / cannot judge ---\n\n" + code)
+
+
+_FIXTURE_AND_TEST = '''
+
+@pytest.fixture(scope="module")
+def failures() -> list[str]:
+    """Run the program once with the witness. Raises (a pytest *error*, not a pass) when the
+    program raises, does not parse, or no longer runs the site's line."""
+    observation, result = observe(SITE, run_program, watch_site=WATCH_SITE)
+    if not WATCH_SITE and result is not None:
+        apply_replay(observation, result)
+    return judge(SITE, observation)
+
+
+def {name}(failures: list[str]) -> None:
+    assert not failures, failures[0]
+'''
 
 
 def _program_path_expr(path: str, directory: str | None) -> str:
@@ -210,51 +293,6 @@ def _count(values: Any) -> int:
 
 # --- plain torch reproducer ---------------------------------------------------------------
 
-_WATCH = '''
-class WatchSite(TorchFunctionMode):
-    """Sees every torch call; keeps the ones made by the op at the site."""
-
-    def __init__(self, backward: bool) -> None:
-        super().__init__()
-        self.backward = backward
-        self.bad: list[str] = []
-
-    def at_site(self) -> bool:
-        frame = sys._getframe(2)
-        while frame is not None and Path(frame.f_code.co_filename).resolve() != PROGRAM:
-            frame = frame.f_back
-        # a comprehension or lambda in the function runs as its own code object: look past it
-        while frame is not None and frame.f_code.co_qualname.startswith(SITE_FUNCTION + ".<locals>.<"):
-            frame = frame.f_back
-        if frame is None or frame.f_code.co_qualname != SITE_FUNCTION:
-            return False
-        return frame.f_lineno - frame.f_code.co_firstlineno in SITE_LINES
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        if resolve_name(func) not in OPS or not self.at_site():
-            return out
-        operands = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
-        if not all(torch.isfinite(a).all() for a in operands if a.is_floating_point()):
-            return out  # NaN/INF arriving from upstream belongs to an earlier op
-        if not self.backward:
-            if isinstance(out, torch.Tensor) and not torch.isfinite(out).all():
-                self.bad.append(f"{resolve_name(func)} returned {out.flatten()[:8].tolist()}")
-            return out
-        # backward witness: the op's own gradient (at this evaluation) must be finite
-        leaves = [a.detach().requires_grad_() if a.is_floating_point() else a for a in args]
-        with torch.enable_grad():
-            local = func(*leaves, **kwargs)
-            wrt = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
-            if isinstance(local, torch.Tensor) and local.requires_grad and wrt:
-                grads = torch.autograd.grad(local.sum(), wrt, allow_unused=True)
-                for g in grads:
-                    if g is not None and not torch.isfinite(g).all():
-                        self.bad.append(f"the gradient of {resolve_name(func)} is {g.flatten()[:8].tolist()}")
-        return out
-'''
-
 _LOAD = '''
 def fresh(value):
     return value.clone() if isinstance(value, torch.Tensor) else value
@@ -307,40 +345,36 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
         torch.save(tensors, buf)
         payloads[payload_name] = buf.getvalue()
 
-    function = _function_start(site)
-    if function is not None:
-        qualname, first = function
-        lines = range(site.span.start_line - first, site.span.end_line - first + 1)
-    else:  # module level (or the file is not readable): absolute lines in <module>
-        qualname, lines = "<module>", range(site.span.start_line - 1, site.span.end_line)
+    m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest) if kind == "probe" else None
+    if kind == "probe" and not m:
+        return _render_replay(site, witness, filename, directory)
 
     out: list[str] = []
     how = ("It needs only torch and pytest: the op is watched with a TorchFunctionMode and"
            " found by its function and its line within that function.")
     out.append(_docstring(site, witness, how))
-    out.append("import importlib\nimport inspect\nimport sys\nfrom pathlib import Path\n\nimport torch\n"
-               "from torch.overrides import TorchFunctionMode, resolve_name\n")
+    out.append("import importlib\nimport inspect\n" + ("import random\n" if kind == "probe" else "")
+               + "import sys\nfrom pathlib import Path\n\nimport pytest\nimport torch\n")
+    out.append(_runtime_source())
+    out.append("")
+    out.append(f"PROGRAM = {_program_path_expr(site.file, directory)}")
+    program_files: list[str] = []
     if kind == "entry":
         entry_file, _, entry_func = rest.rpartition(":")
-        out.append(f"PROGRAM = {_program_path_expr(site.file, directory)}")
         if os.path.abspath(entry_file) != os.path.abspath(site.file):
             out.append(f"ENTRY_FILE = {_program_path_expr(entry_file, directory)}")
+            program_files.append("ENTRY_FILE")
         else:
             out.append("ENTRY_FILE = PROGRAM")
         out.append(f"ENTRY = {entry_func!r}  # returns (callable, args) or (callable, args, kwargs)")
     else:
-        m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
-        if not m:
-            return _render_replay(site, witness, filename, directory)
-        out.append(f"PROGRAM = {_program_path_expr(site.file, directory)}")
+        assert m is not None
         out.append(f"PROBED = {m.group(2)!r}")
         ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
         out.append(f"CONSTRUCTOR_ARGS = {tuple(ctor) if isinstance(ctor, tuple) else (ctor,)!r}")
         out.append(f"SEED = {witness.seed}  # the module's initial weights come from this seed")
-    out.append(f"SITE_FUNCTION = {qualname!r}")
-    out.append(f"SITE_LINES = {list(lines)!r}  # the op's lines, counted from the function's first line")
-    out.append(f"OPS = {set(_runtime_names(site))!r}  # runtime names of {site.kind} ops")
-    out.append(f"BACKWARD = {witness.phase == 'backward'}")
+    out.extend(_watched(site, witness, program_files))
+    out.append("WATCH_SITE = True  # this file judges the op at the site itself")
     out.append("")
     if needs_payload:
         out.append(f"PAYLOAD = torch.load(Path(__file__).with_name({payload_name!r}), weights_only=True)")
@@ -348,11 +382,10 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
     for name, tv in witness.inputs.items():
         out.append(f"    {name!r}: {_tensor_expr(name, tv, payload_name)},")
     out.append("}")
-    out.append(_WATCH)
     out.append(_LOAD)
     if kind == "entry":
         out.append('''
-def call_program() -> None:
+def run_program():
     made = getattr(load_program(ENTRY_FILE), ENTRY)()
     fn, args = made[0], list(made[1]) if isinstance(made[1], (list, tuple)) else [made[1]]
     kwargs = dict(made[2]) if len(made) == 3 else {}
@@ -362,11 +395,11 @@ def call_program() -> None:
     for name in kwargs:
         if name in INPUTS:
             kwargs[name] = fresh(INPUTS[name])
-    fn(*args, **kwargs)
+    return fn(*args, **kwargs)
 ''')
     else:
         out.append('''
-def call_program() -> None:
+def run_program():
     torch.manual_seed(SEED)  # the search seeded torch, random and numpy before building the module
     random.seed(SEED)
     try:
@@ -379,24 +412,16 @@ def call_program() -> None:
     if isinstance(obj, type):
         obj = obj(*CONSTRUCTOR_ARGS)
     names = parameter_names(obj, len(INPUTS))
-    obj(*[fresh(INPUTS[name]) for name in names if name in INPUTS])
+    return obj(*[fresh(INPUTS[name]) for name in names if name in INPUTS])
 ''')
-        out[1] = out[1].replace("import importlib\n", "import importlib\nimport random\n")
-    out.append(f'''
-def {_test_name(site)}() -> None:
-    watch = WatchSite(BACKWARD)
-    with watch:
-        call_program()
-    assert not watch.bad, f"{site.op or site.kind} at {Path(site.file).name}:{site.span.start_line}: {{watch.bad[0]}}"
-''')
-    source = "\n".join(out)
-    return Reproducer(filename=filename, source=source, payloads=payloads)
+    out.append(_FIXTURE_AND_TEST.format(name=_test_name(site)))
+    return Reproducer(filename=filename, source="\n".join(out), payloads=payloads)
 
 
 # --- replay reproducer ---------------------------------------------------------------------
 
 def _render_replay(site: Site, witness: Witness, filename: str, directory: str | None) -> Reproducer:
-    """A test that hands the witness to ``grist_lsp.dynamic.replay.replay``.
+    """A test that hands the witness to ``grist_lsp.dynamic.replay.replay`` under the watch.
 
     Tensors the witness keeps in files (large inputs, weight deltas) are copied beside the test
     and the witness is pointed at the copies, so the pair can move to another machine.
@@ -420,27 +445,54 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
     how = ("It needs grist-lsp installed (`pip install grist-lsp`): entering the program this way"
            " substitutes tensors by their creation site and moves weights, which only the engine's"
            " replay does.")
+    _, first, _ = _site_lines(site)
+    try:
+        site_line = Path(site.file).read_text(encoding="utf-8").splitlines()[site.span.start_line - 1]
+    except (OSError, UnicodeDecodeError, IndexError):
+        site_line = ""
+    entry_file = _entry_file(witness)
+    program_files: list[str] = []
     lines = [
         _docstring(site, witness, how),
+        "import dataclasses",
         "from pathlib import Path\n",
+        "import pytest\n",
         "from grist_lsp.dynamic.replay import replay",
-        "from grist_lsp.model import site_from_json, witness_from_json\n",
+        "from grist_lsp.dynamic.reproducer_runtime import WatchedSite, apply_replay, judge, moved_by, observe",
+        "from grist_lsp.model import Span, site_from_json, witness_from_json\n",
         f"PROGRAM = {_program_path_expr(site.file, directory)}",
-        f"SITE = {pprint.pformat(s, width=100, sort_dicts=False)}",
-        'SITE["file"] = str(PROGRAM)',
+    ]
+    if entry_file and os.path.abspath(entry_file) != recorded:
+        lines.append(f"ENTRY_FILE = {_program_path_expr(entry_file, directory)}")
+        program_files.append("ENTRY_FILE")
+    lines += [
+        f"SITE_JSON = {pprint.pformat(s, width=100, sort_dicts=False)}",
+        'SITE_JSON["file"] = str(PROGRAM)',
+        f"FIRST_LINE = {first}  # where the site's function started when the witness was found",
+        f"SITE_LINE_TEXT = {site_line!r}",
         f"WITNESS = {pprint.pformat(w, width=100, sort_dicts=False)}",
         "# the entry names the program by the path it had when the witness was found",
         f'WITNESS["entry"] = WITNESS["entry"].replace({recorded!r}, str(PROGRAM))',
     ]
+    if entry_file and program_files:
+        lines.append(f'WITNESS["entry"] = WITNESS["entry"].replace({os.path.abspath(entry_file)!r}, str(ENTRY_FILE))')
     for field_name, name, payload in relocated:
         lines.append(f"WITNESS[{field_name!r}][{name!r}]['file'] = str(Path(__file__).with_name({payload!r}))")
+    lines.extend(_watched(site, witness, program_files))
     lines += [
+        "WATCH_SITE = False  # the engine's replay judges the op at the site",
         "",
         "",
-        f"def {_test_name(site)}() -> None:",
-        "    result = replay(site_from_json(SITE), witness_from_json(WITNESS))",
-        f'    assert not result.reproduced, f"{site.op or site.kind} at {Path(site.file).name}:'
-        f'{site.span.start_line} still gives {{result.result}}: {{result.detail}}"',
-        "",
+        "def run_program():",
+        '    """Replay the witness on the program as it is now, following the site if lines moved above it."""',
+        "    site = site_from_json(SITE_JSON)",
+        "    shift = moved_by(PROGRAM.read_text(encoding='utf-8'), SITE.function, FIRST_LINE, SITE_LINE_TEXT,",
+        "                     site.span.start_line)",
+        "    if shift:",
+        "        span = site.span",
+        "        site = dataclasses.replace(site, span=Span(span.start_line + shift, span.start_col,",
+        "                                                   span.end_line + shift, span.end_col))",
+        "    return replay(site, witness_from_json(WITNESS))",
     ]
-    return Reproducer(filename=filename, source="\n".join(lines), payloads=payloads)
+    source = "\n".join(lines) + "\n" + _FIXTURE_AND_TEST.format(name=_test_name(site))
+    return Reproducer(filename=filename, source=source, payloads=payloads)

@@ -1,13 +1,14 @@
-"""Reproducers are real pytest files: they fail while the bug is there and pass once it is fixed.
+"""Reproducers are real pytest files: they fail while the bug is there, pass once it is fixed, and
+error (never pass) once the program raises, does not parse or no longer reaches the site.
 
 Every reproducer here is written to disk and run with ``python -m pytest`` in a subprocess, once
-against the buggy program and once after applying the proposed fix to it (programs are copied
-into tmp_path first, so the corpus stays buggy).
+against the buggy program and once after changing it (the proposed fix, a wrong fix, or a
+breakage); programs are copied into tmp_path first, so the corpus stays buggy.
 """
 
 from __future__ import annotations
 
-import re
+import dataclasses
 import shutil
 import subprocess
 import sys
@@ -42,7 +43,7 @@ def _site(path: Path, text: str) -> Site:
 
 
 def _run_pytest(folder: Path, tag: str) -> dict[str, str]:
-    """Run every reproducer in ``folder`` in one pytest subprocess; test name -> passed/failed/error."""
+    """Run every reproducer in ``folder`` in one pytest subprocess; test module -> passed/failed/error."""
     report = folder.parent / f"{tag}.xml"
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
                            str(folder)], capture_output=True, text=True, cwd=str(folder), timeout=600)
@@ -51,7 +52,7 @@ def _run_pytest(folder: Path, tag: str) -> dict[str, str]:
         failed = case.find("failure") is not None
         errored = case.find("error") is not None
         message = "".join((case.find("failure") if failed else case.find("error") if errored else case).itertext())
-        outcomes[case.get("name", "")] = ("failed: " + message) if failed else ("error: " + message) if errored \
+        outcomes[case.get("classname", "").rpartition(".")[2]] = ("failed: " + message) if failed else ("error: " + message) if errored \
             else "passed"
     assert outcomes, proc.stdout + proc.stderr
     return outcomes
@@ -71,7 +72,7 @@ class Case:
     witness: Witness
     program: Path
     fix: Callable[[], None]
-    test_name: str = ""
+    module: str = ""  # the reproducer's file name without .py
     source: str = ""
     payloads: list[str] = field(default_factory=list)
 
@@ -83,7 +84,7 @@ class Batch:
     after: dict[str, str]
 
     def outcome(self, case: str) -> tuple[str, str]:
-        name = self.cases[case].test_name
+        name = self.cases[case].module
         return self.before[name], self.after[name]
 
 
@@ -122,6 +123,33 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     case.fix = wrong_fix
     cases[name] = case
 
+    def breaking(name: str, program: Path, site_text: str, witness: Witness, old: str, new: str) -> None:
+        """A case whose program is changed by replacing ``old`` with ``new`` after the first run."""
+        name, case = _case(name, program, site_text, witness, "")
+
+        def edit(path: Path = program) -> None:
+            text = path.read_text()
+            assert old in text, (old, path)
+            path.write_text(text.replace(old, new, 1))
+
+        case.fix = edit
+        cases[name] = case
+
+    def softmax_witness(p: Path) -> Witness:
+        return Witness(entry=f"entry:{p}:make", inputs={"x": TensorValue([2, 3], "float32", [[0.0, -200.0, 0.0], [0.1, 0.2, 0.3]])},
+                       weights_moved={}, operand=None, result="-inf")
+
+    site_text = "torch.log(F.softmax(x, dim=-1))"
+    p = _copy("entry_log_softmax.py", programs, "softmax_raises.py")  # NameError before the site
+    breaking("raises", p, site_text, softmax_witness(p), "    logp = torch.log", "    undefined_name\n    logp = torch.log")
+    p = _copy("entry_log_softmax.py", programs, "softmax_syntax.py")
+    breaking("syntax", p, site_text, softmax_witness(p), "def make():", "def make(:")
+    p = _copy("entry_log_softmax.py", programs, "softmax_gone.py")  # the entry no longer calls the function
+    breaking("gone", p, site_text, softmax_witness(p), "return loss, (x, target)",
+             "return (lambda x, target: (x - target).sum()), (x, target)")
+    p = _copy("entry_log_softmax.py", programs, "softmax_rewritten.py")  # op rewritten away, output still NaN
+    breaking("rewritten", p, site_text, softmax_witness(p), site_text, "F.log_softmax(x / 0.0, dim=-1)")
+
     p = _copy("entry_log_softmax.py", programs, "softmax_payload.py")
     rows = [[0.0, -200.0, 0.0]] + [[0.1, 0.2, 0.3]] * 39
     cases.update([_case("payload", p, "torch.log(F.softmax(x, dim=-1))", Witness(
@@ -150,17 +178,35 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     assert confirmed, [(v.status, v.site.text, v.reason) for v in verdicts]
     cases["script"] = Case(site=confirmed[0].site, witness=confirmed[0].witness, program=p,
                            fix=lambda: _fix(p, confirmed[0].site, "Clamp"))
+    # the same witness on copies (same file name: inputs are keyed by it) that break after the first run
+    for name, old, new in (("script_raises", "torch.manual_seed(0)\n", "torch.manual_seed(0)\nundefined_name\n"),
+                           ("script_syntax", "torch.manual_seed(0)", "torch.manual_seed(0")):
+        copy = _copy("script_entropy.py", programs / name, "entropy_script.py")
+        witness = dataclasses.replace(confirmed[0].witness, entry=f"script:{copy}")
+        site = dataclasses.replace(confirmed[0].site, file=str(copy))
 
-    for case in cases.values():
-        path = write_reproducer(case.site, case.witness, str(repro))
+        def edit(path: Path = copy, old: str = old, new: str = new) -> None:
+            path.write_text(path.read_text().replace(old, new, 1))
+
+        cases[name] = Case(site=site, witness=witness, program=copy, fix=edit)
+
+    for name, case in cases.items():
+        path = write_reproducer(case.site, case.witness, str(repro), filename=f"test_grist_{name}.py")
         case.source = Path(path).read_text()
-        case.test_name = re.search(r"^def (test_\w+)", case.source, re.M).group(1)
+        case.module = Path(path).stem
         case.payloads = sorted(f.name for f in repro.glob(Path(path).stem + "*.pt"))
     before = _run_pytest(repro, "before")
     for case in cases.values():
         case.fix()
     after = _run_pytest(repro, "after")
     return Batch(cases, before, after)
+
+
+def _fails_then_errors(batch: Batch, case: str) -> str:
+    before, after = batch.outcome(case)
+    assert before.startswith("failed"), before
+    assert after.startswith("error: "), after
+    return after
 
 
 def _fails_then_passes(batch: Batch, case: str) -> tuple[str, str]:
@@ -201,7 +247,7 @@ def test_backward_witness_checks_the_gradient(batch: Batch) -> None:
 
 
 def test_probe_witness_rebuilds_the_module_with_the_seed(batch: Batch) -> None:
-    assert "SITE_FUNCTION = 'Head.forward'" in batch.cases["probe"].source
+    assert "function='Head.forward'" in batch.cases["probe"].source
     _fails_then_passes(batch, "probe")
 
 
@@ -210,6 +256,49 @@ def test_script_witness_from_the_engine_uses_replay(batch: Batch) -> None:
     assert case.witness.entry.startswith("script:")
     assert "from grist_lsp.dynamic.replay import replay" in case.source
     _fails_then_passes(batch, "script")
+
+
+def test_a_program_that_raises_before_the_site_errors_instead_of_passing(batch: Batch) -> None:
+    after = _fails_then_errors(batch, "raises")
+    assert "cannot judge" in after and "NameError" in after and "undefined_name" in after
+
+
+def test_a_program_that_does_not_parse_errors_instead_of_passing(batch: Batch) -> None:
+    after = _fails_then_errors(batch, "syntax")
+    assert "cannot judge" in after and "SyntaxError" in after
+
+
+def test_a_program_that_no_longer_runs_the_site_errors_instead_of_passing(batch: Batch) -> None:
+    after = _fails_then_errors(batch, "gone")
+    assert "cannot judge" in after and "without running that line" in after
+
+
+def test_an_op_rewritten_away_is_judged_by_the_values_the_program_makes(batch: Batch) -> None:
+    before, after = batch.outcome("rewritten")
+    assert before.startswith("failed") and after.startswith("failed"), (before, after)
+    assert "(rewritten)" in after and "nan" in after
+
+
+def test_a_replayed_script_that_raises_or_does_not_parse_errors(batch: Batch) -> None:
+    raised = _fails_then_errors(batch, "script_raises")
+    assert "NameError" in raised and "undefined_name" in raised
+    assert "SyntaxError" in _fails_then_errors(batch, "script_syntax")
+
+
+def test_every_reproducer_says_how_to_install_pytest(batch: Batch) -> None:
+    for case in batch.cases.values():
+        assert case.source.startswith("# Run it: python -m pytest"), case.source[:200]
+        assert "pip install pytest" in case.source.splitlines()[1]
+
+
+def test_a_broken_program_makes_pytest_exit_1_with_an_error_not_a_pass(batch: Batch) -> None:
+    """One reproducer alone, as a user runs it: exit status 1, reported as an error."""
+    folder = batch.cases["raises"].program.parent.parent / "repro"
+    test_file = folder / "test_grist_raises.py"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+                          capture_output=True, text=True, cwd=str(folder), timeout=600)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 error" in proc.stdout and "passed" not in proc.stdout, proc.stdout
 
 
 @pytest.mark.parametrize("entry", ["entry:{p}:make", "probe:{p}:Head(3)", "script:{p}", "test:{p}::test_x"])
@@ -242,3 +331,24 @@ def test_replay_reproducer_carries_file_held_tensors_beside_it(tmp_path: Path) -
     assert str(held) not in repro.source  # the cache path does not leak into the test
     assert f"with_name({name!r})" in repro.source
     assert f"WITNESS[\"entry\"].replace({str(program)!r}, str(PROGRAM))" in repro.source
+
+
+def test_cli_written_reproducer_fails_on_the_bug_and_errors_once_the_program_raises(tmp_path: Path) -> None:
+    """``grist-lsp --check --write-reproducers DIR``, then pytest on DIR as a user would."""
+    program = _copy("script_entropy.py", tmp_path / "project")
+    out = tmp_path / "project" / "tests" / "grist"
+    check = subprocess.run([sys.executable, "-m", "grist_lsp", "--check", str(program), "--budget", "2", "--seed", "0",
+                            "--write-reproducers", str(out)], capture_output=True, text=True, timeout=600)
+    assert check.returncode == 1, check.stdout + check.stderr  # a confirmed bug
+    [test_file] = [f for f in out.glob("test_grist_*.py") if "_log" in f.name]
+
+    def pytest_on(path: Path) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+                              capture_output=True, text=True, cwd=str(path.parent), timeout=600)
+
+    buggy = pytest_on(test_file)
+    assert buggy.returncode == 1 and "1 failed" in buggy.stdout, buggy.stdout
+    program.write_text(program.read_text().replace("weights = torch.rand(6)", "weights = torch.rand(6)\nundefined_name"))
+    broken = pytest_on(test_file)
+    assert broken.returncode == 1 and "1 error" in broken.stdout and "passed" not in broken.stdout, broken.stdout
+    assert "cannot judge" in broken.stdout and "NameError" in broken.stdout
