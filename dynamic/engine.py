@@ -25,6 +25,9 @@ from typing import Callable, TextIO
 
 from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
 
+# blocked_in: re-exported for the CLI, which reaches the engine through this module only.
+from .sandbox import BwrapProbe, Confinement, Sandbox, blocked_in, blocked_note, cache_folder, install_guard  # noqa: F401
+
 
 @dataclass
 class EngineOptions:
@@ -40,6 +43,9 @@ class EngineOptions:
     timeout: float = 30.0
     memory_mb: int = 4096  # address-space limit of a worker (RLIMIT_AS)
     write_reproducers: str | None = None  # folder for pytest reproducers of confirmed bugs
+    sandbox: str = "auto"  # "auto": bubblewrap where it works, else an audit hook; "off": none
+    # Whether bubblewrap works, asked once for every child started with these options.
+    sandbox_probe: BwrapProbe = field(default_factory=BwrapProbe, repr=False, compare=False)
 
 
 @dataclass
@@ -51,6 +57,7 @@ class WorkerResult:
     stderr: str = ""
     timed_out: bool = False
     cancelled: bool = False
+    blocked: list[dict] = field(default_factory=list)  # what the sandbox refused the program
 
 
 STARTUP_SECONDS = 60.0  # importing torch in a child, on a machine that may be busy
@@ -90,7 +97,9 @@ def open_child_channel() -> TextIO:
     result = os.fdopen(os.dup(fd), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    result.write(json.dumps({"type": "ready"}) + "\n")
+    install_guard(result.fileno())
+    # The pid is for a stack dump on a timeout: under bubblewrap the parent's child is bwrap.
+    result.write(json.dumps({"type": "ready", "pid": os.getpid()}) + "\n")
     result.flush()
     return result
 
@@ -100,6 +109,21 @@ def _worker_env() -> dict[str, str]:
     env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1",
                 "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
     return env
+
+
+def sandbox_of(options: EngineOptions) -> Sandbox:
+    """The sandbox every child started with ``options`` runs in."""
+    return Sandbox(options.sandbox, options.sandbox_probe)
+
+
+def child_confinement(options: EngineOptions, path: str, writable: tuple[str, ...] = ()) -> Confinement | None:
+    """How a child running ``path``'s program is confined (None: sandbox off).
+
+    The program may seem to write its project and the working folder (throwaway views);
+    grist's own cache and ``writable`` (a fix check's output folder) are really written.
+    """
+    project = options.project_root or os.path.dirname(os.path.abspath(path))
+    return sandbox_of(options).confine([project, os.getcwd()], [cache_folder(), *writable])
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -120,14 +144,21 @@ class Subprocess:
     faulthandler dumps) go to a temporary file. ``finish`` closes stdin and waits.
     """
 
-    def __init__(self, module: str, memory_mb: int) -> None:
+    def __init__(self, module: str, memory_mb: int, confinement: Confinement | None = None) -> None:
         rfd, wfd = os.pipe()
         env = _worker_env()
         env["GRIST_RESULT_FD"] = str(wfd)
         env["GRIST_MEMORY_MB"] = str(int(memory_mb))
+        argv = [sys.executable, "-m", module]
+        self.confinement = confinement
+        self.launch = confinement.start(argv, env) if confinement is not None else None
+        if self.launch is not None:
+            argv, env = self.launch.argv, self.launch.env
         self.err = tempfile.TemporaryFile()
+        self.child_pid: int | None = None  # the Python child's own pid, from its ready line
         # A session of its own: the whole process group (the user's children too) is killed at the end.
-        self.proc = subprocess.Popen([sys.executable, "-m", module], stdin=subprocess.PIPE, stdout=self.err,
+        # bwrap keeps its child in that group (no --new-session), so the group kill reaches it too.
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=self.err,
                                      stderr=self.err, pass_fds=(wfd,), env=env, start_new_session=True,
                                      close_fds=True)
         os.close(wfd)
@@ -176,6 +207,9 @@ class Subprocess:
                         res.finished = True
                     elif msg.get("type") == "ready":
                         self.ready.append(time.monotonic())
+                        self.child_pid = msg.get("pid")
+                    elif msg.get("type") == "blocked":
+                        res.blocked.append(msg)
                     if on_line:
                         on_line(msg)
 
@@ -215,18 +249,31 @@ class Subprocess:
                 res.timed_out = True
                 # SIGABRT first: faulthandler prints where the program is stuck, for the message.
                 try:
-                    proc.send_signal(signal.SIGABRT)
+                    if self.child_pid and self.confinement is not None:
+                        os.kill(self.child_pid, signal.SIGABRT)
+                    else:
+                        proc.send_signal(signal.SIGABRT)
                     proc.wait(timeout=1.0)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
+                except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
                     pass
                 _kill(proc)
         _kill(proc)  # stray children of the user's program
+        res.returncode = self._child_status(res.returncode)
         if self._reader is not None:
             self._reader.join(timeout=2.0)
+        if self.launch is not None:
+            self.launch.cleanup()
         self.err.seek(0)
         res.stderr = self.err.read().decode("utf-8", errors="replace")[-20000:]
         self.err.close()
         return res
+
+    def _child_status(self, code: int | None) -> int | None:
+        """bwrap exits with 128 + N when its child dies of signal N: say it as Popen would (-N)."""
+        bwrapped = self.confinement is not None and self.confinement.mode == "bwrap"
+        if bwrapped and code is not None and code > 128 and (code - 128) in signal.Signals._value2member_map_:
+            return -(code - 128)
+        return code
 
     def communicate(self, request: dict, seconds: float, on_line: Callable[[dict], None] | None = None,
                     cancel: threading.Event | None = None) -> WorkerResult:
@@ -244,14 +291,30 @@ class Subprocess:
             pass
         if self._reader is None:
             os.close(self.rfd)
+        if self.launch is not None:
+            self.launch.cleanup()
         self.err.close()
+
+
+def with_blocked_note(verdicts: list[Verdict], errors: list[Verdict],
+                      note: str | None) -> tuple[list[Verdict], list[Verdict]]:
+    """``note`` (what the sandbox blocked) added to the reason of the verdicts the engine ran,
+    or of the file's errors when no site was reached."""
+    if not note:
+        return verdicts, errors
+    ran = [v for v in verdicts if v.status in (Status.CONFIRMED, Status.POSSIBLE) and v.site.op]
+    target = ran or errors
+    noted = [dataclasses.replace(v, reason=f"{v.reason}; {note}" if v.reason else note) for v in target]
+    swap = {id(v): n for v, n in zip(target, noted)}
+    return [swap.get(id(v), v) for v in verdicts], [swap.get(id(v), v) for v in errors]
 
 
 def run_subprocess(module: str, request: dict, seconds: float, memory_mb: int,
                    on_line: Callable[[dict], None] | None = None,
-                   cancel: threading.Event | None = None) -> WorkerResult:
+                   cancel: threading.Event | None = None,
+                   confinement: Confinement | None = None) -> WorkerResult:
     """Run ``python -m module`` with ``request`` on stdin; JSON lines come back on a pipe."""
-    return Subprocess(module, memory_mb).communicate(request, seconds, on_line, cancel)
+    return Subprocess(module, memory_mb, confinement).communicate(request, seconds, on_line, cancel)
 
 
 def _crash_location(stderr: str, target: str) -> int | None:
@@ -317,7 +380,8 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     # starts with the workers (its torch import overlaps their search) and replays while the
     # other sites are searched.
     by_key = {v.site.key: v.site for v in targets}
-    replayer = Subprocess("grist_lsp.dynamic.replay", options.memory_mb)
+    confinement = child_confinement(options, path)  # the sandbox: one per file, for all its children
+    replayer = Subprocess("grist_lsp.dynamic.replay", options.memory_mb, confinement)
     replayer.start()
     replayer.send({"type": "file", "text": text})
 
@@ -345,7 +409,8 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
         # Shrinking and start-up cost about one more budget plus a few seconds.
         seconds[i] = options.timeout + options.budget * (len(group) + 1) + 10.0
         request["worker_seconds"] = seconds[i] - 5.0
-        results[i] = run_subprocess("grist_lsp.dynamic.worker", request, seconds[i], options.memory_mb, on_line, cancel)
+        results[i] = run_subprocess("grist_lsp.dynamic.worker", request, seconds[i], options.memory_mb, on_line, cancel,
+                                    confinement)
 
     threads = [threading.Thread(target=run_group, args=(i,), name=f"grist-worker-{i}") for i in range(len(groups))]
     for t in threads:
@@ -405,6 +470,8 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
                                               f"{witness.seconds:.2f} s, {entry}]"))
     if options.write_reproducers and isinstance(options.write_reproducers, str):
         _write_reproducers(out, options.write_reproducers)
+    # --- sandbox: what the program was refused goes on the file's verdicts, never silently ---
+    out, errors = with_blocked_note(out, errors, blocked_note([*results, replayer.res]))
     return out + errors
 
 

@@ -24,7 +24,6 @@ import json
 import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import threading
@@ -190,13 +189,13 @@ def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[V
     static = _static(path, fixed)
     check.static_at_site = _static_at(static, region, verdict.site.kind)
     if verdict.status is Status.CONFIRMED and verdict.witness is not None:
-        timeout = _timeout(options)
+        runs = ChildRuns(options, path)
         # three independent looks, each in its own subprocesses: overlap them
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             searched = pool.submit(_engine_check, check, path, text, fixed, verdict, fix, verdicts, static, region,
                                    options)
-            replayed = pool.submit(_replay, path, fixed, verdict, region, timeout)
-            compared = pool.submit(_compare_outputs, path, text, fixed, verdict.witness, timeout, originals)
+            replayed = pool.submit(_replay, path, fixed, verdict, region, runs)
+            compared = pool.submit(_compare_outputs, path, text, fixed, verdict.witness, runs, originals)
             searched.result()
             check.replay, check.output = replayed.result(), compared.result()
         return dataclasses.replace(fix, verified=check.verified, note=check.note())
@@ -276,7 +275,7 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
             at_site = True
         elif _key(v.site) not in before:
             where = f"line {v.site.span.start_line} ({v.site.op or v.site.kind})"
-            before_fix = _before_the_fix(path, text, fixed, fix, v, _timeout(options))
+            before_fix = _before_the_fix(path, text, fixed, fix, v, ChildRuns(options, path))
             if before_fix == "same":
                 # the fresh search found a bug the first search missed (budget): not the fix's doing
                 check.preexisting.append(where)
@@ -292,7 +291,7 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         check.engine_at_site = "not confirmed"
 
 
-def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, timeout: float) -> str:
+def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, runs: ChildRuns) -> str:
     """What the witness of a site confirmed on the fixed text does to the original text:
     "same" (that site fails there too), "upstream" (the original already failed earlier on these
     inputs, so the fix moves the failure downstream) or "new"."""
@@ -300,8 +299,8 @@ def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, 
     if original_span is None or found.witness is None:
         return "new"  # the site is part of the fix's own code
     site = dataclasses.replace(found.site, span=original_span)
-    res = _run_worker({"task": "replay", "path": path, "text": text, "site": to_json(site),
-                       "witness": to_json(found.witness)}, timeout)
+    res = runs.run({"task": "replay", "path": path, "text": text, "site": to_json(site),
+                    "witness": to_json(found.witness)})
     if res.get("reproduced"):
         return "same"
     return "upstream" if "upstream" in str(res.get("detail", "")) else "new"
@@ -338,36 +337,45 @@ def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Ver
     return keys
 
 
-def _timeout(options: Any) -> float:
-    """Per subprocess: the engine's run timeout plus the start-up of a fresh interpreter with torch,
-    which on a loaded machine alone can take tens of seconds."""
-    value = getattr(options, "timeout", None)
-    return float(value) + STARTUP_ALLOWANCE if value else DEFAULT_TIMEOUT
-
-
 # --- subprocess work: replay and output runs ------------------------------------------------
 
-def _run_worker(task: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """Run one task in ``python -m grist_lsp.dynamic.verify`` (never user code in this process)."""
-    try:
-        proc = subprocess.run([sys.executable, "-m", "grist_lsp.dynamic.verify"], input=json.dumps(task),
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:g} s"}
-    for line in reversed(proc.stdout.splitlines()):
-        if line.startswith(_RESULT_TAG):
-            return json.loads(line[len(_RESULT_TAG):])
-    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    return {"error": f"worker exited with {proc.returncode}: {tail}"}
+@dataclass(frozen=True)
+class ChildRuns:
+    """Runs tasks in ``python -m grist_lsp.dynamic.verify`` children (never user code in this
+    process), through the engine's one process layer: memory limit, process-group kill, sandbox."""
+
+    options: Any
+    path: str
+
+    @property
+    def timeout(self) -> float:
+        """Per run: the engine's run timeout plus a margin (the process layer times the child's
+        torch start-up apart from it)."""
+        value = getattr(self.options, "timeout", None)
+        return float(value) + STARTUP_ALLOWANCE if value else DEFAULT_TIMEOUT
+
+    def run(self, task: dict[str, Any]) -> dict[str, Any]:
+        from grist_lsp.dynamic.engine import Subprocess, child_confinement
+
+        # A run's output file is grist's own: the sandbox lets the child really write its folder.
+        outputs = (os.path.dirname(task["out"]),) if task.get("out") else ()
+        confinement = child_confinement(self.options, self.path, outputs)
+        answers: list[dict[str, Any]] = []
+        child = Subprocess("grist_lsp.dynamic.verify", int(getattr(self.options, "memory_mb", 4096)), confinement)
+        res = child.communicate(task, self.timeout, lambda msg: answers.append(msg) if msg.get("type") == "result"
+                                else None)
+        if answers:
+            return answers[-1]["result"]
+        if res.timed_out:
+            return {"error": f"timed out after {self.timeout:g} s"}
+        tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"error": f"worker exited with {res.returncode}: {tail}"}
 
 
-_RESULT_TAG = "GRIST-VERIFY-RESULT "
-
-
-def _replay(path: str, fixed: str, verdict: Verdict, region: Span, timeout: float) -> str:
+def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: ChildRuns) -> str:
     site = dataclasses.replace(verdict.site, span=region)
-    res = _run_worker({"task": "replay", "path": path, "text": fixed, "site": to_json(site),
-                       "witness": to_json(verdict.witness)}, timeout)
+    res = runs.run({"task": "replay", "path": path, "text": fixed, "site": to_json(site),
+                    "witness": to_json(verdict.witness)})
     if "error" in res:
         return f"error: {res['error']}"
     return "reproduced" if res["reproduced"] else "not reproduced"
@@ -381,27 +389,27 @@ class _Originals:
     runs: dict[tuple[str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, path: str, text: str, witness: Witness, timeout: float) -> tuple[dict[str, Any], str]:
+    def get(self, path: str, text: str, witness: Witness, runs: ChildRuns) -> tuple[dict[str, Any], str]:
         key = (witness.entry, witness.seed)
         with self.lock:  # one run per entry even when two fixes ask at once
             if key not in self.runs:
                 if not self.directory:
                     self.directory = tempfile.mkdtemp(prefix="grist-verify-")
                 out_file = os.path.join(self.directory, f"original-{len(self.runs)}.pt")
-                res = _run_worker({"task": "run", "path": path, "text": text, "entry": witness.entry,
-                                   "seed": witness.seed, "out": out_file}, timeout)
+                res = runs.run({"task": "run", "path": path, "text": text, "entry": witness.entry,
+                                "seed": witness.seed, "out": out_file})
                 self.runs[key] = (res, out_file)
             return self.runs[key]
 
 
-def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, timeout: float,
+def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, runs: ChildRuns,
                      originals: _Originals) -> str:
     """Run the program on its example inputs, original then fixed, and compare what it returns."""
-    orig, orig_file = originals.get(path, text, witness, timeout)
+    orig, orig_file = originals.get(path, text, witness, runs)
     with tempfile.TemporaryDirectory(prefix="grist-verify-") as tmp:
         new_file = os.path.join(tmp, "fixed.pt")
-        new = _run_worker({"task": "run", "path": path, "text": fixed, "entry": witness.entry,
-                           "seed": witness.seed, "out": new_file}, timeout)
+        new = runs.run({"task": "run", "path": path, "text": fixed, "entry": witness.entry,
+                        "seed": witness.seed, "out": new_file})
         if "error" in orig:
             return "not compared"  # the original does not run on its own inputs: nothing to preserve
         if "error" in new:
@@ -466,7 +474,11 @@ def _flatten(value: Any, out: list) -> None:
 
 
 def _worker_main() -> None:
-    """Entry of ``python -m grist_lsp.dynamic.verify``: one JSON task on stdin, one result line."""
+    """Entry of ``python -m grist_lsp.dynamic.verify``: one JSON task on stdin, one result line
+    on the engine's result pipe (limits and sandbox applied by ``open_child_channel``)."""
+    from grist_lsp.dynamic.engine import open_child_channel
+
+    channel = open_child_channel()
     task = json.loads(sys.stdin.read())
     try:
         if task["task"] == "replay":
@@ -480,8 +492,9 @@ def _worker_main() -> None:
             result = _run_program(task)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
         result = {"error": f"{type(exc).__name__}: {exc}"}
-    sys.stdout.write("\n" + _RESULT_TAG + json.dumps(result) + "\n")
-    sys.stdout.flush()
+    channel.write(json.dumps({"type": "result", "result": result}) + "\n")
+    channel.write(json.dumps({"type": "done"}) + "\n")
+    channel.flush()
 
 
 def _run_program(task: dict[str, Any]) -> dict[str, Any]:

@@ -24,9 +24,9 @@ INLINE_LIMIT = 256
 
 
 def payload_dir() -> str:
-    base = os.environ.get("GRIST_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "grist-lsp")
-    return os.path.join(base, "payloads")
+    from .sandbox import cache_folder  # the sandbox lets children write there
+
+    return os.path.join(cache_folder(), "payloads")
 
 
 def summary(t: torch.Tensor) -> dict[str, float]:

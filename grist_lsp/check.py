@@ -63,6 +63,7 @@ class CheckOptions:
     write_baseline: str | None = None  # record today's findings here (any baseline is then not applied)
     max_input_scale: float | None = None  # confirmations needing inputs beyond this factor stay possible
     show_unused_suppressions: bool = False
+    sandbox: str | None = None  # "auto" | "off" (--no-sandbox), over `[tool.grist] sandbox`
     cancel: threading.Event | None = None
 
 
@@ -103,6 +104,7 @@ class Settings:
     memory_mb: int | None
     write_reproducers: str | None
     policy: Policy
+    sandbox: str = "auto"
 
 
 def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
@@ -165,6 +167,7 @@ def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
         memory_mb=options.memory_mb if options.memory_mb is not None else config.memory_mb,
         write_reproducers=str(reproducers) if reproducers is not None else None,
         policy=policy,
+        sandbox=options.sandbox or config.sandbox or "auto",
     )
 
 
@@ -196,6 +199,7 @@ def engine_options(settings: Settings, jobs: int) -> Any:
         "timeout": settings.timeout,
         "memory_mb": settings.memory_mb,
         "write_reproducers": settings.write_reproducers,
+        "sandbox": settings.sandbox,
     }
     known = {f.name for f in dataclasses.fields(engine.EngineOptions)}
     return engine.EngineOptions(**{k: v for k, v in wanted.items() if v is not None and k in known})
@@ -340,6 +344,9 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
     file_workers = min(settings.jobs, len(todo))
     engine_jobs = max(1, settings.jobs // file_workers)
     opts = engine_options(settings, engine_jobs)
+    sandbox_warning = engine.sandbox_of(opts).warning()  # the OS sandbox unavailable: say so and why
+    if sandbox_warning:
+        warnings.append(sandbox_warning)
     done = 0
     lock = threading.Lock()
     # Our own event too, so Ctrl-C can stop the engine's workers even when the caller gave none.
@@ -357,6 +364,10 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
                                            progress=file_progress, cancel=cancel))
             # Before fixes are verified: a refused witness needs no verified fix.
             verdicts = settings.policy.after_engine(verdicts)
+            blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
+            if blocked:
+                with lock:
+                    warnings.append(f"{path}: {blocked}")
         except Exception as exc:  # keep the static verdicts; say the engine failed on this file
             err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
                                         "the static findings stand; please report it with this file")

@@ -67,6 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "the program's own range")
     check.add_argument("--show-unused-suppressions", action="store_true",
                        help="report `# grist: ignore` comments that silence no finding (code GRIST001)")
+    check.add_argument("--no-sandbox", action="store_true",
+                       help="run the program under check with your full rights (no bubblewrap, no audit hook)")
     return parser
 
 
@@ -142,6 +144,7 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         write_baseline=args.write_baseline,
         max_input_scale=args.max_input_scale,
         show_unused_suppressions=args.show_unused_suppressions,
+        sandbox="off" if args.no_sandbox else None,
     )
     progress = _Progress(sys.stderr) if args.format == "text" and sys.stderr.isatty() else None
     try:
@@ -196,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ("--format", args.format != "text"), ("--fail-on", args.fail_on is not None),
         ("--baseline", args.baseline is not None), ("--write-baseline", args.write_baseline is not None),
         ("--max-input-scale", args.max_input_scale is not None),
-        ("--show-unused-suppressions", args.show_unused_suppressions),
+        ("--show-unused-suppressions", args.show_unused_suppressions), ("--no-sandbox", args.no_sandbox),
     ) if on]
     if not args.check:
         if check_only:

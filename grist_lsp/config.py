@@ -20,7 +20,9 @@ FAIL_ON_CHOICES = ("confirmed", "possible")
 _KNOWN_KEYS = {
     "exclude", "extend-exclude", "include", "entries", "budget", "fail-on", "seed", "jobs",
     "timeout", "memory-mb", "select", "ignore", "per-file-ignores", "baseline", "max-input-scale",
+    "sandbox",
 }
+SANDBOX_CHOICES = ("auto", "off")
 
 
 class ConfigError(Exception):
@@ -51,6 +53,7 @@ class GristConfig:
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # pattern -> rule codes
     baseline: str | None = None  # baseline file, relative to root
     max_input_scale: float | None = None  # witnesses beyond this factor of the program's inputs stay `possible`
+    sandbox: str | None = None  # "auto" | "off": isolation of the program under check
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -153,6 +156,9 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
     baseline = normalized.get("baseline")
     if baseline is not None and (not isinstance(baseline, str) or not baseline):
         raise ConfigError(f'{where}: [tool.grist] `baseline` must be a file name, like baseline = "grist-baseline.json"')
+    sandbox = normalized.get("sandbox")
+    if sandbox is not None and sandbox not in SANDBOX_CHOICES:
+        raise ConfigError(f'{where}: [tool.grist] `sandbox` must be "auto" or "off", got {sandbox!r}')
     return GristConfig(
         root=root,
         source=source,
@@ -170,6 +176,7 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         per_file_ignores=per_file_ignores,
         baseline=baseline,
         max_input_scale=number("max-input-scale", float, 1),
+        sandbox=sandbox,
     )
 
 
