@@ -14,7 +14,12 @@ every softmax buried the real findings):
   the operand may hold -inf only if a -inf constant flows into it
   (``masked_fill(mask, float("-inf"))``, ``torch.full(..., -math.inf)``,
   ``x[pad] = -torch.inf``). A large finite fill (``-1e9``, ``finfo.min``) is
-  not -inf, and a row of it gives a uniform softmax, not NaN.
+  not -inf, and a row of it gives a uniform softmax, not NaN. The -inf stay
+  harmless when the program keeps one entry per row out of the fill itself
+  (``Provenance.softmax_row_risk``): a mask that it first un-masks for fully
+  masked rows (``mask = mask | ~mask.any(-1, keepdim=True)``, ``mask[..., 0] =
+  True``) before ``masked_fill(~mask, -inf)`` or ``where(mask, s, -inf)``, the
+  softmax taken along that same (negative) dimension.
 
 The walk follows the dataflow graph: names and ``self.x`` through their
 reaching definitions, private functions' parameters through the arguments
@@ -74,6 +79,17 @@ class Provenance:
     def may_hold_neg_inf(self, e: ast.AST | None) -> str | None:
         """Words on how the tensor ``e`` may hold -inf entries, or None."""
         return self._guarded("neginf", e, self._neg_inf)
+
+    def softmax_row_risk(self, operand: ast.AST | None, call: ast.AST) -> str | None:
+        """Words on how a row of ``operand`` along the dimension the softmax ``call`` normalises
+        may be entirely -inf, or None (no -inf, or every row keeps a finite entry)."""
+        why = self.may_hold_neg_inf(operand)
+        if why is None or operand is None or not isinstance(call, ast.Call):
+            return why
+        dim = _softmax_dim(call, self.resolver.qualified_name(call.func) is None)
+        if dim is None or dim >= 0:  # a positive dimension depends on the rank, unknown here
+            return why
+        return None if self._rows_keep_finite(operand, dim, 0) else why
 
     def _guarded(self, what: str, e: ast.AST | None, compute) -> str | None:  # type: ignore[no-untyped-def]
         if e is None:
@@ -273,6 +289,178 @@ class Provenance:
             return self._first_of(children, self.may_hold_neg_inf)
         return None
 
+    # --- rows that keep a finite entry --------------------------------------------------
+
+    def _rows_keep_finite(self, e: ast.AST, dim: int, depth: int) -> bool:
+        """Every row of ``e`` along ``dim`` (negative) has an entry that is not -inf."""
+        if self.may_hold_neg_inf(e) is None:
+            return True
+        if depth > _DEPTH:
+            return False
+        if isinstance(e, ast.Name) and self.flow.is_use(e):
+            defs = self.flow.defs_reaching(e)
+            return bool(defs) and all(self._def_rows_keep_finite(d, dim, depth + 1) for d in defs)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Div, ast.Mult)):
+            # scaling by a positive number keeps finite entries finite and -inf entries -inf
+            return self.ranges.fact(e.right).lo > 0 and self._rows_keep_finite(e.left, dim, depth + 1)
+        if not isinstance(e, ast.Call):
+            return False
+        name, receiver, args = self._tensor_call(e)
+        kw = {k.arg: k.value for k in e.keywords}
+        if name in ("masked_fill", "masked_fill_"):
+            parts = ([receiver] if receiver is not None else []) + args
+            recv = parts[0] if parts else kw.get("input")
+            mask = parts[1] if len(parts) > 1 else kw.get("mask")
+            value = parts[2] if len(parts) > 2 else kw.get("value")
+            if recv is None or mask is None or value is None or self.may_hold_neg_inf(recv) is not None:
+                return False
+            return self.may_hold_neg_inf(value) is None or self._spares_row(mask, dim, depth + 1)
+        if name == "where" and receiver is None and len(args) == 3 and not kw:
+            cond, a, b = args
+            a_inf, b_inf = self.may_hold_neg_inf(a), self.may_hold_neg_inf(b)
+            if a_inf is None and b is not None and self._has_true_per_row(cond, dim, depth + 1):
+                return True  # where(keep, scores, -inf): each row takes one score
+            return b_inf is None and self._spares_row(cond, dim, depth + 1)
+        return False
+
+    def _def_rows_keep_finite(self, d: Def, dim: int, depth: int) -> bool:
+        if d.how in ("assign", "walrus") and d.value is not None:
+            return self._rows_keep_finite(d.value, dim, depth)
+        if d.how == "refine":
+            return all(self._def_rows_keep_finite(p, dim, depth + 1) for p in self.flow.defs_reaching(d.node))
+        if d.how == "mutate" and isinstance(d.value, ast.Call):
+            return self._rows_keep_finite(d.value, dim, depth)  # scores.masked_fill_(~keep, -inf)
+        return self._def(d, self.may_hold_neg_inf) is None
+
+    def _tensor_call(self, call: ast.Call) -> tuple[str | None, ast.expr | None, list[ast.expr]]:
+        """(short name, receiver, positional arguments) of a torch function or Tensor method call."""
+        qn = self.resolver.qualified_name(call.func)
+        if qn is not None:
+            if not qn.startswith(_TENSOR_ROOTS):
+                return None, None, []
+            return qn.rsplit(".", 1)[-1], None, list(call.args)
+        receiver = self.ranges.method_receiver(call)
+        if receiver is None:
+            return None, None, []
+        return call.func.attr, receiver, list(call.args)  # type: ignore[union-attr]
+
+    def _spares_row(self, mask: ast.AST, dim: int, depth: int) -> bool:
+        """Every row of the boolean ``mask`` along ``dim`` has a False entry (a fill there leaves one)."""
+        if depth > _DEPTH:
+            return False
+        if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, (ast.Invert, ast.Not)):
+            return self._has_true_per_row(mask.operand, dim, depth + 1)
+        if isinstance(mask, ast.Call):
+            name, receiver, args = self._tensor_call(mask)
+            if name == "logical_not":
+                inner = receiver if receiver is not None else (args[0] if args else None)
+                return inner is not None and self._has_true_per_row(inner, dim, depth + 1)
+        inner = self._same_rows(mask, dim)
+        if inner is not None:
+            return self._spares_row(inner, dim, depth + 1)
+        if isinstance(mask, ast.Name) and self.flow.is_use(mask):
+            defs = self.flow.defs_reaching(mask)
+            return bool(defs) and all(d.how in ("assign", "walrus") and d.value is not None
+                                      and self._spares_row(d.value, dim, depth + 1) for d in defs)
+        return False
+
+    def _has_true_per_row(self, mask: ast.AST, dim: int, depth: int) -> bool:
+        """Every row of the boolean ``mask`` along ``dim`` has a True entry."""
+        if depth > _DEPTH:
+            return False
+        if isinstance(mask, ast.BinOp) and isinstance(mask.op, ast.BitOr):
+            return self._or_keeps_row(mask.left, mask.right, dim, depth)
+        if isinstance(mask, ast.Call):
+            name, receiver, args = self._tensor_call(mask)
+            pair = ([receiver] if receiver is not None else []) + args
+            if name == "logical_or" and len(pair) == 2:
+                return self._or_keeps_row(pair[0], pair[1], dim, depth)
+        inner = self._same_rows(mask, dim)
+        if inner is not None:
+            return self._has_true_per_row(inner, dim, depth + 1)
+        if isinstance(mask, ast.Name) and self.flow.is_use(mask):
+            defs = self.flow.defs_reaching(mask)
+            return bool(defs) and all(self._def_has_true_per_row(d, dim, depth + 1) for d in defs)
+        return False
+
+    def _def_has_true_per_row(self, d: Def, dim: int, depth: int) -> bool:
+        if d.how in ("assign", "walrus") and d.value is not None:
+            return self._has_true_per_row(d.value, dim, depth)
+        if d.how == "refine":
+            return all(self._def_has_true_per_row(p, dim, depth + 1) for p in self.flow.defs_reaching(d.node))
+        # keep[..., 0] = True: one column along the last dimension set in every row
+        node = d.node
+        if d.how == "mutate" and isinstance(node, ast.Subscript) and isinstance(d.value, ast.Constant) \
+                and d.value.value is True and isinstance(node.slice, ast.Tuple) and dim == -1:
+            elts = node.slice.elts
+            return len(elts) == 2 and isinstance(elts[0], ast.Constant) and elts[0].value is Ellipsis \
+                and isinstance(elts[1], ast.Constant) and type(elts[1].value) is int
+        return False
+
+    def _or_keeps_row(self, a: ast.AST, b: ast.AST, dim: int, depth: int) -> bool:
+        """a | b has a True per row: either side does, or one side is True exactly on the rows
+        where the other has none (``m | ~m.any(dim, keepdim=True)``)."""
+        if self._has_true_per_row(a, dim, depth + 1) or self._has_true_per_row(b, dim, depth + 1):
+            return True
+        return self._covers_empty_rows(b, a, dim) or self._covers_empty_rows(a, b, dim)
+
+    def _covers_empty_rows(self, s: ast.AST, m: ast.AST, dim: int) -> bool:
+        """``s`` is ~m.any(dim, keepdim=True), m.any(dim, keepdim=True).logical_not(), or
+        m.sum(dim, keepdim=True) == 0, with ``m`` a name (the same value read twice)."""
+        if not isinstance(m, ast.Name):
+            return False
+        if isinstance(s, ast.UnaryOp) and isinstance(s.op, ast.Invert):
+            return self._row_reduction(s.operand, m, dim, ("any",))
+        if isinstance(s, ast.Call) and isinstance(s.func, ast.Attribute) and s.func.attr == "logical_not" \
+                and not s.args:
+            return self._row_reduction(s.func.value, m, dim, ("any",))
+        if isinstance(s, ast.Compare) and len(s.ops) == 1 and isinstance(s.ops[0], ast.Eq):
+            zero = s.comparators[0]
+            return isinstance(zero, ast.Constant) and zero.value == 0 and self._row_reduction(
+                s.left, m, dim, ("sum", "count_nonzero"))
+        return False
+
+    def _row_reduction(self, r: ast.AST, m: ast.Name, dim: int, names: tuple[str, ...]) -> bool:
+        """``r`` is m.<name>(dim, keepdim=True) or torch.<name>(m, dim, keepdim=True)."""
+        if not isinstance(r, ast.Call):
+            return False
+        name, receiver, args = self._tensor_call(r)
+        if name not in names:
+            return False
+        if receiver is None:
+            receiver, args = (args[0], args[1:]) if args else (None, [])
+        kw = {k.arg: k.value for k in r.keywords}
+        d = kw.get("dim", args[0] if args else None)
+        keep = kw.get("keepdim", args[1] if len(args) > 1 else None)
+        return (isinstance(receiver, ast.Name) and receiver.id == m.id and _int(d) == dim
+                and isinstance(keep, ast.Constant) and keep.value is True)
+
+    def _same_rows(self, e: ast.AST, dim: int) -> ast.AST | None:
+        """The tensor whose rows along ``dim`` (negative) are ``e``'s rows, unchanged or
+        broadcast: conversions, expand, unsqueeze before ``dim``, indexing that ends in
+        full slices (``m[:, None, None, :]``). None when ``e`` is none of those."""
+        if isinstance(e, ast.Subscript):
+            elts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            simple = all(isinstance(x, ast.Constant) and x.value in (None, Ellipsis) or _full_slice(x)
+                         or _int(x) is not None for x in elts)
+            tail = elts[len(elts) + dim:] if len(elts) >= -dim else []
+            if simple and (tail and all(_full_slice(x) for x in tail) or (
+                    isinstance(elts[-1], ast.Constant) and elts[-1].value is Ellipsis)):
+                return e.value
+            return None
+        if not isinstance(e, ast.Call):
+            return None
+        name, receiver, args = self._tensor_call(e)
+        if receiver is None:
+            return None
+        if name in ("float", "bool", "to", "detach", "contiguous", "expand", "expand_as", "type_as", "half",
+                    "double", "int", "long", "byte"):
+            return receiver
+        at = _int(args[0]) if name == "unsqueeze" and len(args) == 1 else None
+        if at is not None and (at == 0 or at < dim):  # a new dimension in front of the rows
+            return receiver
+        return None
+
     # --- indices -----------------------------------------------------------------
 
     def _select(self, s: ast.AST) -> str | None:
@@ -328,3 +516,26 @@ class Provenance:
         if qn is not None:
             return qn.startswith(_TENSOR_ROOTS) and qn.rsplit(".", 1)[-1] in MASK_PRODUCERS
         return self.ranges.method_receiver(call) is not None and call.func.attr in MASK_PRODUCERS  # type: ignore[union-attr]
+
+
+def _int(e: ast.AST | None) -> int | None:
+    """An integer literal (-1 included), else None."""
+    if isinstance(e, ast.Constant) and type(e.value) is int:
+        return e.value
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
+            and type(e.operand.value) is int:
+        return -e.operand.value
+    return None
+
+
+def _full_slice(e: ast.AST) -> bool:
+    return isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
+
+
+def _softmax_dim(call: ast.Call, method: bool) -> int | None:
+    """The literal ``dim`` of a softmax call (method: first argument; function: second)."""
+    for k in call.keywords:
+        if k.arg == "dim":
+            return _int(k.value)
+    pos = 0 if method else 1
+    return _int(call.args[pos]) if len(call.args) > pos else None

@@ -131,7 +131,7 @@ class SiteFinder:
             if why is None:
                 return
         elif region.allows_neg_inf_operand:
-            why = self.provenance.may_hold_neg_inf(operand)
+            why = self.provenance.softmax_row_risk(operand, node)
             if why is None:
                 return
         span = self.lines.span(node)
