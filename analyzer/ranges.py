@@ -691,6 +691,10 @@ class RangeAnalysis:
                 r = pow_interval(a, b.lo)
                 if r is not None:
                     return self._iv(r[0], r[1], why, ptype)
+            if a.lo > 0 and b.lo > -INF and b.hi < INF:
+                # x ** e is monotone in x and in e separately (x > 0): the box's corners bound it
+                lo, hi = _corners([_safe(math.pow, x, e, default=INF) for x in (a.lo, a.hi) for e in (b.lo, b.hi)])
+                return self._iv(lo, hi, why, ptype)
             if a.lo >= 1 and b.lo >= 0:
                 return self._iv(1.0, INF, why, ptype)
             if a.lo > 0:
@@ -1297,8 +1301,8 @@ class CallSite:
 
 
 def _data(c: CallSite) -> Fact | None:
-    """t.new_tensor(data), the method twin of torch.tensor(data): the data's range."""
-    data = c.arg(0, "data")
+    """t.new_tensor(data) and torch.scalar_tensor(s), twins of torch.tensor(data): the data's range."""
+    data = c.arg(0, "data") if c.method else c.input_expr()
     if data is None:
         return None
     f = c.ranges.fact(data)
@@ -1340,7 +1344,7 @@ def _sum(c: CallSite) -> Fact | None:
 
 
 TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
-    "new_tensor": _data,
+    **dict.fromkeys(("new_tensor", "scalar_tensor"), _data),
     **dict.fromkeys(("max", "min", "maximum", "minimum", "fmax", "fmin"), _extreme),
     **dict.fromkeys(("sum", "cumsum"), _sum),
 }

@@ -39,7 +39,7 @@ as for the other guards; a truthy container is not empty.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterator
 
 from grist_lsp.analyzer.dataflow import DataFlow, Def, _terminates
@@ -72,6 +72,8 @@ class _Fact:
     dims: frozenset[int | str]
     anchor: ast.AST
     words: str
+    # evaluated right before the use, though written after it (the test of `a if test else b`)
+    adjacent: bool = False
 
 
 def _int_literal(e: ast.AST) -> int | None:
@@ -176,7 +178,8 @@ class SizeProofs:
                 if isinstance(parent, _SCOPES):
                     return
             elif isinstance(parent, ast.IfExp) and node is not parent.test:
-                yield from self._cond_facts(parent.test, node is parent.body, parent.test)
+                for fact in self._cond_facts(parent.test, node is parent.body, parent.test):
+                    yield replace(fact, adjacent=True)
             elif isinstance(parent, ast.BoolOp):
                 i = parent.values.index(node) if node in parent.values else 0
                 for prior in parent.values[:i]:
@@ -252,17 +255,21 @@ class SizeProofs:
                 dims.add(i - len(after))
         return frozenset(dims)
 
-    def _cond_facts(self, cond: ast.AST, truth: bool, anchor: ast.AST) -> Iterator[_Fact]:
+    def _cond_facts(self, cond: ast.AST, truth: bool, anchor: ast.AST, words: str = "") -> Iterator[_Fact]:
         """Size facts that hold where ``cond`` evaluated to ``truth``."""
+        words = words or f"guarded by {_words(cond)}"
         if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
-            yield from self._cond_facts(cond.operand, not truth, anchor)
+            yield from self._cond_facts(cond.operand, not truth, anchor, words)
             return
         if isinstance(cond, ast.BoolOp):
             if isinstance(cond.op, ast.And) == truth:  # all parts hold (and: true; or: false)
                 for v in cond.values:
-                    yield from self._cond_facts(v, truth, anchor)
+                    yield from self._cond_facts(v, truth, anchor, words)
             return
-        words = f"guarded by {_words(cond)}"
+        bare = self.size_use(cond)
+        if bare is not None and truth:  # `len(xs) and ...`: a size that is truthy is not 0
+            yield _Fact(bare.base, frozenset({ALL, 0}) if bare.dim == ALL else frozenset({bare.dim}), anchor, words)
+            return
         if isinstance(cond, ast.Name) and truth:
             yield _Fact(cond, frozenset({0, ALL}), anchor, words)  # truthy: non-empty (a tensor: one element)
             return
@@ -303,6 +310,8 @@ class SizeProofs:
         at_fact, at_use = self._underlying(fact.base), self._underlying(use.base)
         if not at_use or at_fact != at_use:
             return False
+        if fact.adjacent:
+            return True  # nothing runs between the test and its branch
         start, end = _pos(fact.anchor, end=True), _pos(use.base)
         if not start < end:
             return False
