@@ -73,6 +73,11 @@ def _directive(comment: str) -> tuple[frozenset[str] | None, str] | None:
     return codes, reason
 
 
+def is_directive(comment: str) -> bool:
+    """Whether a comment token holds a `grist: ignore` directive."""
+    return _directive(comment) is not None
+
+
 def comment_tokens(text: str) -> list[tokenize.TokenInfo]:
     """The comment tokens of ``text``; a file that does not tokenize to the end gives those before the error."""
     found: list[tokenize.TokenInfo] = []

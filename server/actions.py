@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from grist_lsp.model import Fix, Span, Status, Verdict
 from grist_lsp.server.diagnostics import Published, split_lines, to_position
-from grist_lsp.suppressions import comment_tokens, extend_comment, find_suppressions, finding_code, new_comment
+from grist_lsp.suppressions import comment_tokens, extend_comment, finding_code, is_directive, new_comment
 
 RECHECK = "grist.recheck"
 CREATE_REPRODUCER = "grist.createReproducer"
@@ -88,9 +88,8 @@ def ignore_edit(verdict: Verdict, text: str, lines: list[str], encoding: str) ->
     code = finding_code(verdict)
     span = verdict.site.span
     line = span.end_line if span.end_line != span.start_line and _open_at_end(text, span.start_line) else span.start_line
-    existing = next((s for s in find_suppressions(text) if s.line == line), None)
-    if existing is not None:
-        comment = next(t for t in comment_tokens(text) if t.start == (line, existing.col))
+    comment = next((t for t in comment_tokens(text) if t.start[0] == line and is_directive(t.string)), None)
+    if comment is not None:
         replaced = Span(line, comment.start[1], line, comment.end[1])
         return types.TextEdit(range=to_range_exact(lines, replaced, encoding),
                               new_text=extend_comment(comment.string, [code]))
@@ -172,11 +171,13 @@ def code_actions(
 
 # --- reproducer files --------------------------------------------------------
 
-def reproducer_folder(document_path: str, root: str | None) -> Path:
-    """Where reproducer tests go: the workspace's ``tests/`` if it has one, else beside the file."""
-    if root is not None and (Path(root) / "tests").is_dir():
-        return Path(root) / "tests"
-    return Path(document_path).parent
+def reproducer_folder(document_path: str, root: str | None, directory: str) -> Path:
+    """Where reproducer tests go: ``grist.reproducerDir`` (relative to the workspace folder, else
+    to the file's folder when it is outside every workspace folder; ``~`` expanded)."""
+    chosen = Path(directory).expanduser()
+    if chosen.is_absolute():
+        return chosen
+    return Path(root or str(Path(document_path).parent)) / chosen
 
 
 def free_name(folder: Path, filename: str, exists: Callable[[Path], bool]) -> Path:

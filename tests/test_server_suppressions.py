@@ -109,3 +109,20 @@ async def test_server_honours_per_file_ignores_and_the_baseline(client: Language
     (tmp_path / "scripts").mkdir()
     script = open_file(client, tmp_path / "scripts" / "run.py", "def g(a, b):\n    return a / b\n")
     assert await _diagnostics(client, script) == []
+
+
+async def test_ignore_comment_goes_where_a_comment_can_stand() -> None:
+    """A site whose first line ends inside a string gets the comment on its last line (both lines count)."""
+    from grist_lsp.analyzer.analysis import analyze_source
+    from grist_lsp.server.actions import ignore_edit
+    from grist_lsp.server.diagnostics import split_lines
+    from grist_lsp.suppressions import RuleSelection, silence
+
+    source = 'import torch\n\n\ndef f(x):\n    return torch.log(x + len("""a\nb"""))\n'
+    (verdict,) = [v for v in analyze_source("/w/m.py", source) if v.site.kind == "log"]
+    assert (verdict.site.span.start_line, verdict.site.span.end_line) == (5, 6)
+    edit = ignore_edit(verdict, source, split_lines(source), "utf-16")
+    assert edit.range.start.line == 5  # 0-based: the site's last line
+    fixed = _apply(source, edit)
+    assert fixed.split("\n")[5] == 'b"""))  # grist: ignore[GRIST101]'
+    assert silence([verdict], fixed, "m.py", RuleSelection()).kept == []
