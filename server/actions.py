@@ -88,7 +88,7 @@ def ignore_edit(verdict: Verdict, text: str, lines: list[str], encoding: str) ->
     code = finding_code(verdict)
     span = verdict.site.span
     line = span.end_line if span.end_line != span.start_line and _open_at_end(text, span.start_line) else span.start_line
-    comment = next((t for t in comment_tokens(text) if t.start[0] == line and is_directive(t.string)), None)
+    comment = next((t for t in comment_tokens(text, last_line=line) if t.start[0] == line and is_directive(t.string)), None)
     if comment is not None:
         replaced = Span(line, comment.start[1], line, comment.end[1])
         return types.TextEdit(range=to_range_exact(lines, replaced, encoding),
