@@ -44,6 +44,8 @@ class Prepared:
 
 @dataclass(frozen=True)
 class Policy:
+    """A project's suppressions, baseline and `max-input-scale`, decided once per run (or per file in the server)."""
+
     root: Path  # baseline and per-file-ignores paths are relative to it
     rules: RuleSelection = RuleSelection()
     baseline: Baseline | None = None
