@@ -182,11 +182,15 @@ class ReproducerFiles:
     payloads: dict[str, bytes]
 
 
-def reproducer(site: Site, witness: Witness, directory: str) -> ReproducerFiles:
-    """Render (not write) the reproducer for a file that will live in ``directory``."""
-    from grist_lsp.dynamic.reproducer import render_reproducer
+def reproducer(site: Site, witness: Witness, directory: str, taken: Callable[[Path], bool]) -> ReproducerFiles:
+    """Render (not write) the reproducer for a file that will live in ``directory``, under the
+    first of ``test_grist_...py``, ``..._2.py`` ... that ``taken`` says is free (its payloads
+    are named after it, so they never overwrite another test's)."""
+    from grist_lsp.dynamic.reproducer import render_reproducer, reproducer_filename
+    from grist_lsp.server.actions import free_name
 
-    rendered = render_reproducer(site, witness, directory)
+    target = free_name(Path(directory), reproducer_filename(site), exists=taken)
+    rendered = render_reproducer(site, witness, directory, target.name)
     return ReproducerFiles(filename=rendered.filename, source=rendered.source, payloads=dict(rendered.payloads))
 
 

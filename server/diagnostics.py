@@ -7,18 +7,22 @@ function of (verdicts, text, settings) so it is tested without a server.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from lsprotocol.converters import get_converter
 
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.model import Span, Status, TensorValue, Verdict, Witness, to_json
 from grist_lsp.server.settings import Settings
 
 SOURCE = "grist"
+types_converter = get_converter()  # lsprotocol's (stateless) JSON converter, for result ids
 DOCS_URL = "https://github.com/grist-lsp/grist-lsp/blob/main/README.md"
 
 
@@ -120,8 +124,8 @@ def describe_tensor(value: TensorValue | None, limit: int = 80) -> str:
     parts = [f"shape {list(value.shape)}"]
     if value.summary:
         parts.append(", ".join(f"{k} {_number(v)}" for k, v in value.summary.items()))
-    if value.file:
-        parts.append(f"in {value.file}")
+    # value.file (a payload in grist's cache) is never named here: the input's name says which
+    # tensor it is, and "Create reproducer test" writes it out beside the test.
     return f"tensor({'; '.join(parts)})"
 
 
@@ -294,7 +298,7 @@ def to_diagnostic(
         ]
         location = entry_location(verdict.witness, document_path, root)
         if location is not None:
-            related.append(types.DiagnosticRelatedInformation(location=location, message=f"entered via {verdict.witness.entry}"))
+            related.append(types.DiagnosticRelatedInformation(location=location, message=f"entered via {_short_entry(verdict.witness.entry)}"))
         related = related or None
     return types.Diagnostic(
         range=to_range(lines, verdict.site.span, encoding),
@@ -306,6 +310,14 @@ def to_diagnostic(
         related_information=related,
         data={"key": verdict.site.key, "status": verdict.status.value, "verdict": to_json(verdict)},
     )
+
+
+def result_id(text_hash: str, published: list[Published]) -> str:
+    """A pull result id: equal exactly when the same text gets the same diagnostics."""
+    digest = hashlib.sha256(text_hash.encode())
+    for p in published:
+        digest.update(json.dumps(types_converter.unstructure(p.diagnostic), sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:32]
 
 
 def build(

@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import functools
 import hashlib
+import os
 import queue
 import threading
 from collections import OrderedDict
@@ -147,6 +148,17 @@ def carry_over(static: list[Verdict], previous: list[Verdict]) -> list[Verdict]:
     return out
 
 
+def run_summary(path: str, static: list[Verdict], verdicts: list[Verdict], seconds: float) -> str:
+    """The one log line of a finished engine run: file, sites checked, confirmed, seconds."""
+    checked = sum(v.status is Status.POSSIBLE for v in static)
+    confirmed = sum(v.status is Status.CONFIRMED for v in verdicts)
+    errors = [v for v in verdicts if v.status is Status.ERROR]
+    line = f"checked {path}: {checked} site{'s' * (checked != 1)}, {confirmed} confirmed, {seconds:.1f} s"
+    if errors:
+        line += f"; could not run: {errors[0].message or errors[0].reason}"
+    return line
+
+
 def text_hash(path: str, text: str) -> str:
     return hashlib.sha256(f"{path}\0{text}".encode("utf-8", errors="surrogatepass")).hexdigest()
 
@@ -234,6 +246,18 @@ class Scheduler:
         if task is not None and not task.done():
             return  # the running task re-reads the latest text before it finishes
         self._static_tasks[uri] = asyncio.ensure_future(self._static(uri))
+
+    async def static_ready(self, uri: str) -> None:
+        """Wait until the static verdicts of the current text of ``uri`` exist (a pull waits here)."""
+        while True:
+            snap = self.server.snapshot(uri)
+            if snap is None or snap.hash in self.static_results:
+                return
+            task = self._static_tasks.get(uri)
+            if task is None or task.done():
+                self.kick_static(uri)
+                task = self._static_tasks[uri]
+            await asyncio.wait({task})
 
     async def _static(self, uri: str) -> None:
         loop = asyncio.get_running_loop()
@@ -329,6 +353,7 @@ class Scheduler:
                 name = snap.path.rsplit("/", 1)[-1]
                 progress = await self.server.begin_progress(f"GRIST: running {name}", run.cancel)
                 outcome = "cancelled"
+                started = loop.time()
                 try:
                     verdicts = await self._wait(
                         loop.run_in_executor(
@@ -343,6 +368,8 @@ class Scheduler:
                     self.remember(run, verdicts)
                     self.server.publish(run.uri)
                     outcome = "done"
+                    shown = os.path.relpath(snap.path, snap.root) if snap.root else snap.path
+                    self.server.log(run_summary(shown, static or [], verdicts, loop.time() - started))
                     if core.needs_fixes(verdicts) and core.fixes_available():
                         progress.report_threadsafe("re-checking the fixes", 1.0)
                         fixed = await self._wait(

@@ -11,6 +11,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import logging
 import os
 import signal
 import sys
@@ -84,6 +85,11 @@ class GristServer(LanguageServer):
         self.scheduler = Scheduler(self)
         self.shutdown_requested = False
         self._logging = False
+        # Pull model (LSP 3.17): the client asks with textDocument/diagnostic and is told to ask
+        # again (workspace/diagnostic/refresh) when an engine run lands; else we push.
+        self.pull_diagnostics = False
+        self.served: dict[str, str] = {}  # uri -> result id the client last pulled
+        self._refresh_scheduled = False
 
     # --- client capabilities ---------------------------------------------------
 
@@ -125,20 +131,65 @@ class GristServer(LanguageServer):
         """Never run the user's code unless every switch says yes."""
         return snap.can_run and self.settings.dynamic_allowed(self.client_trusted)
 
-    def publish(self, uri: str) -> None:
+    def current_diagnostics(self, uri: str) -> tuple[Snapshot, list[diagnostics.Published]] | None:
+        """The diagnostics of the current text of ``uri`` (remembered for code actions), or None
+        while its static pass has not finished."""
         snap = self.snapshot(uri)
         if snap is None:
-            return
+            return None
         verdicts = self.scheduler.verdicts_for(snap)
         if verdicts is None:
-            return  # the static pass of this text has not finished: keep what is shown
+            return None
         published = diagnostics.build(
             verdicts, snap.text, self.encoding, self.settings, document_path=snap.path, root=snap.root
         )
         self.published[uri] = (snap.version, snap.hash, published)
+        return snap, published
+
+    def publish(self, uri: str) -> None:
+        """New results for ``uri``: push them, or (pull model) ask the client to pull again."""
+        current = self.current_diagnostics(uri)
+        if current is None:
+            return  # the static pass of this text has not finished: keep what is shown
+        snap, published = current
+        if self.pull_diagnostics:
+            if self.served.get(uri) != diagnostics.result_id(snap.hash, published):
+                self.request_refresh()
+            return
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=[p.diagnostic for p in published], version=snap.version)
         )
+
+    def request_refresh(self) -> None:
+        """``workspace/diagnostic/refresh``, once for a burst of results (it re-pulls every open file)."""
+        if self._refresh_scheduled or not self._capability("workspace.diagnostics.refresh_support"):
+            return
+        self._refresh_scheduled = True
+
+        async def refresh() -> None:
+            self._refresh_scheduled = False
+            try:
+                await asyncio.wait_for(self.workspace_diagnostic_refresh_async(None), CLIENT_REQUEST_TIMEOUT)
+            except Exception as exc:
+                self.log(f"workspace/diagnostic/refresh failed ({exc}); diagnostics update on the next edit",
+                         types.MessageType.Warning)
+
+        asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(refresh()))
+
+    async def pull(self, uri: str, previous_result_id: str | None) -> types.DocumentDiagnosticReport:
+        """Answer ``textDocument/diagnostic``: the current diagnostics, waiting for the static pass."""
+        current = None
+        while self.snapshot(uri) is not None and current is None:
+            await self.scheduler.static_ready(uri)
+            current = self.current_diagnostics(uri)
+        if current is None:  # not open (or closed meanwhile): nothing to say about it
+            return types.RelatedFullDocumentDiagnosticReport(items=[])
+        snap, published = current
+        result_id = diagnostics.result_id(snap.hash, published)
+        self.served[uri] = result_id
+        if previous_result_id == result_id:
+            return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(items=[p.diagnostic for p in published], result_id=result_id)
 
     def find_verdict(self, uri: str, key: str) -> Verdict | None:
         """The verdict with site ``key`` as published for the current text of ``uri``."""
@@ -290,6 +341,7 @@ def create_server() -> GristServer:
         # Fail closed: should reading the options go wrong, no code runs.
         ls.client_trusted = False
         ls.scheduler.warm_up()
+        ls.pull_diagnostics = ls._capability("text_document.diagnostic") is not None
         options = params.initialization_options
         trusted = client_trust(options)
         ls.client_trusted = True if trusted is None else trusted
@@ -345,7 +397,17 @@ def create_server() -> GristServer:
         ls.scheduler.close(uri)
         ls.open_uris.discard(uri)
         ls.published.pop(uri, None)
-        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        ls.served.pop(uri, None)
+        if not ls.pull_diagnostics:  # a pulling client drops a closed file's diagnostics itself
+            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(identifier="grist", inter_file_dependencies=False, workspace_diagnostics=False),
+    )
+    @guarded
+    async def document_diagnostic(ls: GristServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+        return await ls.pull(params.text_document.uri, params.previous_result_id)
 
     @server.feature(
         types.TEXT_DOCUMENT_CODE_ACTION,
@@ -445,9 +507,9 @@ def create_server() -> GristServer:
 async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -> dict[str, Any] | None:
     loop = asyncio.get_running_loop()
     assert verdict.witness is not None
-    folder = actions.reproducer_folder(snap.path, snap.root)
-    files = await loop.run_in_executor(None, core.reproducer, verdict.site, verdict.witness, str(folder))
-    target = actions.free_name(folder, files.filename, exists=Path.exists)
+    folder = actions.reproducer_folder(snap.path, snap.root, ls.settings.reproducer_dir)
+    files = await loop.run_in_executor(None, core.reproducer, verdict.site, verdict.witness, str(folder), Path.exists)
+    target = folder / files.filename
     source = actions.payload_notice(sorted(files.payloads)) + files.source
 
     def write_payloads() -> None:
@@ -477,7 +539,15 @@ async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -
         await loop.run_in_executor(None, lambda: (target.parent.mkdir(parents=True, exist_ok=True), target.write_text(source, encoding="utf-8")))
     if ls._capability("window.show_document.support"):
         await ls.window_show_document_async(types.ShowDocumentParams(uri=target_uri, take_focus=True))
+    shown = os.path.relpath(target, snap.root) if snap.root else str(target)
+    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=reproducer_message(shown)))
     return {"uri": target_uri}
+
+
+def reproducer_message(shown: str) -> str:
+    """What the user reads once a reproducer exists: how to run it, and how to get pytest."""
+    return (f"GRIST: created {shown}. Run it with `python -m pytest {shown}` (it fails while the bug is there, "
+            "and errors if the program no longer runs to that line); if pytest is missing: `pip install pytest`.")
 
 
 def _child_pids() -> list[int]:
@@ -524,8 +594,21 @@ def leave(server: GristServer) -> None:
     os._exit(0 if server.shutdown_requested else 1)
 
 
+class _QuietCancelRace(logging.Filter):
+    """pygls warns when a $/cancelRequest names a request it has already answered. Editors cancel
+    pulls and hovers all the time, so that race is normal: keep it at debug level, off the
+    editor's output (where stderr lands) unless someone asks for debug logging."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and str(record.msg).startswith("Cancel notification for unknown message id"):
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+            return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
+        return True
+
+
 def main() -> None:
     """Serve LSP on stdin/stdout until the client says exit (or goes away)."""
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_QuietCancelRace())
     server = create_server()
     try:
         server.start_io()

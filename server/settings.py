@@ -32,6 +32,7 @@ class Settings:
     trusted: bool = True  # grist.trusted; can only take trust away, never grant it
     debounce: float = 1.0  # grist.dynamic.debounce: seconds of quiet before a run
     timeout: float | None = None  # grist.dynamic.timeout: seconds for the program to reach its sites (engine default)
+    reproducer_dir: str = "tests/grist"  # grist.reproducerDir: where "Create reproducer test" writes, from the workspace root
 
     def dynamic_allowed(self, client_trusts_workspace: bool) -> bool:
         """Whether the user's code may run: enabled, and trusted by both client and setting."""
@@ -69,6 +70,13 @@ def _as_entries(v: Any) -> tuple[str, ...]:
     return tuple(str(e) for e in v if str(e).strip())
 
 
+def _as_folder(v: Any) -> str:
+    folder = str(v).strip()
+    if not folder:
+        raise ValueError("grist.reproducerDir is empty")  # keeps the previous folder
+    return folder
+
+
 _FLAT: dict[str, tuple[str, Any]] = {
     "enable": ("enable", _as_bool),
     "dynamic.enable": ("dynamic_enable", _as_bool),
@@ -79,6 +87,7 @@ _FLAT: dict[str, tuple[str, Any]] = {
     "showPossible": ("show_possible", _as_bool),
     "showSafe": ("show_safe", _as_bool),
     "trusted": ("trusted", _as_bool),
+    "reproducerDir": ("reproducer_dir", _as_folder),
 }
 
 

@@ -97,7 +97,7 @@ def test_confirmed_message_names_input_operand_and_result() -> None:
 
 def test_large_tensors_are_summarised() -> None:
     big = TensorValue(shape=[64, 64], dtype="float32", values=None, summary={"min": -3.0, "max": 4.5}, file="x.pt")
-    assert diagnostics.describe_tensor(big) == "tensor(shape [64, 64]; min -3, max 4.5; in x.pt)"
+    assert diagnostics.describe_tensor(big) == "tensor(shape [64, 64]; min -3, max 4.5)"  # no cache path
 
 
 def test_diagnostic_carries_code_docs_data_and_entry_location(tmp_path: Path) -> None:
@@ -186,9 +186,9 @@ def test_actions_filter_by_range_and_kind() -> None:
 
 
 def test_reproducer_edit_creates_then_fills_the_file(tmp_path: Path) -> None:
-    (tmp_path / "tests").mkdir()
-    folder = actions.reproducer_folder(str(tmp_path / "m.py"), str(tmp_path))
-    assert folder == tmp_path / "tests"
+    folder = actions.reproducer_folder(str(tmp_path / "m.py"), str(tmp_path), "tests/grist")
+    assert folder == tmp_path / "tests" / "grist"
+    folder.mkdir(parents=True)
     (folder / "test_x.py").write_text("", encoding="utf-8")
     target = actions.free_name(folder, "test_x.py", exists=Path.exists)
     assert target == folder / "test_x_2.py"
