@@ -175,6 +175,47 @@ def w_tanh(m):
     m.replay_log_prob(pi, torch.randn(1, 5), T([[1.0, 0.0]]))
 
 
+# Issue 10's static-precision twins (their *_safe.py programs must stay silent).
+# The same inputs run on each fixed twin too: nothing may fire there.
+def w_weighted_pool(m):
+    pool = m.WeightedPool()
+    with torch.no_grad():
+        pool.score.weight.zero_()
+        pool.score.bias.fill_(-1.0)  # every score negative: every ReLU weight 0
+    pool(torch.randn(1, 3, 16))
+    m.normalise_rows(torch.zeros(1, 4))
+
+
+def w_learned_focal(m):
+    crit = m.LearnedFocalLoss()
+    with torch.no_grad():
+        for p in crit.parameters():
+            p.fill_(-0.5)  # an update took gamma (or its raw value) below 0
+    crit(T([[30.0]]), T([[1.0]]))  # sigmoid(30) rounds to 1: 0 ** -0.5 where gamma is raw
+
+
+def w_sharpen(m):
+    if "temperature" in m.sharpen.__code__.co_varnames[:2]:
+        m.sharpen(T([[0.0, 1.0]]), T(0.0))  # 1 / 0
+        m.sharpen(T([[0.0, -200.0]]), T(-0.5))  # softmax 0 raised to -2
+        m.sharpen(T([[0.0, 1.0]]), T(0.001))  # both terms ** 1000 underflow: 0 / 0
+    else:  # the fixed twin takes only the temperatures its callers configure
+        m.sharpened_targets(T([[0.0, -200.0, 200.0]]))
+
+
+def w_centroids(m):
+    m.class_centroids(torch.randn(4, 2), T([0, 0, 1, 1]))  # class 2 absent
+    m.robust_average([T(20.0), T(30.0)])  # every loss above the cap
+    if hasattr(m, "support_prototype"):
+        m.support_prototype(torch.randn(1, 3))
+
+
+def w_renorm_attn(m):
+    m.renormalise(torch.randn(1, 3), torch.zeros(1, 3))  # every token dropped
+    if hasattr(m, "smoothed_targets"):
+        m.smoothed_targets(T([[0.0, -500.0]]))
+
+
 WITNESSES = {
     _ex("mnist_classifier.py"): w_mnist,
     _ex("vae.py"): w_vae,
@@ -198,6 +239,14 @@ WITNESSES = {
     _pr("ranking_loss.py"): w_ranking,
     _pr("rmsnorm.py"): w_rmsnorm,
     _pr("tanh_policy.py"): w_tanh,
+    _pr("weighted_pool.py"): w_weighted_pool,
+    _pr("learned_focal.py"): w_learned_focal,
+    _pr("sharpen.py"): w_sharpen,
+    _pr("class_centroids.py"): w_centroids,
+    _pr("renormalised_attention.py"): w_renorm_attn,
+    **{_pr(f"{name}_safe.py"): w for name, w in (
+        ("weighted_pool", w_weighted_pool), ("learned_focal", w_learned_focal), ("sharpen", w_sharpen),
+        ("class_centroids", w_centroids), ("renormalised_attention", w_renorm_attn))},
 }
 
 # Scripts whose training loop runs at module level: the witness is the same
