@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, TextIO
 
+from grist_lsp.analyzer.programs import has_training_loop
 from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
@@ -371,6 +372,10 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
         return list(verdicts)
     sites = [v.site for v in verdicts if v.site.op]
     jobs = max(1, min(int(options.jobs or 1), len(targets)))
+    if has_training_loop(text):
+        # One training run watches every site (``training.py``): splitting the sites over
+        # workers would train the same program once per worker.
+        jobs = 1
     groups = [targets[i::jobs] for i in range(jobs)]
     total = len(targets)
     done_count = [0]

@@ -34,6 +34,7 @@ from typing import Any, Callable
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from grist_lsp.analyzer.programs import has_training_loop
 from grist_lsp.model import is_factory_key
 
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
@@ -149,6 +150,21 @@ class Program:
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
         """(callable, [(name, value, is_keyword)]) for this run; tensor values are inputs."""
         raise NotImplementedError
+
+    def trains(self) -> bool:
+        """Whether one of the program's own files (the script, the test, the entry) has a
+        training loop: GRIST's own setting (``training.py``)."""
+        for path in self.user_files:
+            text = self.texts.get(path)
+            if text is None:
+                try:
+                    with open(path, encoding="utf-8") as f:
+                        text = f.read()
+                except (OSError, UnicodeDecodeError):
+                    continue
+            if has_training_loop(text):
+                return True
+        return False
 
     def produce_only(self, fn: Callable[[], Any]) -> Any:
         """Run ``fn`` (imports, model construction) under a tracer that only notes what it makes.

@@ -471,13 +471,15 @@ class Tracer(TorchFunctionMode):
                     return s
         return best
 
-    def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
+    def _site_at(self, op: Op) -> tuple[Site | None, tuple[int, int, int, int] | None]:
+        """The watched Site this call of ``op`` is, by the position of its frame in the target file."""
         frame = self._frame_in((self.cfg.target_file,))
         pos = self.positions.position(frame) if frame is not None else None
-        site = self._match(op, pos)
-        if site is None or site.key in self.reached:
-            return func(*args, **kwargs)
-        is_target = site.key == self._target_key
+        return self._match(op, pos), pos
+
+    def _evaluate(self, site: Site, func: Any, op: Op, args: tuple, kwargs: dict,
+                  pos: tuple[int, int, int, int] | None, with_distance: bool) -> tuple[Any, SiteOutcome]:
+        """Call the op and judge this evaluation of ``site``; the objective is attached when asked."""
         # Everything about the operands is taken before the call: in-place forms (log_, /=)
         # overwrite them with the result.
         operand, kw, idx = get_argument(op, args, kwargs, op.operand_index, op.operand_keyword)
@@ -490,7 +492,7 @@ class Tracer(TorchFunctionMode):
         is_tensor = isinstance(operand, torch.Tensor)
         snap = operand.detach().clone() if is_tensor else None
         dist = None
-        if is_target and is_tensor and not upstream:
+        if with_distance and is_tensor and not upstream:
             try:
                 # On a clone, so that an in-place op cannot invalidate what backward needs.
                 dist = region.distance(operand.clone(), str(operand.dtype))
@@ -499,6 +501,14 @@ class Tracer(TorchFunctionMode):
         out = func(*args, **kwargs)
         outcome = self._judge(site, func, args, kwargs, out, snap, kw, idx, upstream, dist)
         outcome.position = pos
+        return out, outcome
+
+    def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
+        site, pos = self._site_at(op)
+        if site is None or site.key in self.reached:
+            return func(*args, **kwargs)
+        is_target = site.key == self._target_key
+        out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
         self.reached[site.key] = outcome
         if is_target:
             raise TargetReached(outcome)

@@ -497,6 +497,36 @@ def _worker_main() -> None:
     channel.flush()
 
 
+TRAINING_STEPS_COMPARED = 20
+
+
+def _loss_watch_class() -> type:
+    """A TorchFunctionMode class made on first use, so that importing this module never imports torch."""
+    from torch.overrides import TorchFunctionMode, resolve_name
+
+    class Enough(BaseException):
+        """Enough training steps seen: the run stops here."""
+
+    class Watch(TorchFunctionMode):
+        """Records the value of each tensor ``backward`` is called on, for ``steps`` calls."""
+
+        def __init__(self, steps: int) -> None:
+            super().__init__()
+            self.steps = steps
+            self.values: list[Any] = []
+
+        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            if resolve_name(func) in ("torch.Tensor.backward", "torch.autograd.backward") and args:
+                self.values.append(args[0].detach().clone())
+            out = func(*args, **(kwargs or {}))
+            if len(self.values) >= self.steps:
+                raise Enough()
+            return out
+
+    Watch.Enough = Enough  # type: ignore[attr-defined]
+    return Watch
+
+
 def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     """Run the witness's entry once on the program's own inputs (no substitution) and save what
     it returns as a flat list of tensors."""
@@ -526,13 +556,23 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     raised = None
     value = None
     printed = io.StringIO()
+    # A training program may loop for ever (``while True`` until the loss is NaN): what it does
+    # on its own inputs is its loss over the first steps, which a fix must leave unchanged.
+    loss_watch = _loss_watch_class()
+    losses = loss_watch(TRAINING_STEPS_COMPARED) if program.trains() else None
     try:
-        with torch.no_grad() if kind == "probe" else contextlib.nullcontext(), contextlib.redirect_stdout(printed):
+        with torch.no_grad() if kind == "probe" else contextlib.nullcontext(), contextlib.redirect_stdout(printed), \
+                losses if losses is not None else contextlib.nullcontext():
             value = call(*args, **kwargs)
+    except loss_watch.Enough:
+        pass
+    except SystemExit as exc:
+        if exc.code not in (None, 0):
+            raised = f"SystemExit({exc.code})"
     except Exception as exc:  # the program's own failure is behaviour to compare
         raised = type(exc).__name__
     flat: list = []
-    _flatten(value, flat)
+    _flatten(losses.values if losses is not None else value, flat)
     torch.save(flat, task["out"])
     # a script's output is what it prints: keep the numbers in it for comparison
     numbers = [float(m) for m in _NUMBER.findall(printed.getvalue())][:MAX_PRINTED_NUMBERS]

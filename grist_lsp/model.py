@@ -121,6 +121,10 @@ class Witness:
     # Parameter moves replay needs: "param#<k>" (k-th parameter in order of first use in the run) -> delta
     # added to it; weights_moved gives the same moves by readable name.
     weight_deltas: dict[str, TensorValue] = field(default_factory=dict)
+    # Training steps the program took before the failing one, when the witness is the state a
+    # training run reached (GRIST's own setting: ``dynamic/training.py``); weight_deltas then
+    # hold the weights as the program's own optimizer left them, minus their values at entry.
+    steps: int | None = None
 
 
 @dataclass(frozen=True)

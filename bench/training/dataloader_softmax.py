@@ -1,0 +1,27 @@
+"""Mini-batches from a TensorDataset and a DataLoader, a linear classifier, log of softmax."""
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+torch.manual_seed(0)
+features = torch.cat([torch.randn(16, 4) + 3, torch.randn(16, 4) - 3])
+labels = torch.cat([torch.zeros(16), torch.ones(16)]).long()
+loader = DataLoader(TensorDataset(features, labels), batch_size=8, shuffle=False)
+
+model = torch.nn.Linear(4, 2)
+optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+
+done = False
+for epoch in range(1_000_000):
+    for xb, yb in loader:
+        probs = F.softmax(model(xb), dim=1)
+        loss = -(F.one_hot(yb, 2) * torch.log(probs)).sum(1).mean()  # expect: confirmed log
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if not torch.isfinite(loss):
+            print(f"non-finite loss {loss.item()} at step {epoch}")
+            done = True
+            break
+    if done:
+        break

@@ -1,0 +1,310 @@
+"""GRIST's own setting: follow a training program's own training and steer its inputs in place.
+
+A training program evaluates its unsafe ops again and again in a loop, and its NaN usually needs
+the state that training reaches (logits beyond ~100 after thousands of SGD steps). Aborting each
+run at the op's first evaluation, as the per-site search does, never reaches that state. Here the
+program runs once, as written:
+
+* every candidate site of the file is watched at every evaluation; the run stops at the first one
+  whose operands are finite and whose output (or local gradient) is not (the same oracle as
+  ``tracing``), or when a value arrives non-finite from upstream (nothing more to learn);
+* the program's own optimizer trains its weights: that state is reachable by definition, so
+  those moves are not bounded, and the witness says after how many steps it was reached;
+* GRIST's piggy-back: at each evaluation of the current target site the objective's gradient
+  (``Region.distance``) is taken w.r.t. the program's inputs (tensors that enter torch from
+  outside, and tensors made trainable that no optimizer updates: free logits), and after the
+  program's own ``backward`` the inputs take a signed step, in place, within their domain (100x
+  the range the program gave them, as the per-site search). Steps are applied only between
+  iterations, so the inputs a failing forward pass used are exactly the witness's;
+* the target is the candidate site closest to its region relative to where it started; a target
+  that stops getting closer is set aside for a while.
+
+The failing state (inputs, and every weight as training left it) is what a replay needs: run the
+program once with those inputs and weights, and the target fails at its first evaluation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+import torch
+
+from grist_lsp.analyzer.catalogue import Op
+from grist_lsp.model import Site
+
+from .tracing import SiteOutcome, TargetReached, Tracer, TracerConfig
+
+STEP_START = 0.01  # first signed step, as a share of an input's bound / 10 (the per-site search's scale)
+STEP_MAX = 0.5
+STEP_MIN = 1e-4
+PATIENCE = 100  # iterations without a new best distance before a target is set aside
+SET_ASIDE = 300  # iterations it stays aside
+_BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
+
+
+class TrainingStopped(BaseException):
+    """Raised inside the program when the run has used its time or steps."""
+
+
+@dataclass
+class TrainingSettings:
+    seconds: float  # wall clock for the whole run
+    max_steps: int = 1_000_000
+    bound_factor: float = 100.0  # inputs stay within this times max(1, max|x|) of the program's own
+
+
+@dataclass
+class Movable:
+    """An input the run steers in place: ``live`` is what the program holds, ``leaf`` what the
+    objective's gradient is taken against (``live`` is its clone, so the graph reaches it)."""
+
+    leaf: torch.Tensor
+    live: torch.Tensor
+    bound: float
+    pending: torch.Tensor | None = None  # sign of the last target gradient, applied after backward
+
+
+@dataclass
+class Progress:
+    """How close one site has come to its invalid region."""
+
+    first: float
+    best: float
+    best_at: int
+    aside_until: int = -1
+
+
+@dataclass
+class TrainingFound:
+    outcome: SiteOutcome
+    inputs: dict[str, torch.Tensor]  # input key -> value in the failing iteration
+    deltas: dict[str, torch.Tensor]  # parameter key -> its value in the failing iteration minus at entry
+    param_names: dict[str, str]
+    steps: int  # training iterations before the failing one
+    seconds: float
+
+
+@dataclass
+class TrainingReport:
+    found: TrainingFound | None
+    steps: int
+    seconds: float
+    note: str
+    error: BaseException | None = None
+    reached: set[str] = field(default_factory=set)
+
+
+class TrainingTracer(Tracer):
+    """The mode of one training run: watches every site at every evaluation and steers inputs."""
+
+    def __init__(self, cfg: TracerConfig, settings: TrainingSettings, targets: set[str]) -> None:
+        super().__init__(cfg)
+        self.settings = settings
+        self.targets = set(targets)
+        self.deadline = time.monotonic() + settings.seconds
+        self.t0 = time.monotonic()
+        self.steps = 0
+        self.inputs: dict[str, Movable] = {}
+        self.initial: dict[str, torch.Tensor] = {}  # parameter key -> value at first sight
+        self.optimised: set[int] = set()  # ids of tensors some optimizer updates
+        self.progress: dict[str, Progress] = {}
+        self.target: str | None = None
+        self.a = STEP_START
+        self.found: TrainingFound | None = None
+        self.stop_note = ""
+
+    # --- inputs and weights -------------------------------------------------------
+
+    def _external_value(self, key: str, original: torch.Tensor) -> torch.Tensor:
+        if self.cfg.record and key not in self.recorded:
+            self.recorded[key] = original.detach().clone()
+        self.used_inputs.append(key)
+        if not torch.is_floating_point(original) or not original.numel() or key in self.inputs:
+            return original
+        leaf = original.detach().clone().requires_grad_(True)
+        live = leaf.clone()
+        bound = self.settings.bound_factor * max(1.0, float(original.detach().abs().max()))
+        self.inputs[key] = Movable(leaf, live, bound)
+        return live
+
+    def _parameter(self, p: torch.Tensor) -> torch.Tensor:
+        known = id(p) in self._params
+        out = super()._parameter(p)
+        if not known:
+            self.initial[self._params[id(p)][1]] = p.detach().clone()
+        return out
+
+    def _free_leaves(self) -> dict[str, torch.Tensor]:
+        """Tensors the program made trainable that no optimizer updates: data (free logits), moved as inputs."""
+        return {key: p for p, key in self._params.values()
+                if id(p) not in self.optimised and not isinstance(p, torch.nn.Parameter)
+                and torch.is_floating_point(p) and p.is_leaf}
+
+    @contextlib.contextmanager
+    def optimizers_noted(self) -> Iterator[None]:
+        """For the run: note every tensor an optimizer is given (those are weights, trained by the program)."""
+        saved = torch.optim.Optimizer.add_param_group
+        tracer = self
+
+        def add_param_group(opt: torch.optim.Optimizer, group: dict[str, Any]) -> None:
+            params = group.get("params")
+            for p in [params] if isinstance(params, torch.Tensor) else list(params or []):
+                tracer.optimised.add(id(p))
+            saved(opt, group)
+
+        torch.optim.Optimizer.add_param_group = add_param_group  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            torch.optim.Optimizer.add_param_group = saved  # type: ignore[method-assign]
+
+    # --- the mode -----------------------------------------------------------------
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = super().__torch_function__(func, types, args, kwargs)
+        if self._name(func) in _BACKWARD:
+            self._after_backward()
+        return out
+
+    def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
+        site, pos = self._site_at(op)
+        if site is None or site.key not in self._watched:
+            return func(*args, **kwargs)
+        steer = site.key in self.targets
+        out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=steer)
+        self.reached.setdefault(site.key, outcome)
+        if outcome.found:
+            if site.key in self.targets:
+                self.found = self._state(outcome)
+                raise TargetReached(outcome)
+            self.stop_note = f"line {site.span.start_line} ({site.op}) failed first, as found before"
+            raise TrainingStopped()
+        if outcome.result == "upstream":
+            self.stop_note = (f"a non-finite value reached line {site.span.start_line} ({site.op}) from an "
+                              "operation that is no candidate site")
+            raise TrainingStopped()
+        if steer and outcome.distance is not None:
+            self._note_distance(site.key, outcome.distance)
+        self._check_limits()
+        return out
+
+    def _note_distance(self, key: str, distance: torch.Tensor) -> None:
+        d = float(distance.detach())
+        if d != d:
+            return
+        p = self.progress.get(key)
+        if p is None:
+            p = self.progress[key] = Progress(d, d, self.steps)
+        elif d < p.best:
+            p.best, p.best_at = d, self.steps
+        if self.target is None or self.target not in self.targets:
+            self.target = key
+        if key != self.target or not distance.requires_grad:
+            return
+        movable = {k: m.leaf for k, m in self.inputs.items()}
+        movable.update(self._free_leaves())
+        if not movable:
+            return
+        keys = list(movable)
+        try:
+            grads = torch.autograd.grad(distance, [movable[k] for k in keys], retain_graph=True, allow_unused=True)
+        except RuntimeError:
+            return
+        for k, g in zip(keys, grads):
+            if g is None or not bool(torch.isfinite(g).all()):
+                continue
+            m = self.inputs.get(k)
+            if m is not None:
+                m.pending = torch.sign(g)
+            else:
+                leaf = movable[k]
+                self.inputs[k] = Movable(leaf, leaf, self.settings.bound_factor
+                                         * max(1.0, float(self.initial.get(k, leaf).abs().max())), torch.sign(g))
+
+    def _after_backward(self) -> None:
+        """An iteration ended: the inputs take their step, the next target is chosen."""
+        self.steps += 1
+        cur = self.progress.get(self.target) if self.target else None
+        improved = cur is not None and cur.best_at == self.steps - 1
+        self.a = min(self.a * 1.2, STEP_MAX) if improved else max(self.a * 0.7, STEP_MIN)
+        with torch.no_grad():
+            for m in self.inputs.values():
+                if m.pending is None:
+                    continue
+                step = self.a * m.bound / 10.0
+                # ``.data``: the program's saved tensors keep their version, so its backward still runs.
+                m.live.data.sub_(step * m.pending).clamp_(-m.bound, m.bound)
+                m.pending = None
+        self._choose_target()
+        self._check_limits()
+
+    def _choose_target(self) -> None:
+        best_key, best_ratio = None, float("inf")
+        for key, p in self.progress.items():
+            if key not in self.targets or p.aside_until > self.steps:
+                continue
+            if self.steps - p.best_at > PATIENCE and key == self.target:
+                p.aside_until, p.best_at = self.steps + SET_ASIDE, self.steps
+                continue
+            ratio = p.best / p.first if p.first > 0 else p.best
+            if ratio < best_ratio:
+                best_key, best_ratio = key, ratio
+        if best_key is not None and best_key != self.target:
+            self.target, self.a = best_key, STEP_START
+
+    def _check_limits(self) -> None:
+        if self.steps >= self.settings.max_steps:
+            self.stop_note = f"stopped after {self.steps} training steps (the cap)"
+            raise TrainingStopped()
+        if time.monotonic() > self.deadline:
+            self.stop_note = f"stopped after {self.steps} training steps ({self.settings.seconds:.1f} s)"
+            raise TrainingStopped()
+
+    def _state(self, outcome: SiteOutcome) -> TrainingFound:
+        """The failing iteration's inputs and weights."""
+        inputs = {k: m.live.detach().clone() for k, m in self.inputs.items() if k not in self.initial}
+        deltas = {}
+        for p, key in self._params.values():
+            if key in self.initial and torch.is_floating_point(p):
+                d = p.detach() - self.initial[key]
+                if bool(d.ne(0).any()):
+                    deltas[key] = d.clone()
+        return TrainingFound(outcome, inputs, deltas, dict(self.param_names), self.steps,
+                             time.monotonic() - self.t0)
+
+
+def train_search(program: Any, sites: list[Site], targets: set[str], settings: TrainingSettings) -> TrainingReport:
+    """One run of ``program`` in GRIST's training mode (see the module docstring)."""
+    from .entries import seed_everything
+
+    seed_everything(program.seed)
+    cfg = program.tracer_config(sites=sites, record=True)
+    tracer = TrainingTracer(cfg, settings, targets)
+    t0 = time.monotonic()
+    error: BaseException | None = None
+    try:
+        call, named = program.produce_only(program.prepare)
+        args = [v for _, v, kw in named if not kw]
+        kwargs = {n: v for n, v, kw in named if kw}
+        with tracer, tracer.parameters_noted(), tracer.optimizers_noted():
+            call(*args, **kwargs)
+    except TargetReached:
+        pass
+    except TrainingStopped:
+        pass
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            error = e
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # the program failed: the per-site search will say what happened
+        error = e
+    seconds = time.monotonic() - t0
+    if tracer.found is not None:
+        return TrainingReport(tracer.found, tracer.steps, seconds, "training run", None, set(tracer.reached))
+    note = tracer.stop_note or (f"the program ended after {tracer.steps} training steps" if error is None
+                                else f"the program raised {type(error).__name__} after {tracer.steps} training steps")
+    return TrainingReport(None, tracer.steps, seconds, note, error, set(tracer.reached))
