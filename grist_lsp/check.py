@@ -1,8 +1,9 @@
 """One orchestration API for the CLI and the language server: `check_paths`.
 
 It resolves settings (CLI options over `[tool.grist]` over defaults), finds the
-files, runs the static pass on each, the dynamic GRIST engine on the files
-with open sites (files in parallel), then attaches fixes and, when asked,
+files, runs the static pass on each, drops the findings the project silenced or
+baselined (`policy.py`), runs the dynamic GRIST engine on the files with open
+sites (files in parallel), refuses witnesses beyond `max-input-scale`, then attaches fixes and, when asked,
 applies or diffs the verified ones. A file that cannot be read, parsed or run
 becomes an `error` verdict; the run goes on with the other files.
 
