@@ -192,6 +192,7 @@ def w_learned_focal(m):
         for p in crit.parameters():
             p.fill_(-0.5)  # an update took gamma (or its raw value) below 0
     crit(T([[30.0]]), T([[1.0]]))  # sigmoid(30) rounds to 1: 0 ** -0.5 where gamma is raw
+    crit(T([[-200.0]]), T([[1.0]]))  # sigmoid(-200) rounds to 0: log(0) where it is not clamped
 
 
 def w_sharpen(m):

@@ -2,7 +2,8 @@
 
 gamma is an unconstrained parameter: once an update takes it below 0, an anchor
 the model gets confidently right (pt rounds to exactly 1) raises 0 to a negative
-power, and the loss is inf.
+power, and the loss is inf. And the log of pt is unguarded: an anchor the model
+gets confidently wrong (pt rounds to exactly 0) gives -inf.
 """
 
 import torch
@@ -17,8 +18,10 @@ class LearnedFocalLoss(nn.Module):
     def forward(self, logits, targets):
         p = torch.sigmoid(logits)
         pt = torch.where(targets > 0.5, p, 1 - p)
-        weight = (1 - pt) ** self.gamma  # expect: confirmed pow
-        return -(weight * torch.log(pt.clamp_min(1e-6))).mean()  # expect: safe log
+        # possible rather than confirmed: it takes an update that moves gamma below 0 while
+        # the base is 0, and the engine's distance for pow steers the base only.
+        weight = (1 - pt) ** self.gamma  # expect: possible pow
+        return -(weight * torch.log(pt)).mean()  # expect: confirmed log
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ class LearnedFocalLoss(nn.Module):
         # |raw| + 1 >= 1 whatever the optimiser does, and 1 - pt >= 0: no negative power of 0.
         gamma = self.raw_gamma.abs() + 1.0
         weight = (1 - pt) ** gamma  # expect: safe pow
+        # pt rounds to exactly 0 on a confidently wrong anchor: the clamp keeps the log finite.
         return -(weight * torch.log(pt.clamp_min(1e-6))).mean()  # expect: safe log
 
 

@@ -12,7 +12,9 @@ import torch
 def sharpen(logits, temperature):
     p = torch.softmax(logits, dim=-1)
     inv_t = 1.0 / temperature  # expect: confirmed div
-    q = p ** inv_t  # expect: confirmed pow
+    # possible rather than confirmed: only a negative temperature, which this script's
+    # callers never pass, raises an underflowed probability to a negative power.
+    q = p ** inv_t  # expect: possible pow
     return q / q.sum(-1, keepdim=True)  # expect: confirmed div
 
 
