@@ -23,3 +23,20 @@ def has_training_loop(text: str) -> bool:
                         and inner.func.attr == "backward":
                     return True
     return False
+
+
+def is_script(text: str) -> bool:
+    """True when the file does something when run: top-level statements beyond definitions."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Constant, ast.Name, ast.Attribute)):
+            continue
+        return True
+    return False

@@ -36,6 +36,7 @@ import re
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -190,20 +191,23 @@ def _one_thread_env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def time_to_nan_on_its_own(path: Path, limit: float) -> tuple[float | None, str]:
-    """Wall seconds from launch until the script prints its non-finite loss line (None: never, within limit)."""
+def time_to_nan_on_its_own(path: Path, limit: float, cwd: Path = REPO) -> tuple[float | None, str]:
+    """Wall seconds from launch until the script prints its non-finite loss line (None: never, within limit).
+
+    A script that prints nothing while it loops is stopped by a timer at ``limit``."""
     t0 = time.monotonic()
     proc = subprocess.Popen([sys.executable, "-u", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=REPO, env=_one_thread_env())
+                            text=True, cwd=cwd, env=_one_thread_env())
+    timer = threading.Timer(limit, proc.kill)
+    timer.start()
     found, line = None, ""
     try:
         for line in proc.stdout:
             if "non-finite loss" in line:
                 found = time.monotonic() - t0
                 break
-            if time.monotonic() - t0 > limit:
-                break
     finally:
+        timer.cancel()
         proc.kill()
         proc.wait()
     return found, line.strip()

@@ -44,6 +44,9 @@ class EngineOptions:
     timeout: float = 30.0
     memory_mb: int = 4096  # address-space limit of a worker (RLIMIT_AS)
     write_reproducers: str | None = None  # folder for pytest reproducers of confirmed bugs
+    # Enter the program only through this file (a test file or a script that imports the checked
+    # module): how a check of that file reports bugs in the modules it runs.
+    via: str | None = None
     sandbox: str = "auto"  # "auto": bubblewrap where it works, else an audit hook; "off": none
     # Whether bubblewrap works, asked once for every child started with these options.
     sandbox_probe: BwrapProbe = field(default_factory=BwrapProbe, repr=False, compare=False)
@@ -117,14 +120,21 @@ def sandbox_of(options: EngineOptions) -> Sandbox:
     return Sandbox(options.sandbox, options.sandbox_probe)
 
 
-def child_confinement(options: EngineOptions, path: str, writable: tuple[str, ...] = ()) -> Confinement | None:
-    """How a child running ``path``'s program is confined (None: sandbox off).
+def _views(options: EngineOptions, path: str | None) -> list[str]:
+    """The folders a program may seem to write (throwaway views): its project and the working folder."""
+    project = options.project_root or (os.path.dirname(os.path.abspath(path)) if path else None)
+    return [p for p in (project, os.getcwd()) if p]
 
-    The program may seem to write its project and the working folder (throwaway views);
-    grist's own cache and ``writable`` (a fix check's output folder) are really written.
-    """
-    project = options.project_root or os.path.dirname(os.path.abspath(path))
-    return sandbox_of(options).confine([project, os.getcwd()], [cache_folder(), *writable])
+
+def child_confinement(options: EngineOptions, path: str, writable: tuple[str, ...] = ()) -> Confinement | None:
+    """How a child running ``path``'s program is confined (None: sandbox off); grist's own cache
+    and ``writable`` (a fix check's output folder) are really written."""
+    return sandbox_of(options).confine(_views(options, path), [cache_folder(), *writable])
+
+
+def sandbox_warning(options: EngineOptions) -> str | None:
+    """One line for the user when the program will not run under the OS sandbox, and why."""
+    return sandbox_of(options).warning(_views(options, None))
 
 
 def _kill(proc: subprocess.Popen) -> None:
@@ -408,7 +418,7 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
         request = {
             "path": path, "text": text, "targets": [to_json(v.site) for v in group],
             "sites": [to_json(s) for s in sites], "budget": options.budget, "seed": options.seed,
-            "entries": list(options.entries or []), "project_root": options.project_root,
+            "entries": list(options.entries or []), "project_root": options.project_root, "via": options.via,
             "record_timeout": options.timeout, "memory_mb": options.memory_mb,
         }
         # Shrinking and start-up cost about one more budget plus a few seconds.
@@ -481,25 +491,27 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
 
 
 def _write_reproducers(verdicts: list[Verdict], directory: str) -> None:
-    try:
-        from grist_lsp.dynamic.reproducer import render_reproducer
-    except ImportError:
-        return
+    from grist_lsp.dynamic.reproducer import render_reproducer, reproducer_filename
+
     os.makedirs(directory, exist_ok=True)
+    taken: set[str] = set()
     for v in verdicts:
         if v.status is not Status.CONFIRMED or v.witness is None:
             continue
+        name = reproducer_filename(v.site)
+        if name in taken:
+            # Two sites of one kind on one line: the column tells their reproducers apart.
+            name = f"{name[:-3]}_col{v.site.span.start_col + 1}.py"
+        taken.add(name)
         try:
-            rep = render_reproducer(v.site, v.witness, directory)
-        except TypeError:
-            rep = render_reproducer(v.site, v.witness)
-        except Exception:
+            rep = render_reproducer(v.site, v.witness, directory, filename=name)
+        except Exception:  # a reproducer we cannot render must not lose the finding
             continue
         target = os.path.join(directory, rep.filename)
         with open(target, "w", encoding="utf-8") as f:
             f.write(rep.source)
-        for name, data in rep.payloads.items():
-            p = os.path.join(directory, name)
+        for payload, data in rep.payloads.items():
+            p = os.path.join(directory, payload)
             with open(p, "wb") as f:
                 f.write(data)
             v.witness.payload = os.path.abspath(p)

@@ -29,12 +29,12 @@ import random
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from grist_lsp.analyzer.programs import has_training_loop
+from grist_lsp.analyzer.programs import has_training_loop, is_script
 from grist_lsp.model import is_factory_key
 
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
@@ -292,6 +292,16 @@ def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple
     return out
 
 
+def _as_main(code: Any, file: str) -> Callable[[], None]:
+    """A body that runs compiled ``code`` as ``python file`` would: ``__main__``, its argv."""
+    def body() -> None:
+        g = {"__name__": "__main__", "__file__": file, "__builtins__": builtins}
+        sys.argv = [file]
+        exec(code, g)
+
+    return body
+
+
 @dataclass
 class ScriptProgram(Program):
     text: str = ""
@@ -300,12 +310,22 @@ class ScriptProgram(Program):
         self.code = compile(self.text, self.target_file, "exec", dont_inherit=True)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
-        def body() -> None:
-            g = {"__name__": "__main__", "__file__": self.target_file, "__builtins__": builtins}
-            sys.argv = [self.target_file]
-            exec(self.code, g)
+        return _as_main(self.code, self.target_file), []
 
-        return body, []
+
+@dataclass
+class RunProgram(Program):
+    """``run:scripts/train.py``: another script of the project, one that imports the target
+    module, run as ``__main__`` (the target module is imported from the checked text)."""
+
+    script_file: str = ""
+
+    def setup(self) -> None:
+        with open(self.script_file, encoding="utf-8") as f:
+            self.code = compile(f.read(), self.script_file, "exec", dont_inherit=True)
+
+    def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
+        return _as_main(self.code, self.script_file), []
 
 
 @dataclass
@@ -415,23 +435,6 @@ def add_import_dirs(path: str, root: str) -> list[str]:
     return added
 
 
-def is_script(text: str) -> bool:
-    """True when the file does something when run: top-level statements beyond definitions."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return False
-    for node in tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-            continue
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, (ast.Constant, ast.Name, ast.Attribute)):
-            continue
-        return True
-    return False
-
-
 def import_runs_loops(text: str) -> bool:
     """True when importing the file would run a top-level loop (a training script without a
     ``__main__`` guard): probing its functions would mean running the whole script again."""
@@ -464,32 +467,68 @@ def _test_files(root: str, limit: int = 300) -> list[str]:
     return found
 
 
-def test_entries(path: str, root: str) -> list[tuple[str, str]]:
-    """(test file, test function) pairs for argument-less tests that import the file's module."""
+def _import_pattern(path: str) -> re.Pattern[str]:
+    """Matches a line that imports the module of ``path`` (``import x.stem``, ``from x.stem import``)."""
     stem = os.path.splitext(os.path.basename(path))[0]
-    pattern = re.compile(rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b[\w.]*\s+import|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M)
-    out = []
+    return re.compile(rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b[\w.]*\s+import|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M)
+
+
+def _importers(path: str, files: list[str]) -> Iterator[tuple[str, str]]:
+    """(file, source) of the ``files`` that import the module of ``path`` (not ``path`` itself)."""
+    pattern = _import_pattern(path)
     target = os.path.realpath(path)
-    for f in _test_files(root):
+    for f in files:
         if os.path.realpath(f) == target:
             continue
         try:
-            src = open(f, encoding="utf-8").read()
+            with open(f, encoding="utf-8") as fh:
+                src = fh.read()
         except (OSError, UnicodeDecodeError):
             continue
-        if not pattern.search(src):
-            continue
-        try:
-            tree = ast.parse(src)
-        except SyntaxError:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
-                a = node.args
-                required = len(a.args) - len(a.defaults)
-                if required == 0 and not a.kwonlyargs and not node.decorator_list:
-                    out.append((os.path.abspath(f), node.name))
+        if pattern.search(src):
+            yield f, src
+
+
+def test_functions(file: str, src: str) -> list[tuple[str, str]]:
+    """(test file, test function) for the argument-less, undecorated tests of one file."""
+    try:
+        tree = ast.parse(src)
+    except SyntaxError:
+        return []
+    out = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("test"):
+            a = node.args
+            required = len(a.args) - len(a.defaults)
+            if required == 0 and not a.kwonlyargs and not node.decorator_list:
+                out.append((os.path.abspath(file), node.name))
     return out
+
+
+def test_entries(path: str, root: str) -> list[tuple[str, str]]:
+    """(test file, test function) pairs for argument-less tests that import the file's module."""
+    out = []
+    for f, src in _importers(path, _test_files(root)):
+        out.extend(test_functions(f, src))
+    return out
+
+
+def _script_files(root: str, limit: int = 300) -> list[str]:
+    found = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
+        for f in sorted(files):
+            if f.endswith(".py") and not (f.startswith("test_") or f.endswith("_test.py")):
+                found.append(os.path.join(d, f))
+                if len(found) >= limit:
+                    return found
+    return found
+
+
+def importer_scripts(path: str, root: str) -> list[str]:
+    """The project's scripts (top-level code beyond definitions) that import the file's module:
+    how the project itself runs it, to be preferred over probes with made-up inputs."""
+    return [os.path.abspath(f) for f, src in _importers(path, _script_files(root)) if is_script(src)]
 
 
 def _shape_candidates(instance: Any) -> list[tuple[list[int], str]]:
@@ -660,6 +699,10 @@ def program_from_label(label: str, path: str, text: str, seed: int, inputs: dict
         file = os.path.abspath(file)
         return TestProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target, file}),
                            seed=seed, test_file=file, function=func)
+    if kind == "run":
+        file = os.path.abspath(rest)
+        return RunProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target, file}),
+                          seed=seed, script_file=file)
     if kind == "probe":
         m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
         if not m:
@@ -672,4 +715,4 @@ def program_from_label(label: str, path: str, text: str, seed: int, inputs: dict
         return ProbeProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed,
                             qualname=m.group(2), ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
                             text=text, inputs=named)
-    raise EntryError(f"witness entry {label!r}: unknown kind {kind!r} (script, entry, test, probe)")
+    raise EntryError(f"witness entry {label!r}: unknown kind {kind!r} (script, run, entry, test, probe)")

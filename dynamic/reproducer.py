@@ -98,9 +98,15 @@ def _docstring(site: Site, witness: Witness, how: str) -> str:
     where = f"{Path(site.file).name}:{site.span.start_line}:{site.span.start_col + 1}"
     op = site.op or site.kind
     moved = ", ".join(f"{k} by {v:.3g}" for k, v in witness.weights_moved.items() if v)
+    if witness.steps is not None:
+        # A training run's state: the weights are where the program's own optimizer took them.
+        moved = (f"the weights as the program's own training left them after {witness.steps} steps"
+                 + (f" ({moved})" if moved else ""))
+    else:
+        moved = "weights moved: " + moved if moved else ""
     summary = (f"`{site.text.strip()}` ({op}) gives {witness.result} in the {witness.phase} pass when the "
                f"program is entered as {witness.entry} with the inputs below (found by grist-lsp's search, "
-               f"seed {witness.seed}{'; weights moved: ' + moved if moved else ''}). This test fails while "
+               f"seed {witness.seed}{'; ' + moved if moved else ''}). This test fails while "
                f"the bug is there and passes once it is fixed; it errors (it can no longer judge) when the "
                f"program raises, does not parse or no longer runs that line.")
     lines = [f"Reproducer for {rule_code(site.kind)} ({title}) at {where}.", "",

@@ -75,7 +75,8 @@ def bwrap_argv(bwrap: str, views: Iterable[str], writable: Iterable[str], cwd: s
 
     No ``--new-session``: the child stays in the parent's process group for the engine's
     group kill. No pid namespace: the child's pid (sent in its ``ready`` line) is the one the
-    parent signals for a stack dump on a timeout.
+    parent signals for a stack dump on a timeout. ``--die-with-parent`` follows the *thread*
+    that started bwrap: the engine waits for every child in the thread that started it.
     """
     args = [bwrap, "--die-with-parent", "--unshare-user", "--unshare-net", "--unshare-ipc",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -93,23 +94,26 @@ def bwrap_argv(bwrap: str, views: Iterable[str], writable: Iterable[str], cwd: s
 
 
 class BwrapProbe:
-    """Runs bubblewrap once (on first use) the way children will be run, and keeps the answer.
+    """Runs bubblewrap the way children will be run, once per set of views, and keeps the answers.
 
-    One object per check run (it lives on ``EngineOptions``): no module-level cache.
+    One object per check run (it lives on ``EngineOptions``): no module-level cache. The views
+    are probed too: a project on a file system overlayfs cannot stack on (NFS, some FUSE) gets
+    the fallback, with the reason, instead of workers that cannot start.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._result: ProbeResult | None = None
+        self._results: dict[tuple[str, ...], ProbeResult] = {}
 
-    def result(self) -> ProbeResult:
+    def result(self, views: Iterable[str] = ()) -> ProbeResult:
+        key = tuple(_outermost(views))
         with self._lock:
-            if self._result is None:
-                self._result = self._probe()
-            return self._result
+            if key not in self._results:
+                self._results[key] = self._probe(list(key))
+            return self._results[key]
 
     @staticmethod
-    def _probe() -> ProbeResult:
+    def _probe(views: list[str]) -> ProbeResult:
         if not sys.platform.startswith("linux"):
             return ProbeResult(None, f"bubblewrap needs Linux (this is {sys.platform})")
         bwrap = find_bwrap()
@@ -118,7 +122,7 @@ class BwrapProbe:
         with tempfile.TemporaryDirectory(prefix="grist-probe-") as view:
             # The child writes into its view; the write must land in the sandbox, not here.
             code = f"open({os.path.join(view, 'probe')!r}, 'w').write('x')"
-            argv = bwrap_argv(bwrap, [view], [], view) + [sys.executable, "-S", "-c", code]
+            argv = bwrap_argv(bwrap, [view, *views], [], view) + [sys.executable, "-S", "-c", code]
             try:
                 proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_SECONDS,
                                       stdin=subprocess.DEVNULL)
@@ -139,19 +143,19 @@ class Sandbox:
     setting: str = "auto"
     probe: BwrapProbe = field(default_factory=BwrapProbe, repr=False, compare=False)
 
-    def mode(self) -> tuple[str, str]:
-        """``("bwrap" | "audit" | "off", why not bwrap)``."""
+    def mode(self, views: Iterable[str] = ()) -> tuple[str, str]:
+        """``("bwrap" | "audit" | "off", why not bwrap)`` for children with these views."""
         forced = os.environ.get(FORCE_ENV, "").strip().lower()
         if self.setting == "off" or forced == "off":
             return "off", "turned off (sandbox = \"off\" or --no-sandbox)"
         if forced == "audit":
             return "audit", f"{FORCE_ENV}=audit forces the fallback"
-        found = self.probe.result()
+        found = self.probe.result(views)
         return ("bwrap", "") if found.bwrap else ("audit", found.reason)
 
-    def warning(self) -> str | None:
+    def warning(self, views: Iterable[str] = ()) -> str | None:
         """One line for the user when the OS sandbox is not in use, saying why."""
-        mode, why = self.mode()
+        mode, why = self.mode(views)
         if mode == "bwrap":
             return None
         if mode == "off":
@@ -162,14 +166,18 @@ class Sandbox:
     def confine(self, views: Iterable[str], writable: Iterable[str]) -> Confinement | None:
         """The confinement of one child: ``views`` are the folders the program may seem to write
         (the project, the working folder), ``writable`` grist's own output folders."""
-        mode, _ = self.mode()
+        kept = _outermost(views)
+        mode, _ = self.mode(kept)
         if mode == "off":
             return None
-        kept = _outermost(views)
-        out = sorted({os.path.realpath(w) for w in writable})
-        for folder in out:
-            os.makedirs(folder, exist_ok=True)
-        bwrap = self.probe.result().bwrap if mode == "bwrap" else None
+        out = []
+        for folder in sorted({os.path.realpath(w) for w in writable}):
+            try:
+                os.makedirs(folder, exist_ok=True)  # bwrap binds only what exists
+                out.append(folder)
+            except OSError:
+                pass  # a read-only home: the child fails to write there as it would have anyway
+        bwrap = self.probe.result(kept).bwrap if mode == "bwrap" else None
         return Confinement(mode=mode, views=kept, writable=out, bwrap=bwrap)
 
 

@@ -108,9 +108,25 @@ def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int],
             continue
         yield E.EntryProgram(label=f"entry:{file}:{func}", user_files=frozenset({target, file}), entry_file=file,
                              function=func, text=text, **base)
+    via = req.get("via")
+    if via:
+        # The user checked ``via`` (a test file or a script) and it imports this module: enter
+        # through it alone, so that the finding is what that program does.
+        via = os.path.abspath(via)
+        with open(via, encoding="utf-8") as f:
+            src = f.read()
+        tests = E.test_functions(via, src)
+        for file, func in tests:
+            yield E.TestProgram(label=f"test:{file}::{func}", user_files=frozenset({target, file}), test_file=file,
+                                function=func, **base)
+        if not tests and E.is_script(src):
+            yield E.RunProgram(label=f"run:{via}", user_files=frozenset({target, via}), script_file=via, **base)
+        return
     for file, func in E.test_entries(path, root):
         yield E.TestProgram(label=f"test:{file}::{func}", user_files=frozenset({target, file}), test_file=file,
                             function=func, **base)
+    for file in E.importer_scripts(path, root):
+        yield E.RunProgram(label=f"run:{file}", user_files=frozenset({target, file}), script_file=file, **base)
     if E.is_script(text):
         yield E.ScriptProgram(label=f"script:{path}", user_files=frozenset({target}), text=text, **base)
         if E.import_runs_loops(text):

@@ -271,9 +271,13 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     dynamic_ran = False
     if not settings.static_only:
         if _module_available(ENGINE_MODULE):
-            todo = [p for p in files if p in per_file and p in texts and _runnable(per_file[p])
+            run_by = _modules_run_by(files, texts, per_file, settings)
+            todo = [p for p in [*files, *run_by] if p in per_file and p in texts and _runnable(per_file[p])
                     and _has_open_sites(per_file[p])]
-            _run_dynamic(todo, per_file, texts, settings, options, progress, report.warnings)
+            _run_dynamic(todo, per_file, texts, settings, options, progress, report.warnings, run_by)
+            for module in run_by:
+                # Only what the checked program was seen to break there: the module itself was not named.
+                per_file[module] = [v for v in per_file[module] if v.status is Status.CONFIRMED]
             dynamic_ran = True
         else:
             report.warnings.append("the dynamic engine (grist_lsp.dynamic.engine) is not installed; "
@@ -332,9 +336,35 @@ def _repo_root(root: Path) -> Path:
     return root
 
 
+def _modules_run_by(files: list[Path], texts: dict[Path, str], per_file: dict[Path, list[Verdict]],
+                    settings: Settings) -> dict[Path, Path]:
+    """The project modules that a checked test or script imports and that were not checked
+    themselves -> that program. Their open sites join the dynamic run, entered through it alone
+    (``EngineOptions.via``), so a bug two files away is reported at its own file and line."""
+    from grist_lsp.analyzer.programs import is_script
+    from grist_lsp.discovery import imported_modules
+
+    run_by: dict[Path, Path] = {}
+    for program in files:
+        text = texts.get(program)
+        is_test = program.name.startswith("test_") or program.name.endswith("_test.py")
+        if text is None or not (is_test or is_script(text)):
+            continue
+        for module in imported_modules(program, text, settings.root):
+            if module in per_file or module in run_by:
+                continue
+            module_text = _read_text(module)
+            if module_text is None:
+                continue
+            prepared = settings.policy.before_engine(str(module), module_text, _static(module))
+            if _has_open_sites(prepared.verdicts):
+                per_file[module], texts[module], run_by[module] = prepared.verdicts, module_text, program
+    return run_by
+
+
 def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: dict[Path, str],
                  settings: Settings, options: CheckOptions, progress: ProgressFn | None,
-                 warnings: list[str]) -> None:
+                 warnings: list[str], run_by: dict[Path, Path] | None = None) -> None:
     """Confirm open sites, then verify fixes, one file per thread (workers are subprocesses)."""
     if not todo:
         return
@@ -345,7 +375,7 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
     file_workers = min(settings.jobs, len(todo))
     engine_jobs = max(1, settings.jobs // file_workers)
     opts = engine_options(settings, engine_jobs)
-    sandbox_warning = engine.sandbox_of(opts).warning()  # the OS sandbox unavailable: say so and why
+    sandbox_warning = engine.sandbox_warning(opts)  # the OS sandbox unavailable: say so and why
     if sandbox_warning:
         warnings.append(sandbox_warning)
     done = 0
@@ -361,7 +391,8 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
                 progress(f"{path.name}: {message}", overall)
 
         try:
-            verdicts = list(engine.confirm(str(path), texts[path], per_file[path], opts,
+            file_opts = dataclasses.replace(opts, via=str(run_by[path])) if run_by and path in run_by else opts
+            verdicts = list(engine.confirm(str(path), texts[path], per_file[path], file_opts,
                                            progress=file_progress, cancel=cancel))
             # Before fixes are verified: a refused witness needs no verified fix.
             verdicts = settings.policy.after_engine(verdicts)
@@ -377,7 +408,7 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
         # the other files' searches instead of waiting for all of them.
         if verify is not None and not cancel.is_set():
             try:
-                verdicts = list(verify.fix_verdicts(str(path), texts[path], verdicts, opts))
+                verdicts = list(verify.fix_verdicts(str(path), texts[path], verdicts, file_opts))
             except Exception as exc:  # fixes are a bonus; never lose the findings over them
                 with lock:
                     warnings.append(f"{path}: could not verify fixes ({type(exc).__name__}: {exc})")

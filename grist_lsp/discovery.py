@@ -180,3 +180,43 @@ def _excluded_with_parents(path: Path, matcher: _Matcher, is_dir: bool = False) 
         if matcher.ignored(parent, is_dir=True):
             return True
     return False
+
+
+def imported_modules(path: Path, text: str, root: Path) -> list[Path]:
+    """The project's own modules that ``path`` imports directly (its folder, the project root and
+    ``src/`` are where imports resolve, as the engine's workers set ``sys.path``): the modules a
+    test or script runs, where its check also looks for bugs. Third-party modules (anything
+    outside ``root``) are never listed."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.append(node.module)
+            names.extend(f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            base = path.parent
+            for _ in range(node.level - 1):
+                base = base.parent
+            prefix = ".".join(base.relative_to(root).parts) if base.is_relative_to(root) else None
+            if prefix is not None:
+                module = ".".join(p for p in (prefix, node.module or "") if p)
+                names.append(module)
+                names.extend(f"{module}.{a.name}" for a in node.names)
+    root = root.resolve()
+    bases = [path.parent.resolve(), root, root / "src"]
+    found: list[Path] = []
+    for name in dict.fromkeys(names):
+        parts = name.split(".")
+        for base in bases:
+            for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
+                if candidate.is_file() and candidate.resolve().is_relative_to(root) \
+                        and candidate.resolve() != path.resolve() and candidate.resolve() not in found:
+                    found.append(candidate.resolve())
+    return found

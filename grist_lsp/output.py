@@ -112,6 +112,8 @@ def _witness_line(witness: Witness, base: Path | None) -> str:
     scale = input_scale_words(witness)
     if scale:
         parts.append(scale)
+    if witness.steps is not None:
+        parts.append(f"the state after {witness.steps} steps of the program's own training")
     if witness.weights_moved:
         moved = max(witness.weights_moved.values())
         parts.append(f"weights moved up to {moved:.3g}")
@@ -171,6 +173,8 @@ def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] 
         "beyond_examples": witness.beyond_examples,
         "input_scale": input_scale_words(witness) or None,
         "weights_moved": to_json(witness.weights_moved),
+        # Training steps that led to the witness's state (GRIST's training mode), else null.
+        "steps": witness.steps,
         "reproducer": display_path(witness.reproducer, base) if witness.reproducer else None,
     }
 

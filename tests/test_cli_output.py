@@ -15,7 +15,7 @@ from grist_lsp.output import render_json, render_sarif, render_text
 
 JSON_KEYS = {"file", "line", "column", "end_line", "end_column", "op", "kind", "status", "message", "reason",
              "witness", "fixes"}
-WITNESS_KEYS = {"entry", "iterations", "seconds", "inputs", "beyond_examples", "input_scale", "weights_moved", "reproducer"}
+WITNESS_KEYS = {"entry", "iterations", "seconds", "inputs", "beyond_examples", "input_scale", "weights_moved", "steps", "reproducer"}
 
 
 def _report(root: Path) -> Report:

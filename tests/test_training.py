@@ -1,0 +1,197 @@
+"""GRIST's own setting: training programs, legacy ways of making data, and bugs two files away.
+
+Every check here runs the real `grist-lsp` console script on small programs written the way
+tutorials write them, and judges what a user sees: the finding's line and status, the witness
+(the state training reached, how many steps led there), and a reproducer run by pytest in a
+fresh process.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from grist_lsp.analyzer.programs import has_training_loop, is_script
+from grist_lsp.discovery import imported_modules
+
+# Logistic regression from an old tutorial: Variable(FloatTensor(list)), bare weights, SGD, an
+# endless loop that exits once the loss is NaN (by itself after tens of thousands of steps).
+WHILE_TRUE = '''\
+import sys
+import torch
+from torch.autograd import Variable
+
+x_train = Variable(torch.FloatTensor([[1, 2], [2, 3], [3, 1], [4, 3], [5, 3], [6, 2]]))
+y_train = Variable(torch.FloatTensor([[0], [0], [0], [1], [1], [1]]))
+W = torch.zeros((2, 1), requires_grad=True)
+b = torch.zeros(1, requires_grad=True)
+optimizer = torch.optim.SGD([W, b], lr=1)
+
+while True:
+    hypothesis = torch.sigmoid(x_train.matmul(W) + b)
+    cost = -(y_train * torch.log(hypothesis)).mean()
+    optimizer.zero_grad()
+    cost.backward()
+    optimizer.step()
+    with open("results.txt", "a") as f:
+        f.write(f"{cost.item()}\\n")
+    if torch.isnan(cost) or torch.isinf(cost):
+        sys.exit(0)
+'''
+LOG_LINE = 13
+
+# Softmax regression on data made with the legacy typed constructor: the features must move
+# (far beyond what training alone reaches in a few steps) for the log of a softmax to hit 0.
+LEGACY = '''\
+import torch
+import torch.nn.functional as F
+
+x_train = torch.FloatTensor([[1, 2, 1, 1], [2, 1, 3, 2], [3, 1, 3, 4], [4, 1, 5, 5], [1, 7, 5, 5], [1, 6, 6, 6]])
+y_train = torch.LongTensor([2, 2, 1, 1, 0, 0])
+W = torch.zeros((4, 3), requires_grad=True)
+optimizer = torch.optim.SGD([W], lr=0.1)
+
+for step in range(1000000):
+    z = x_train.matmul(W)
+    cost = -torch.log(F.softmax(z, dim=1)).gather(1, y_train.unsqueeze(1)).mean()
+    optimizer.zero_grad()
+    cost.backward()
+    optimizer.step()
+'''
+
+
+def _check(grist_cli, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
+    result = grist_cli("--check", *args, "--format", "json", cwd=cwd)
+    assert result.returncode in (0, 1), result.stderr
+    return result, json.loads(result.stdout)["findings"]
+
+
+def _pytest(folder: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+
+
+def test_a_while_true_script_that_exits_on_nan_is_confirmed_with_the_state_training_reached(grist_cli, write_tree):
+    project = write_tree({"train.py": WHILE_TRUE})
+    before = (project / "train.py").read_text()
+    result, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
+    assert result.returncode == 1, result.stdout + result.stderr
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert (log["line"], log["status"]) == (LOG_LINE, "confirmed"), log
+    witness = log["witness"]
+    assert witness["entry"].startswith("script:")
+    assert isinstance(witness["steps"], int) and witness["steps"] >= 1
+    assert "training steps" in log["message"]
+    # The program's own file is untouched, and its results file was not written in the project.
+    assert (project / "train.py").read_text() == before
+    assert not (project / "results.txt").exists()
+
+    # The reproducer fails in a fresh process while the bug is there...
+    repro = project / "repro"
+    failing = _pytest(repro, project)
+    assert failing.returncode == 1 and " failed" in failing.stdout, failing.stdout + failing.stderr
+    assert " error" not in failing.stdout.splitlines()[-1]
+    # ...and passes once the verified fix is applied.
+    fixed = grist_cli("--check", "train.py", "--fix", cwd=project)
+    assert fixed.returncode in (0, 1), fixed.stderr
+    assert (project / "train.py").read_text() != before
+    passing = _pytest(repro, project)
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
+def test_data_made_by_a_legacy_constructor_is_an_input_the_search_moves(grist_cli, write_tree):
+    project = write_tree({"softmax.py": LEGACY})
+    _, findings = _check(grist_cli, project, "softmax.py")
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert log["status"] == "confirmed", log
+    inputs = log["witness"]["inputs"]
+    [(key, value)] = [(k, v) for k, v in inputs.items() if v["dtype"] == "float32" and v["shape"][-1] == 4]
+    assert key.startswith("softmax.py:10:")  # named by its first use: FloatTensor is no torch call the mode sees
+    original = [[1, 2, 1, 1], [2, 1, 3, 2], [3, 1, 3, 4], [4, 1, 5, 5], [1, 6, 6, 6], [1, 7, 5, 5]]
+    rows = value["values"]
+    assert rows is not None and any(row not in original for row in rows), rows
+
+
+LIBRARY = '''\
+import torch
+
+
+def rms_distance(a, b):
+    return torch.sqrt(((a - b) ** 2).mean(dim=1)).mean()
+'''
+TEST = '''\
+import torch
+
+from mylib.losses import rms_distance
+
+
+def test_rms_distance_is_small_for_close_points():
+    a = torch.randn(4, 3)
+    b = a + 0.01 * torch.randn(4, 3)
+    assert rms_distance(a, b) < 1.0
+'''
+
+
+def test_checking_a_test_file_reports_the_bug_in_the_module_it_imports(grist_cli, write_tree):
+    project = write_tree({"mylib/__init__.py": "", "mylib/losses.py": LIBRARY, "tests/test_losses.py": TEST,
+                          "pyproject.toml": "[project]\nname = 'mylib'\n"})
+    result, findings = _check(grist_cli, project, "tests/test_losses.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    [sqrt] = [f for f in findings if f["kind"] == "sqrt"]
+    assert Path(sqrt["file"]).as_posix().endswith("mylib/losses.py")
+    assert (sqrt["line"], sqrt["status"]) == (5, "confirmed")
+    assert sqrt["witness"]["entry"].startswith("test:") and "test_losses.py" in sqrt["witness"]["entry"]
+
+
+MODEL = '''\
+import torch
+
+
+class Scorer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 1)
+
+    def forward(self, x, counts):
+        return torch.log(counts) + self.lin(x)
+'''
+SCRIPT = '''\
+import torch
+
+from model import Scorer
+
+model = Scorer()
+counts = torch.tensor([[3.0], [5.0], [2.0], [4.0]])
+x = torch.randn(4, 3)
+print(model(x, counts).sum())
+'''
+
+
+def test_checking_a_model_file_enters_it_through_the_project_script_that_imports_it(grist_cli, write_tree):
+    project = write_tree({"model.py": MODEL, "run.py": SCRIPT})
+    _, findings = _check(grist_cli, project, "model.py")
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert log["status"] == "confirmed", log
+    # The script's own counts, moved to 0, not made-up inputs from a probe.
+    assert log["witness"]["entry"].startswith("run:") and log["witness"]["entry"].endswith("run.py")
+
+
+def test_a_loop_that_calls_backward_is_a_training_program():
+    assert has_training_loop(WHILE_TRUE)
+    assert has_training_loop(LEGACY)
+    assert not has_training_loop("import torch\nfor i in range(3):\n    print(torch.log(torch.ones(2)))\n")
+    assert not has_training_loop("def broken(:\n")
+    assert is_script(WHILE_TRUE) and not is_script(LIBRARY)
+
+
+def test_imports_resolve_to_project_modules_only(tmp_path: Path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "core.py").write_text("X = 1\n")
+    (tmp_path / "helpers.py").write_text("Y = 2\n")
+    text = "import torch\nimport numpy as np\nfrom pkg import core\nimport helpers\nfrom . import nothing\n"
+    found = imported_modules(tmp_path / "main.py", text, tmp_path)
+    assert {p.relative_to(tmp_path.resolve()).as_posix() for p in found} == {"pkg/__init__.py", "pkg/core.py",
+                                                                           "helpers.py"}
