@@ -19,7 +19,14 @@ Assumptions, by design: a parameter's range is the join of its default value
 and of the arguments calls in this file pass (a parameter of a public function
 without a default has no range; one of a private function that escapes as a
 value has none either); ``self.x`` joins every assignment in the class.
-Aliasing through second names or containers is not tracked.
+Aliasing through second names or containers is not tracked. A sum of values
+``>= lo > 0`` is ``>= lo`` unless its tensor may be empty by provenance.py's
+rule (the one the mean kind uses: only data-dependent selections are);
+``len``/``shape[k]``/``size(k)``/``numel`` are ``>= 1`` only where sizes.py
+proves it from the program's own indexing or guards.
+
+Transfer functions of library calls are added as small functions in
+``TRANSFERS`` (one per family, keyed by short name), not to ``_known_call``.
 """
 
 from __future__ import annotations

@@ -33,7 +33,9 @@ function outside torch/numpy/math/builtins in between (it might shrink x).
 Assumptions, stated: integer indexing raises on an empty object (true of
 sequences, tensors and arrays; not of a pandas column lookup, so a file that
 imports pandas gets no indexing proof); ``assert`` runs (no ``python -O``),
-as for the other guards; a truthy container is not empty.
+as for the other guards; a truthy container is not empty; a function called
+in between does not rebind x through ``global``/``nonlocal`` nor resize a
+tensor in place (``resize_`` on x itself is a definition, so it is seen).
 """
 
 from __future__ import annotations
