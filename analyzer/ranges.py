@@ -1018,40 +1018,11 @@ class RangeAnalysis:
             T = "tensor" if inp.pytype == "tensor" else "unknown"
         else:
             T = "tensor"
-        kw = {k.arg: k.value for k in call.keywords if k.arg}
-
-        def arg(i: int, key: str | None) -> ast.expr | None:
-            if key in kw:
-                return kw[key]
-            return args[i] if i < len(args) and not isinstance(args[i], ast.Starred) else None
-
         if root == "builtins":
-            if name == "abs":
-                return self._abs(inp, T)
-            if name in ("max", "min") and len(call.args) >= 2:
-                facts = [self.fact(a) for a in call.args]
-                pick = max if name == "max" else min
-                f = Fact(pick(x.lo for x in facts), pick(x.hi for x in facts), False,
-                         "num" if all(x.pytype == "num" for x in facts) else "unknown",
-                         f"{name}({', '.join(x.why or '?' for x in facts)})")
-                return replace(f, nonzero=f.lo > 0 or f.hi < 0)
-            if name in ("max", "min") and len(call.args) == 1:
-                return replace(self.fact(call.args[0]), pytype="unknown")
-            if name in ("float", "int") and call.args and isinstance(call.args[0], ast.Constant) and isinstance(
-                    call.args[0].value, str):
-                v = _safe(float, call.args[0].value)
-                return self._num(v) if not math.isnan(v) else Fact(pytype="num")
-            if name in ("float", "int"):
-                return replace(inp, pytype="num")
-            if name == "len":
-                return self._size(call, "len")
-            if name == "sum":
-                return self._sum(inp, "unknown")
-            if name == "pow" and len(call.args) == 2:
-                return self._binop(inp, ast.Pow(), self.fact(call.args[1]), None)
-            return None
-        if root not in ("builtins", "math") and name in TRANSFERS:
-            got = TRANSFERS[name](CallSite(self, name, inp, call, args, method, T))
+            return self._builtin_call(name, inp, call)
+        transfer = TRANSFERS.get(name)
+        if transfer is not None:
+            got = transfer(CallSite(self, name, inp, call, args, method, T))
             if got is not None:
                 return got
         if name in _IDENTITY:
@@ -1075,130 +1046,15 @@ class RangeAnalysis:
                 return Fact(-1.0, 1.0, False, T, f"{name} output")  # sin(inf) is NaN: upstream's NaN
             return Fact(-1.0, 1.0, inp.nonzero and name in ("tanh", "sign", "softsign", "erf"), T,
                         f"{_SYMMETRIC_UNIT[name]} output")
-        if name in ("exp", "exp2", "expm1"):
-            base = {"exp": math.exp, "exp2": lambda v: 2.0 ** v, "expm1": math.expm1}[name]
-            lo = _safe(base, inp.lo, default=0.0 if inp.lo < 0 else INF) if inp.lo != -INF else (
-                -1.0 if name == "expm1" else 0.0)
-            hi = _safe(base, inp.hi, default=INF) if inp.hi != INF else INF
-            return self._iv(lo, hi, f"{name} of {inp.why or 'a value'}", T)
-        if name in ("log", "log2", "log10", "log1p"):
-            fn = {"log": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p}[name]
-            shift = 1.0 if name == "log1p" else 0.0
-            lo = _safe(fn, inp.lo, default=-INF) if inp.lo + shift > 0 else -INF
-            hi = _safe(fn, inp.hi, default=INF) if inp.hi + shift > 0 else -INF
-            if inp.hi == INF:
-                hi = INF
-            if hi == -INF:
-                return Fact(pytype=T)
-            return self._iv(lo, hi, f"{name} of {inp.why or 'a value'}", T)
-        if name == "sqrt":
-            hi = math.sqrt(inp.hi) if inp.hi > 0 else 0.0
-            lo = math.sqrt(inp.lo) if inp.lo > 0 else 0.0
-            return self._iv(lo, hi, f"sqrt of {inp.why or 'a value'}", T, nonzero=inp.lo > 0)
-        if name == "rsqrt":
-            if inp.lo > 0:
-                return self._iv(1.0 / math.sqrt(inp.hi) if inp.hi != INF else 0.0, 1.0 / math.sqrt(inp.lo),
-                                "rsqrt", T)
-            return Fact(0.0, INF, False, T, "rsqrt")
-        if name in ("abs", "absolute", "fabs"):
-            return self._abs(inp, T)
-        if name == "square":
-            lo, hi = _square(inp)
-            return self._iv(lo, hi, f"square of {inp.why or 'a value'}", T)
-        if name in ("relu", "relu_", "relu6", "hardtanh", "threshold"):
-            if name == "hardtanh":
-                lo_c = self.fact(arg(0, "min_val")) if arg(0, "min_val") is not None else self._num(-1.0)
-                hi_c = self.fact(arg(1, "max_val")) if arg(1, "max_val") is not None else self._num(1.0)
-                return self._clamp(inp, lo_c, hi_c, T, "hardtanh")
-            top = 6.0 if name == "relu6" else INF
-            return Fact(max(inp.lo, 0.0), min(max(inp.hi, 0.0), top), inp.lo > 0, T, "relu output")
-        if name in ("softplus",):
-            return Fact(0.0, INF, False, T, "softplus output")
-        if name in ("elu", "selu", "celu", "gelu", "silu", "mish", "hardswish", "leaky_relu", "prelu", "rrelu"):
-            if inp.lo >= 0:
-                return Fact(0.0 if name != "selu" else 0.0, INF, False, T, f"{name} output")
-            if name in ("gelu", "silu", "mish", "hardswish", "elu", "celu") and not call.args[1:] and not kw:
-                return Fact(-1.0, INF, False, T, f"{name} output")
-            return Fact(pytype=T)
-        if name in ("clamp", "clip", "clamp_", "clip_"):
-            lo_c = arg(0, "min")
-            hi_c = arg(1, "max")
-            return self._clamp(inp, self.fact(lo_c) if lo_c is not None else None,
-                               self.fact(hi_c) if hi_c is not None else None, T, "clamp")
-        if name in ("clamp_min", "clamp_min_"):
-            a = arg(0, "min")
-            return self._clamp(inp, self.fact(a) if a is not None else TOP, None, T, "clamp_min")
-        if name in ("clamp_max", "clamp_max_"):
-            a = arg(0, "max")
-            return self._clamp(inp, None, self.fact(a) if a is not None else TOP, T, "clamp_max")
-        if name == "where":
-            if method:  # x.where(cond, y) == torch.where(cond, x, y)
-                cond, a_expr, b_expr = arg(0, "condition"), call.func.value, arg(1, "other")  # type: ignore[union-attr]
-            else:
-                cond = self._arg(call, 0, "condition")
-                a_expr, b_expr = self._arg(call, 1, "input"), self._arg(call, 2, "other")
-            if cond is None or a_expr is None or b_expr is None:
-                return Fact(pytype=T)
-            f = join([self.refine(a_expr, cond, True), self.refine(b_expr, cond, False)])
-            return replace(f, pytype="tensor", why=f"torch.where({self._text(cond)}, ...)")
-        if name in ("masked_fill", "masked_fill_"):
-            mask, value = arg(0, "mask"), arg(1, "value")
-            recv = call.func.value if method and isinstance(call.func, ast.Attribute) else self._arg(call, 0, "input")
-            kept = self.refine(recv, mask, False) if (recv is not None and mask is not None) else inp
-            f = join([kept, self.fact(value) if value is not None else TOP])
-            return replace(f, pytype="tensor", why=f"masked_fill with {self.fact(value).why or '?'}")
-        if name == "nan_to_num":
-            if args or kw:  # custom replacements can be anything
-                return Fact(pytype=T)
-            return join([inp, self._num(0.0)]).with_type(T)
-        if name in _NORMS or (name == "norm" and root == "linalg"):
+        if name in _NORMS:
             return Fact(0.0, INF, False, T, "std" if name == "std" else "variance" if name == "var" else "norm")
         if name == "normalize":
             return Fact(-1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T, "F.normalize output (|x| <= 1 up to rounding)")
         if name == "cosine_similarity":
             return Fact(-1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T,
                         "cosine similarity (can exceed 1 by rounding)")
-        if name in ("ones", "ones_like", "new_ones"):
-            return self._num(1.0, "ones", "tensor")
-        if name in ("zeros", "zeros_like", "new_zeros"):
-            return self._num(0.0, "zeros", "tensor")
-        if name in ("full", "full_like", "new_full"):
-            v = self._arg(call, 1, "fill_value") if not method else arg(1, "fill_value")
-            return replace(self.fact(v), pytype="tensor", why="full") if v is not None else Fact(pytype=T)
-        if name == "arange" and not method:
-            nums = [self.fact(a) for a in call.args[:2]]
-            if len(nums) == 1:
-                return Fact(min(0.0, nums[0].lo), max(nums[0].hi, 0.0), False, "tensor", "arange")
-            if len(nums) == 2:
-                return Fact(min(nums[0].lo, nums[1].lo), max(nums[0].hi, nums[1].hi), False, "tensor", "arange")
-            return Fact(pytype="tensor")
-        if name == "linspace" and not method and len(call.args) >= 2:
-            a, b = self.fact(call.args[0]), self.fact(call.args[1])
-            return Fact(min(a.lo, b.lo), max(a.hi, b.hi), False, "tensor", "linspace")
-        if name in ("randint", "randint_like"):
-            ints = [self.fact(a) for a in call.args[(1 if method or name == "randint_like" else 0):]
-                    if self.fact(a).pytype == "num"][:2]
-            if len(ints) == 1:
-                return Fact(0.0, max(ints[0].hi - 1, 0.0), False, "tensor", "randint")
-            if len(ints) == 2:
-                return Fact(ints[0].lo, max(ints[1].hi - 1, ints[0].lo), False, "tensor", "randint")
-            return Fact(pytype="tensor")
         if name in ("triu", "tril", "diag", "diag_embed", "block_diag"):  # zeros fill the rest
             return join([inp, self._num(0.0)]).with_type(T)
-        if name in ("pow", "float_power"):
-            e = arg(0, "exponent")
-            return self._binop(inp, ast.Pow(), self.fact(e), None).with_type(T) if e is not None else Fact(pytype=T)
-        if name in ("mul", "multiply"):
-            return self._binop(inp, ast.Mult(), self.fact(arg(0, "other")), None).with_type(T)
-        if name in ("add", "sub", "subtract") and "alpha" not in kw:
-            op = ast.Add() if name == "add" else ast.Sub()
-            return self._binop(inp, op, self.fact(arg(0, "other")), None).with_type(T)
-        if name in ("div", "divide", "true_divide") and "rounding_mode" not in kw:
-            return self._binop(inp, ast.Div(), self.fact(arg(0, "other")), None).with_type(T)
-        if name in ("neg", "negative"):
-            return replace(inp, lo=-inp.hi, hi=-inp.lo, pytype=T)
-        if name == "reciprocal":
-            return self._divide(self._num(1.0), inp, f"1 / {inp.why or '?'}", T)
         if name == "nansum":
             return self._sum(inp, T)
         if name in ("prod", "cumprod"):
@@ -1221,6 +1077,33 @@ class RangeAnalysis:
             return Fact(0.0, INF, False, T, "dropout of a non-negative value") if inp.lo >= 0 else Fact(pytype=T)
         if name.endswith("_") and not name.startswith("_"):  # x.sqrt_() returns what x.sqrt() does
             return self._known_call(name[:-1], inp, call, args, method=method, root=root)
+        return None
+
+    def _builtin_call(self, name: str, inp: Fact, call: ast.Call) -> Fact | None:
+        """abs, max, min, float, int, len, sum, pow of Python's builtins."""
+        if name == "abs":
+            return self._abs(inp, inp.pytype)
+        if name in ("max", "min") and len(call.args) >= 2:
+            facts = [self.fact(a) for a in call.args]
+            pick = max if name == "max" else min
+            f = Fact(pick(x.lo for x in facts), pick(x.hi for x in facts), False,
+                     "num" if all(x.pytype == "num" for x in facts) else "unknown",
+                     f"{name}({', '.join(x.why or '?' for x in facts)})")
+            return replace(f, nonzero=f.lo > 0 or f.hi < 0)
+        if name in ("max", "min") and len(call.args) == 1:
+            return replace(self.fact(call.args[0]), pytype="unknown")
+        if name in ("float", "int") and call.args and isinstance(call.args[0], ast.Constant) and isinstance(
+                call.args[0].value, str):
+            v = _safe(float, call.args[0].value)
+            return self._num(v) if not math.isnan(v) else Fact(pytype="num")
+        if name in ("float", "int"):
+            return replace(inp, pytype="num")
+        if name == "len":
+            return self._size(call, "len")
+        if name == "sum":
+            return self._sum(inp, "unknown")
+        if name == "pow" and len(call.args) == 2:
+            return self._binop(inp, ast.Pow(), self.fact(call.args[1]), None)
         return None
 
     def _size(self, e: ast.AST, words: str) -> Fact:
@@ -1350,8 +1233,176 @@ def _sum(c: CallSite) -> Fact | None:
     return c.ranges._sum(c.inp, c.T)
 
 
+_EXP = {"exp": math.exp, "exp2": lambda v: 2.0 ** v, "expm1": math.expm1}
+_LOG = {"log": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p}
+
+
+def _exponential(c: CallSite) -> Fact:
+    """exp, exp2, expm1 (torch and math): monotone, from 0 (-1 for expm1) up."""
+    inp, base = c.inp, _EXP[c.name]
+    lo = _safe(base, inp.lo, default=0.0 if inp.lo < 0 else INF) if inp.lo != -INF else (
+        -1.0 if c.name == "expm1" else 0.0)
+    hi = _safe(base, inp.hi, default=INF) if inp.hi != INF else INF
+    return c.ranges._iv(lo, hi, f"{c.name} of {inp.why or 'a value'}", c.T)
+
+
+def _logarithm(c: CallSite) -> Fact:
+    """log, log2, log10, log1p (torch and math): monotone where defined."""
+    inp, fn = c.inp, _LOG[c.name]
+    shift = 1.0 if c.name == "log1p" else 0.0
+    lo = _safe(fn, inp.lo, default=-INF) if inp.lo + shift > 0 else -INF
+    hi = _safe(fn, inp.hi, default=INF) if inp.hi + shift > 0 else -INF
+    if inp.hi == INF:
+        hi = INF
+    if hi == -INF:
+        return Fact(pytype=c.T)
+    return c.ranges._iv(lo, hi, f"{c.name} of {inp.why or 'a value'}", c.T)
+
+
+def _root(c: CallSite) -> Fact:
+    """sqrt and rsqrt."""
+    inp = c.inp
+    if c.name == "sqrt":
+        hi = math.sqrt(inp.hi) if inp.hi > 0 else 0.0
+        lo = math.sqrt(inp.lo) if inp.lo > 0 else 0.0
+        return c.ranges._iv(lo, hi, f"sqrt of {inp.why or 'a value'}", c.T, nonzero=inp.lo > 0)
+    if inp.lo > 0:
+        return c.ranges._iv(1.0 / math.sqrt(inp.hi) if inp.hi != INF else 0.0, 1.0 / math.sqrt(inp.lo),
+                            "rsqrt", c.T)
+    return Fact(0.0, INF, False, c.T, "rsqrt")
+
+
+def _magnitude(c: CallSite) -> Fact:
+    """abs and square."""
+    if c.name == "square":
+        lo, hi = _square(c.inp)
+        return c.ranges._iv(lo, hi, f"square of {c.inp.why or 'a value'}", c.T)
+    return c.ranges._abs(c.inp, c.T)
+
+
+def _bounded(c: CallSite) -> Fact:
+    """clamp/clip (and in place), clamp_min, clamp_max, hardtanh: bound by bound."""
+    r, name = c.ranges, c.name.rstrip("_")
+
+    def bound(i: int, key: str, default: Fact | None) -> Fact | None:
+        e = c.arg(i, key)
+        return r.fact(e) if e is not None else default
+
+    if name == "hardtanh":
+        return r._clamp(c.inp, bound(0, "min_val", r._num(-1.0)), bound(1, "max_val", r._num(1.0)), c.T, name)
+    if name == "clamp_min":
+        return r._clamp(c.inp, bound(0, "min", TOP), None, c.T, name)
+    if name == "clamp_max":
+        return r._clamp(c.inp, None, bound(0, "max", TOP), c.T, name)
+    return r._clamp(c.inp, bound(0, "min", None), bound(1, "max", None), c.T, "clamp")
+
+
+def _activation(c: CallSite) -> Fact:
+    """relu, relu6, threshold, softplus and the smooth ReLUs (elu, gelu, silu ...)."""
+    inp, T, name = c.inp, c.T, c.name
+    if name in ("relu", "relu_", "relu6", "threshold"):
+        top = 6.0 if name == "relu6" else INF
+        return Fact(max(inp.lo, 0.0), min(max(inp.hi, 0.0), top), inp.lo > 0, T, "relu output")
+    if name == "softplus":
+        return Fact(0.0, INF, False, T, "softplus output")
+    if inp.lo >= 0:
+        return Fact(0.0, INF, False, T, f"{name} output")
+    if name in ("gelu", "silu", "mish", "hardswish", "elu", "celu") and not c.call.args[1:] and not c.call.keywords:
+        return Fact(-1.0, INF, False, T, f"{name} output")
+    return Fact(pytype=T)
+
+
+def _select(c: CallSite) -> Fact:
+    """torch.where, masked_fill: each side refined by the condition that picks it; nan_to_num."""
+    r, call = c.ranges, c.call
+    if c.name == "nan_to_num":
+        if c.args or call.keywords:  # custom replacements can be anything
+            return Fact(pytype=c.T)
+        return join([c.inp, r._num(0.0)]).with_type(c.T)
+    if c.name == "where":
+        if c.method:  # x.where(cond, y) == torch.where(cond, x, y)
+            cond, a_expr, b_expr = c.arg(0, "condition"), c.input_expr(), c.arg(1, "other")
+        else:
+            cond = r._arg(call, 0, "condition")
+            a_expr, b_expr = r._arg(call, 1, "input"), r._arg(call, 2, "other")
+        if cond is None or a_expr is None or b_expr is None:
+            return Fact(pytype=c.T)
+        f = join([r.refine(a_expr, cond, True), r.refine(b_expr, cond, False)])
+        return replace(f, pytype="tensor", why=f"torch.where({r._text(cond)}, ...)")
+    mask, value = c.arg(0, "mask"), c.arg(1, "value")
+    recv = c.input_expr()
+    kept = r.refine(recv, mask, False) if (recv is not None and mask is not None) else c.inp
+    f = join([kept, r.fact(value) if value is not None else TOP])
+    return replace(f, pytype="tensor", why=f"masked_fill with {r.fact(value).why or '?'}")
+
+
+def _factory(c: CallSite) -> Fact:
+    """ones/zeros/full (and _like, new_), arange, linspace, randint: the values they are made of."""
+    r, call, name = c.ranges, c.call, c.name
+    if name in ("ones", "ones_like", "new_ones"):
+        return r._num(1.0, "ones", "tensor")
+    if name in ("zeros", "zeros_like", "new_zeros"):
+        return r._num(0.0, "zeros", "tensor")
+    if name in ("full", "full_like", "new_full"):
+        v = r._arg(call, 1, "fill_value") if not c.method else c.arg(1, "fill_value")
+        return replace(r.fact(v), pytype="tensor", why="full") if v is not None else Fact(pytype=c.T)
+    if name == "arange" and not c.method:
+        nums = [r.fact(a) for a in call.args[:2]]
+        if len(nums) == 1:
+            return Fact(min(0.0, nums[0].lo), max(nums[0].hi, 0.0), False, "tensor", "arange")
+        if len(nums) == 2:
+            return Fact(min(nums[0].lo, nums[1].lo), max(nums[0].hi, nums[1].hi), False, "tensor", "arange")
+        return Fact(pytype="tensor")
+    if name == "linspace" and not c.method and len(call.args) >= 2:
+        a, b = r.fact(call.args[0]), r.fact(call.args[1])
+        return Fact(min(a.lo, b.lo), max(a.hi, b.hi), False, "tensor", "linspace")
+    if name in ("randint", "randint_like"):
+        ints = [r.fact(a) for a in call.args[(1 if c.method or name == "randint_like" else 0):]
+                if r.fact(a).pytype == "num"][:2]
+        if len(ints) == 1:
+            return Fact(0.0, max(ints[0].hi - 1, 0.0), False, "tensor", "randint")
+        if len(ints) == 2:
+            return Fact(ints[0].lo, max(ints[1].hi - 1, ints[0].lo), False, "tensor", "randint")
+        return Fact(pytype="tensor")
+    return Fact(pytype=c.T)  # a method form the family has no rule for (x.arange does not exist)
+
+
+_ARITHMETIC = {"pow": ast.Pow(), "float_power": ast.Pow(), "mul": ast.Mult(), "multiply": ast.Mult(),
+               "add": ast.Add(), "sub": ast.Sub(), "subtract": ast.Sub(), "div": ast.Div(),
+               "divide": ast.Div(), "true_divide": ast.Div()}
+
+
+def _arithmetic(c: CallSite) -> Fact | None:
+    """pow, mul, add, sub, div (function and method forms) as their operators; neg; reciprocal."""
+    r, inp, T = c.ranges, c.inp, c.T
+    if c.name in ("neg", "negative"):
+        return replace(inp, lo=-inp.hi, hi=-inp.lo, pytype=T)
+    if c.name == "reciprocal":
+        return r._divide(r._num(1.0), inp, f"1 / {inp.why or '?'}", T)
+    keywords = {k.arg for k in c.call.keywords}
+    if "alpha" in keywords or "rounding_mode" in keywords:
+        return None  # x.add(y, alpha=a), x.div(y, rounding_mode=...): not the plain operator
+    op = _ARITHMETIC[c.name]
+    other = c.arg(0, "exponent" if isinstance(op, ast.Pow) else "other")
+    if other is None:
+        return Fact(pytype=T) if isinstance(op, ast.Pow) else r._binop(inp, op, TOP, None).with_type(T)
+    return r._binop(inp, op, r.fact(other), None).with_type(T)
+
+
 TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
     **dict.fromkeys(("new_tensor", "scalar_tensor"), _data),
     **dict.fromkeys(("max", "min", "maximum", "minimum", "fmax", "fmin"), _extreme),
     **dict.fromkeys(("sum", "cumsum"), _sum),
+    **dict.fromkeys(_EXP, _exponential),
+    **dict.fromkeys(_LOG, _logarithm),
+    **dict.fromkeys(("sqrt", "rsqrt"), _root),
+    **dict.fromkeys(("abs", "absolute", "fabs", "square"), _magnitude),
+    **dict.fromkeys(("clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_",
+                     "hardtanh"), _bounded),
+    **dict.fromkeys(("relu", "relu_", "relu6", "threshold", "softplus", "elu", "selu", "celu", "gelu", "silu",
+                     "mish", "hardswish", "leaky_relu", "prelu", "rrelu"), _activation),
+    **dict.fromkeys(("where", "masked_fill", "masked_fill_", "nan_to_num"), _select),
+    **dict.fromkeys(("ones", "ones_like", "new_ones", "zeros", "zeros_like", "new_zeros", "full", "full_like",
+                     "new_full", "arange", "linspace", "randint", "randint_like"), _factory),
+    **dict.fromkeys((*_ARITHMETIC, "neg", "negative", "reciprocal"), _arithmetic),
 }
