@@ -16,6 +16,7 @@ export const SETTING_KEYS = [
   "entries",
   "showPossible",
   "showSafe",
+  "reproducerDir",
   "trace.server",
 ] as const;
 export type SettingKey = (typeof SETTING_KEYS)[number];
@@ -25,6 +26,7 @@ export const COMMANDS = {
   recheck: "grist.recheck",
   restartServer: "grist.restartServer",
   showOutput: "grist.showOutput",
+  showStartProblem: "grist.showStartProblem",
 } as const;
 
 /** The LSP `workspace/executeCommand` name the server handles for a re-check. */
@@ -40,6 +42,7 @@ export interface GristSettings {
   entries: string[];
   showPossible: boolean;
   showSafe: boolean;
+  reproducerDir: string;
   trace: { server: TraceLevel };
 }
 
@@ -51,6 +54,7 @@ export const DEFAULTS: GristSettings = {
   entries: [],
   showPossible: true,
   showSafe: false,
+  reproducerDir: "tests/grist",
   trace: { server: "off" },
 };
 
@@ -71,6 +75,7 @@ export function readSettings(read: SettingReader): GristSettings {
   const entries = read("entries");
   const interpreter = read("interpreter");
   const trace = read("trace.server");
+  const reproducerDir = read("reproducerDir");
   return {
     enable: bool(read("enable"), DEFAULTS.enable),
     interpreter: typeof interpreter === "string" ? interpreter.trim() : DEFAULTS.interpreter,
@@ -84,6 +89,8 @@ export function readSettings(read: SettingReader): GristSettings {
       : [...DEFAULTS.entries],
     showPossible: bool(read("showPossible"), DEFAULTS.showPossible),
     showSafe: bool(read("showSafe"), DEFAULTS.showSafe),
+    reproducerDir:
+      typeof reproducerDir === "string" && reproducerDir.trim() !== "" ? reproducerDir.trim() : DEFAULTS.reproducerDir,
     trace: {
       server: trace === "messages" || trace === "verbose" || trace === "off" ? trace : DEFAULTS.trace.server,
     },
@@ -93,7 +100,7 @@ export function readSettings(read: SettingReader): GristSettings {
 // ---------------------------------------------------------------------------------------------
 // Interpreter resolution
 
-export type InterpreterSource = "setting" | "python-extension" | "default";
+export type InterpreterSource = "setting" | "python-environments" | "python-extension" | "default";
 
 export interface InterpreterChoice {
   command: string;
@@ -112,6 +119,11 @@ export interface ResolveContext {
   platform: NodeJS.Platform;
   /** Asks the Python extension for its selected interpreter; only called when the setting is empty. */
   pythonExtension: () => Promise<string | undefined>;
+  /**
+   * Asks the Python Environments extension (ms-python.vscode-python-envs), when its API is there,
+   * for the environment of the workspace; asked before the Python extension, which defers to it.
+   */
+  pythonEnvironments?: () => Promise<string | undefined>;
 }
 
 export function defaultInterpreter(platform: NodeJS.Platform): string {
@@ -176,22 +188,54 @@ export async function resolveInterpreter(ctx: ResolveContext): Promise<Interpret
     if ("command" in expanded) return { command: expanded.command, source: "setting", skipped };
     skipped.push(`grist.interpreter: ${expanded.rejected}`);
   }
-  let fromExtension: string | undefined;
-  try {
-    fromExtension = await ctx.pythonExtension();
-  } catch (err) {
-    skipped.push(`Python extension: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  if (fromExtension) {
-    if (!ctx.trusted && isInside(fromExtension, ctx.workspaceFolders, ctx.platform)) {
-      skipped.push(`Python extension: ${fromExtension} lies inside the untrusted workspace`);
-    } else {
-      return { command: fromExtension, source: "python-extension", skipped };
+  const providers: [string, InterpreterSource, (() => Promise<string | undefined>) | undefined][] = [
+    ["Python Environments extension", "python-environments", ctx.pythonEnvironments],
+    ["Python extension", "python-extension", ctx.pythonExtension],
+  ];
+  for (const [name, source, ask] of providers) {
+    if (!ask) continue;
+    let found: string | undefined;
+    try {
+      found = await ask();
+    } catch (err) {
+      skipped.push(`${name}: ${err instanceof Error ? err.message : String(err)}`);
+      continue;
     }
-  } else if (skipped.every((s) => !s.startsWith("Python extension:"))) {
-    skipped.push("Python extension: no interpreter selected (or extension not installed)");
+    if (!found) {
+      skipped.push(`${name}: no interpreter selected (or extension not installed)`);
+    } else if (!ctx.trusted && isInside(found, ctx.workspaceFolders, ctx.platform)) {
+      skipped.push(`${name}: ${found} lies inside the untrusted workspace`);
+    } else {
+      return { command: found, source, skipped };
+    }
   }
   return { command: defaultInterpreter(ctx.platform), source: "default", skipped };
+}
+
+/**
+ * Where "Set interpreter" takes the user: the settings tab whose value this window applies.
+ * In a remote window (SSH, WSL, containers, code-server) that is the Remote tab; in a trusted
+ * local workspace the Workspace tab (the project's own environment); otherwise User settings.
+ * (`grist.interpreter` has "window" scope, so a User value applies in remote windows as well.)
+ */
+export function interpreterSettingsCommand(ctx: { remoteName: string | undefined; trusted: boolean; hasFolder: boolean }): {
+  command: string;
+  args: unknown[];
+} {
+  const query = `${SECTION}.interpreter`;
+  if (ctx.remoteName) return { command: "workbench.action.openRemoteSettings", args: [query] };
+  if (ctx.trusted && ctx.hasFolder) return { command: "workbench.action.openWorkspaceSettings", args: [query] };
+  return { command: "workbench.action.openSettings", args: [query] };
+}
+
+/**
+ * After a settings change or an interpreter change elsewhere: start again when the interpreter
+ * resolves to something else than what runs now, or when the last start failed and there is a
+ * new candidate or a reason to try again (the user may have just installed grist-lsp there).
+ */
+export function shouldRestartFor(now: { command: string | undefined; running: boolean }, next: string, retry: boolean): boolean {
+  if (now.command !== next) return true;
+  return !now.running && retry;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -289,6 +333,7 @@ export interface ServerSettings {
   entries: string[];
   showPossible: boolean;
   showSafe: boolean;
+  reproducerDir: string;
   workspaceTrusted: boolean;
 }
 
@@ -302,6 +347,7 @@ export function serverSettings(s: GristSettings, trusted: boolean): ServerSettin
     entries: [...s.entries],
     showPossible: s.showPossible,
     showSafe: s.showSafe,
+    reproducerDir: s.reproducerDir,
     workspaceTrusted: trusted,
   };
 }

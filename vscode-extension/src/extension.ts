@@ -18,6 +18,7 @@ import {
   commandsToAutoRegister,
   describeProbeFailure,
   initializationOptions,
+  interpreterSettingsCommand,
   needsRestart,
   patchConfigurationResult,
   probeLaunch,
@@ -26,11 +27,13 @@ import {
   resolveInterpreter,
   serverLaunch,
   serverSettings,
+  shouldRestartFor,
   withTimeout,
 } from "./config";
 import { runProbe } from "./probe";
 
 const PYTHON_EXTENSION_ID = "ms-python.python";
+const PYTHON_ENVIRONMENTS_EXTENSION_ID = "ms-python.vscode-python-envs";
 // Importing grist_lsp may pull in torch, which takes tens of seconds on a cold disk.
 const PROBE_TIMEOUT_MS = 90_000;
 const PYTHON_EXTENSION_TIMEOUT_MS = 15_000;
@@ -49,6 +52,12 @@ interface PythonExtensionApi {
     >;
     onDidChangeActiveEnvironmentPath?: vscode.Event<unknown>;
   };
+}
+
+// The part of the Python Environments extension's API we touch (same reasoning as above).
+interface PythonEnvironmentsApi {
+  getEnvironment?(scope: vscode.Uri | undefined): Promise<{ execInfo?: { run?: { executable?: string } } } | undefined>;
+  onDidChangeEnvironment?: vscode.Event<unknown>;
 }
 
 function settingsNow(): GristSettings {
@@ -74,6 +83,19 @@ async function pythonExtensionApi(): Promise<PythonExtensionApi | undefined> {
   return api;
 }
 
+async function pythonEnvironmentsApi(): Promise<PythonEnvironmentsApi | undefined> {
+  const ext = vscode.extensions.getExtension<PythonEnvironmentsApi>(PYTHON_ENVIRONMENTS_EXTENSION_ID);
+  if (!ext) return undefined;
+  return ext.isActive ? ext.exports : await withTimeout(Promise.resolve(ext.activate()), PYTHON_EXTENSION_TIMEOUT_MS, "Python Environments extension");
+}
+
+async function interpreterFromPythonEnvironments(): Promise<string | undefined> {
+  const api = await pythonEnvironmentsApi();
+  if (!api?.getEnvironment) return undefined;
+  const env = await withTimeout(api.getEnvironment(activeResource()), PYTHON_EXTENSION_TIMEOUT_MS, "Python Environments extension");
+  return env?.execInfo?.run?.executable || undefined;
+}
+
 async function interpreterFromPythonExtension(): Promise<string | undefined> {
   const envs = (await pythonExtensionApi())?.environments;
   const active = envs?.getActiveEnvironmentPath?.(activeResource());
@@ -84,11 +106,64 @@ async function interpreterFromPythonExtension(): Promise<string | undefined> {
   return resolved?.executable?.uri?.fsPath;
 }
 
+/**
+ * Why the server is not running, where the user sees it until it is: a status bar item and a
+ * notification. Both are ours to close, so they disappear once a later start succeeds. (VS Code
+ * cannot close a showErrorMessage toast from code: the first version left a stale one behind.)
+ * The notification is a cancellable progress notification because that is the only kind an
+ * extension can dismiss; its Cancel button just hides it, the status item stays.
+ */
+class StartProblemNotice implements vscode.Disposable {
+  private readonly item: vscode.StatusBarItem;
+  private closeNotification: (() => void) | undefined;
+  message: string | undefined;
+
+  constructor() {
+    this.item = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 0);
+    this.item.name = "GRIST language server";
+    this.item.command = COMMANDS.showStartProblem;
+  }
+
+  show(message: string): void {
+    this.message = message;
+    this.item.text = "$(error) GRIST";
+    this.item.tooltip = `${message} Click for what to do.`;
+    this.item.backgroundColor = new vscode.ThemeColor("statusBarItem.errorBackground");
+    this.item.show();
+    this.closeNotification?.();
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: message, cancellable: true },
+      (progress, token) =>
+        new Promise<void>((resolve) => {
+          progress.report({ message: 'Click "GRIST" in the status bar to set the interpreter, see the output or try again.' });
+          const close = () => {
+            if (this.closeNotification === close) this.closeNotification = undefined;
+            resolve();
+          };
+          this.closeNotification = close;
+          token.onCancellationRequested(close);
+        }),
+    );
+  }
+
+  clear(): void {
+    this.message = undefined;
+    this.item.hide();
+    this.closeNotification?.();
+  }
+
+  dispose(): void {
+    this.clear();
+    this.item.dispose();
+  }
+}
+
 /** Owns the language client; start/stop/restart are queued so overlapping requests never race. */
 class ServerController implements vscode.Disposable {
   private client: LanguageClient | undefined;
   private interpreter: InterpreterChoice | undefined;
   private queue: Promise<void> = Promise.resolve();
+  readonly notice = new StartProblemNotice();
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -119,8 +194,28 @@ class ServerController implements vscode.Disposable {
     return this.enqueue(() => this.doStop());
   }
 
+  /**
+   * Resolve the interpreter again (settings changed, or the Python extensions picked another
+   * environment) and restart when it differs from the one in use, or when the last start failed
+   * and `retry` says the change may have fixed it.
+   */
+  reresolve(reason: string, retry: boolean): Promise<void> {
+    return this.enqueue(async () => {
+      const settings = settingsNow();
+      if (!settings.enable) return;
+      const choice = await this.resolve(settings, false);
+      if (!shouldRestartFor({ command: this.interpreter?.command, running: this.running !== undefined }, choice.command, retry)) {
+        return;
+      }
+      this.output.appendLine(`Restarting the GRIST server: ${reason} (interpreter: ${choice.command}, from ${choice.source})`);
+      await this.doStop();
+      await this.doStart();
+    });
+  }
+
   dispose(): void {
     void this.stop();
+    this.notice.dispose();
   }
 
   /** Settles once every start/stop/restart asked for so far has finished. */
@@ -153,19 +248,8 @@ class ServerController implements vscode.Disposable {
       this.output.appendLine('GRIST is disabled ("grist.enable": false); the server is not started.');
       return;
     }
-    const choice = await resolveInterpreter({
-      setting: settings.interpreter,
-      trusted,
-      workspaceFolders: workspaceFolderPaths(),
-      homeDir: os.homedir(),
-      platform: process.platform,
-      // Asked only when grist.interpreter is empty or unusable; in restricted mode an answer inside the
-      // workspace (a project .venv) is dropped by resolveInterpreter.
-      pythonExtension: interpreterFromPythonExtension,
-    });
+    const choice = await this.resolve(settings, true);
     this.interpreter = choice;
-    for (const s of choice.skipped) this.output.appendLine(`Interpreter candidate skipped: ${s}`);
-    this.output.appendLine(`Interpreter: ${choice.command} (from ${choice.source})`);
     if (!trusted) {
       this.output.appendLine("Workspace is not trusted: static analysis only, no code from the workspace is run.");
     }
@@ -188,11 +272,31 @@ class ServerController implements vscode.Disposable {
     this.client = client;
     try {
       await client.start();
+      this.notice.clear();
     } catch (err) {
       const message = `GRIST: the language server failed to start: ${err instanceof Error ? err.message : String(err)}`;
       this.output.appendLine(message);
       void this.reportStartFailure(message);
     }
+  }
+
+  private async resolve(settings: GristSettings, log: boolean): Promise<InterpreterChoice> {
+    const choice = await resolveInterpreter({
+      setting: settings.interpreter,
+      trusted: vscode.workspace.isTrusted,
+      workspaceFolders: workspaceFolderPaths(),
+      homeDir: os.homedir(),
+      platform: process.platform,
+      // Asked only when grist.interpreter is empty or unusable; in restricted mode an answer inside the
+      // workspace (a project .venv) is dropped by resolveInterpreter.
+      pythonEnvironments: interpreterFromPythonEnvironments,
+      pythonExtension: interpreterFromPythonExtension,
+    });
+    if (log) {
+      for (const s of choice.skipped) this.output.appendLine(`Interpreter candidate skipped: ${s}`);
+      this.output.appendLine(`Interpreter: ${choice.command} (from ${choice.source})`);
+    }
+    return choice;
   }
 
   private async doStop(): Promise<void> {
@@ -252,13 +356,33 @@ class ServerController implements vscode.Disposable {
   }
 
   private async reportStartFailure(message: string): Promise<void> {
-    const setInterpreter = "Set interpreter";
-    const showOutput = "Show output";
-    const picked = await vscode.window.showErrorMessage(message, setInterpreter, showOutput);
-    if (picked === setInterpreter) {
+    this.notice.show(message);
+  }
+
+  /** "What to do" behind the status item: set the interpreter in the right tab, read the output, retry. */
+  async offerFixes(): Promise<void> {
+    const target = interpreterSettingsCommand({
+      remoteName: vscode.env.remoteName,
+      trusted: vscode.workspace.isTrusted,
+      hasFolder: workspaceFolderPaths().length > 0,
+    });
+    const tab = vscode.env.remoteName ? "Remote" : target.command.endsWith("WorkspaceSettings") ? "Workspace" : "User";
+    const choices = [
+      { label: "Set interpreter", description: `grist.interpreter in ${tab} settings`, run: () => this.openInterpreterSetting(target) },
+      { label: "Show output", description: "what the interpreter said", run: () => this.output.show(true) },
+      { label: "Try again", description: "after installing grist-lsp", run: () => this.restart("requested") },
+    ];
+    const picked = await vscode.window.showQuickPick(choices, { placeHolder: this.notice.message ?? "GRIST" });
+    await picked?.run();
+  }
+
+  private async openInterpreterSetting(target: { command: string; args: unknown[] }): Promise<void> {
+    try {
+      await vscode.commands.executeCommand(target.command, ...target.args);
+    } catch {
+      // Older editors (and code-server builds) without that tab's command: the settings editor
+      // still finds the setting, with the scope switcher at the top.
       await vscode.commands.executeCommand("workbench.action.openSettings", `${SECTION}.interpreter`);
-    } else if (picked === showOutput) {
-      this.output.show(true);
     }
   }
 }
@@ -310,32 +434,46 @@ export function activate(context: vscode.ExtensionContext): GristExtensionApi {
     vscode.commands.registerCommand(COMMANDS.recheck, (...args: unknown[]) => recheck(ctl, output, args)),
     vscode.commands.registerCommand(COMMANDS.restartServer, () => ctl.restart("requested")),
     vscode.commands.registerCommand(COMMANDS.showOutput, () => output.show(true)),
+    vscode.commands.registerCommand(COMMANDS.showStartProblem, () => ctl.offerFixes()),
     // Restricted settings (interpreter, dynamic.enable, entries) take their workspace values only
     // once trusted, so the interpreter itself may change: a new process is the only safe answer.
     vscode.workspace.onDidGrantWorkspaceTrust(() => ctl.restart("workspace trusted")),
     vscode.workspace.onDidChangeConfiguration((e) => {
       const changed = (key: SettingKey) => e.affectsConfiguration(`${SECTION}.${key}`);
       if (needsRestart(changed)) void ctl.restart("settings changed");
+      // Any other grist or python setting may change what the interpreter resolves to (in a
+      // remote window, for one, a User value now applies): resolve again, restart if it moved.
+      else if (e.affectsConfiguration(SECTION) || e.affectsConfiguration("python")) {
+        void ctl.reresolve("settings changed", e.affectsConfiguration("python"));
+      }
     }),
   );
-  void watchPythonExtension(context, ctl);
+  void watchInterpreterChanges(context, ctl);
   return { serverReady: ctl.start() };
 }
 
-async function watchPythonExtension(context: vscode.ExtensionContext, ctl: ServerController): Promise<void> {
-  try {
-    const event = (await pythonExtensionApi())?.environments?.onDidChangeActiveEnvironmentPath;
-    if (!event) return;
-    context.subscriptions.push(
-      event(() => {
-        if (ctl.interpreterSource === "python-extension" || ctl.interpreterSource === "default") {
-          void ctl.restart("the Python extension's interpreter changed");
-        }
-      }),
-    );
-  } catch {
-    // Without the Python extension there is nothing to follow; resolution already fell back.
-  }
+/** Follow the interpreter the Python extension, or the Python Environments extension, selects. */
+async function watchInterpreterChanges(context: vscode.ExtensionContext, ctl: ServerController): Promise<void> {
+  const follow = (who: string) => () => {
+    if (ctl.interpreterSource !== "setting") void ctl.reresolve(`the ${who}'s interpreter changed`, true);
+  };
+  // Each lookup on its own: one extension failing to activate must not hide the other's events.
+  await Promise.all([
+    pythonExtensionApi().then(
+      (api) => {
+        const event = api?.environments?.onDidChangeActiveEnvironmentPath;
+        if (event) context.subscriptions.push(event(follow("Python extension")));
+      },
+      () => undefined, // without it there is nothing to follow; resolution already fell back
+    ),
+    pythonEnvironmentsApi().then(
+      (api) => {
+        const event = api?.onDidChangeEnvironment;
+        if (event) context.subscriptions.push(event(follow("Python Environments extension")));
+      },
+      () => undefined,
+    ),
+  ]);
 }
 
 export async function deactivate(): Promise<void> {

@@ -11,7 +11,6 @@ export function runProbe(launch: Launch, timeoutMs: number): Promise<ProbeResult
     let stderr = "";
     let timedOut = false;
     let settled = false;
-    let timer: NodeJS.Timeout | undefined;
     const finish = (r: Omit<ProbeResult, "stdout" | "stderr">) => {
       if (settled) return;
       settled = true;
@@ -24,7 +23,8 @@ export function runProbe(launch: Launch, timeoutMs: number): Promise<ProbeResult
       stdio: ["ignore", "pipe", "pipe"],
       windowsHide: true,
     });
-    timer = setTimeout(() => {
+    // `finish` reads `timer` only from the child's events, which fire after this line has run.
+    const timer = setTimeout(() => {
       timedOut = true;
       child.kill();
     }, timeoutMs);

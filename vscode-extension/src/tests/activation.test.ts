@@ -105,6 +105,13 @@ async function until<T>(what: string, probe: () => T | undefined, ms = 30_000): 
   }
 }
 
+/** Another path to the test Python (a shell wrapper: PYTHON may itself be a pyenv shim script). */
+function pythonWrapper(name: string, flags = ""): string {
+  const wrapper = path.join(root, name);
+  fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(PYTHON)} ${flags}"$@"\n`, { mode: 0o755 });
+  return wrapper;
+}
+
 function withMethod(method: string, pid?: number): Logged[] {
   return logged().filter((l) => l.msg.method === method && (pid === undefined || l.pid === pid));
 }
@@ -165,6 +172,7 @@ describe("activate() with a recording language server", () => {
       entries: [],
       showPossible: true,
       showSafe: false,
+      reproducerDir: "tests/grist",
       workspaceTrusted: false,
     });
     assert.equal(fs.realpathSync(init.cwd), fs.realpathSync(extensionDir), "untrusted server must not run in the workspace");
@@ -222,6 +230,7 @@ describe("activate() with a recording language server", () => {
           entries: [],
           showPossible: true,
           showSafe: true,
+          reproducerDir: "tests/grist",
           workspaceTrusted: true,
         },
       },
@@ -236,6 +245,9 @@ describe("activate() with a recording language server", () => {
   it("uses the Python extension's interpreter when grist.interpreter is empty, and follows its changes", async () => {
     const asked: unknown[] = [];
     const envChanged = new EventEmitter<unknown>();
+    // a second environment: another path to the same Python
+    const other = pythonWrapper("other-python");
+    let active = path.join(root, "some-env");
     state.extensions.set("ms-python.python", {
       isActive: true,
       exports: {
@@ -243,10 +255,14 @@ describe("activate() with a recording language server", () => {
         environments: {
           getActiveEnvironmentPath: (resource: unknown) => {
             asked.push(resource);
-            return { path: path.join(root, "some-env") };
+            return { path: active };
           },
           resolveEnvironment: async (env: { path: string }) =>
-            env.path === path.join(root, "some-env") ? { executable: { uri: Uri.file(PYTHON) } } : undefined,
+            env.path === path.join(root, "some-env")
+              ? { executable: { uri: Uri.file(PYTHON) } }
+              : env.path === path.join(root, "other-env")
+                ? { executable: { uri: Uri.file(other) } }
+                : undefined,
           onDidChangeActiveEnvironmentPath: envChanged.event,
         },
       },
@@ -260,10 +276,41 @@ describe("activate() with a recording language server", () => {
       state.output.join("\n"),
     );
 
+    // The same environment again (the Python extension fires on every selection): nothing to do.
+    envChanged.fire({ path: active });
+    await until("second lookup", () => asked.length === 2 || undefined);
     // The user picks another environment in the Python extension: the server is restarted with it.
-    envChanged.fire({ path: path.join(root, "some-env") });
+    active = path.join(root, "other-env");
+    envChanged.fire({ path: active });
     await until("restart after the environment changed", () => withMethod("initialize").find((l) => l.pid !== first.pid));
-    assert.equal(asked.length, 2);
+    assert.equal(withMethod("initialize").length, 2, "re-selecting the same environment must not restart");
+    assert.ok(state.output.some((l) => l.startsWith(`Interpreter: ${other} (from python-extension)`)), state.output.join("\n"));
+    await deactivate(ctx);
+  });
+
+  it("prefers the Python Environments extension's environment, and follows its changes", async () => {
+    const envChanged = new EventEmitter<unknown>();
+    const other = pythonWrapper("envs-python");
+    let executable = PYTHON;
+    state.extensions.set("ms-python.vscode-python-envs", {
+      isActive: true,
+      exports: {
+        getEnvironment: async () => ({ execInfo: { run: { executable } } }),
+        onDidChangeEnvironment: envChanged.event,
+      },
+    });
+    state.extensions.set("ms-python.python", {
+      isActive: true,
+      exports: { environments: { getActiveEnvironmentPath: () => ({ path: "/nowhere/python" }) } },
+    });
+    const ctx = context();
+    await extension.activate(ctx).serverReady;
+    const first = await until("initialize", () => withMethod("initialize")[0]);
+    assert.ok(state.output.some((l) => l.startsWith(`Interpreter: ${PYTHON} (from python-environments)`)), state.output.join("\n"));
+    executable = other;
+    envChanged.fire({});
+    await until("restart with the new environment", () => withMethod("initialize").find((l) => l.pid !== first.pid));
+    assert.ok(state.output.some((l) => l.startsWith(`Interpreter: ${other} (from python-environments)`)), state.output.join("\n"));
     await deactivate(ctx);
   });
 
@@ -273,7 +320,7 @@ describe("activate() with a recording language server", () => {
     await extension.activate(ctx).serverReady;
     const first = await until("initialize", () => withMethod("initialize")[0]);
     state.changeSettings({ "grist.interpreter": path.join(root, "no-such-python") });
-    await until("error for the new interpreter", () => state.messages.find((m) => /was not found/.test(m.text)));
+    await until("error for the new interpreter", () => state.notifications.find((m) => /was not found/.test(m.title)));
     await until("old server shut down", () => withMethod("exit", first.pid)[0]);
     await deactivate(ctx);
   });
@@ -291,25 +338,64 @@ describe("activate() with a recording language server", () => {
     await deactivate(ctx);
   });
 
-  it("a missing interpreter gives an error with a Set interpreter button that opens the setting", async () => {
+  it("a missing interpreter: a notice that closes itself once a later start succeeds", async () => {
     const missing = path.join(root, "no-such-python");
     state.settings.set("grist.interpreter", missing);
-    state.answer = "Set interpreter";
     const ctx = context();
     await extension.activate(ctx).serverReady;
-    const opened = await until("settings opened", () =>
-      state.executed.find((e) => e.id === "workbench.action.openSettings"),
-    );
-    assert.deepEqual(opened.args, ["grist.interpreter"]);
-    assert.equal(state.messages.length, 1);
-    assert.equal(state.messages[0].level, "error");
-    assert.match(state.messages[0].text, /was not found/);
-    assert.deepEqual(state.messages[0].buttons, ["Set interpreter", "Show output"]);
+    const [notification] = state.notifications;
+    assert.match(notification.title, /was not found/);
+    assert.ok(notification.open);
+    const item = state.statusItems.find((i) => i.visible);
+    assert.ok(item, "no status bar item while the server is down");
+    assert.equal(item.command, "grist.showStartProblem");
+    assert.match(String(item.tooltip), /was not found/);
     assert.equal(withMethod("initialize").length, 0);
 
     // With no server, re-check explains instead of failing silently.
     await state.commands.get("grist.recheck")?.();
-    assert.match(state.messages[1].text, /not running/);
+    assert.match(state.messages[0].text, /not running/);
+
+    // The status item's "Set interpreter" opens the tab whose value this window applies.
+    state.pick = "Set interpreter";
+    await state.commands.get("grist.showStartProblem")?.();
+    assert.deepEqual(state.quickPicks[0].labels, ["Set interpreter", "Show output", "Try again"]);
+    assert.deepEqual(state.executed.at(-1), { id: "workbench.action.openWorkspaceSettings", args: ["grist.interpreter"] });
+    state.remoteName = "ssh-remote";
+    state.pick = "Set interpreter";
+    await state.commands.get("grist.showStartProblem")?.();
+    assert.match(state.quickPicks[1].descriptions[0], /Remote settings/);
+    assert.deepEqual(state.executed.at(-1), { id: "workbench.action.openRemoteSettings", args: ["grist.interpreter"] });
+
+    // The user sets a working interpreter: the server starts and the notice goes away by itself.
+    state.changeSettings({ "grist.interpreter": PYTHON });
+    await until("initialize with the new interpreter", () => withMethod("initialize")[0]);
+    await until("notification closed", () => !notification.open || undefined);
+    await until("status item hidden", () => !item.visible || undefined);
+    assert.equal(state.notifications.length, 1, "one notice, not one per attempt");
+    await deactivate(ctx);
+  });
+
+  it("a failed start is retried when a python setting changes what the interpreter resolves to", async () => {
+    let selected = path.join(root, "no-such-python");
+    state.extensions.set("ms-python.python", {
+      isActive: true,
+      exports: {
+        environments: {
+          getActiveEnvironmentPath: () => ({ path: selected }),
+          resolveEnvironment: async (env: { path: string }) => ({ executable: { uri: Uri.file(env.path) } }),
+        },
+      },
+    });
+    const ctx = context();
+    await extension.activate(ctx).serverReady;
+    assert.match(state.notifications[0].title, /was not found/);
+    state.changeSettings({ "grist.budget": 3 }); // resolves to the same missing interpreter: no new attempt
+    selected = PYTHON;
+    state.changeSettings({ "python.defaultInterpreterPath": PYTHON });
+    await until("initialize after the python setting changed", () => withMethod("initialize")[0]);
+    await until("notice closed", () => !state.notifications[0].open || undefined);
+    assert.equal(state.notifications.length, 1);
     await deactivate(ctx);
   });
 
@@ -317,13 +403,12 @@ describe("activate() with a recording language server", () => {
     process.env.PYTHONPATH = "";
     try {
       // -S hides any grist_lsp installed on this machine; a wrapper script keeps it one command.
-      const wrapper = path.join(root, "bare-python");
-      fs.writeFileSync(wrapper, `#!/bin/sh\nexec ${JSON.stringify(PYTHON)} -S "$@"\n`, { mode: 0o755 });
+      const wrapper = pythonWrapper("bare-python", "-S ");
       state.settings.set("grist.interpreter", wrapper);
       const ctx = context();
       await extension.activate(ctx).serverReady;
-      await until("error message", () => state.messages[0]);
-      assert.match(state.messages[0].text, /grist-lsp is not installed in/);
+      await until("error notice", () => state.notifications[0]);
+      assert.match(state.notifications[0].title, /grist-lsp is not installed in/);
       assert.ok(state.output.some((l) => /No module named 'grist_lsp'/.test(l)), state.output.join("\n"));
       await deactivate(ctx);
     } finally {

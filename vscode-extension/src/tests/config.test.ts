@@ -11,6 +11,7 @@ import {
   describeProbeFailure,
   expandInterpreterSetting,
   initializationOptions,
+  interpreterSettingsCommand,
   isInside,
   needsRestart,
   patchConfigurationResult,
@@ -20,6 +21,7 @@ import {
   resolveInterpreter,
   serverLaunch,
   serverSettings,
+  shouldRestartFor,
   withTimeout,
 } from "../config";
 
@@ -47,6 +49,22 @@ function lookup(result: string | undefined | Error) {
 }
 
 describe("interpreter resolution order", () => {
+  it("asks the Python Environments extension before the Python extension", async () => {
+    const envs = lookup("/home/ada/.venvs/torch/bin/python");
+    const ext = lookup("/usr/bin/python3");
+    const choice = await resolveInterpreter(ctx({ pythonEnvironments: envs.fn, pythonExtension: ext.fn }));
+    assert.deepEqual([choice.command, choice.source], ["/home/ada/.venvs/torch/bin/python", "python-environments"]);
+    assert.equal(ext.calls.length, 0);
+  });
+
+  it("falls through to the Python extension when Python Environments has none or fails", async () => {
+    for (const envs of [lookup(undefined), lookup(new Error("not activated"))]) {
+      const choice = await resolveInterpreter(ctx({ pythonEnvironments: envs.fn, pythonExtension: lookup("/opt/py/bin/python").fn }));
+      assert.deepEqual([choice.command, choice.source], ["/opt/py/bin/python", "python-extension"]);
+      assert.match(choice.skipped[0], /^Python Environments extension: /);
+    }
+  });
+
   it("uses grist.interpreter first and never asks the Python extension", async () => {
     const ext = lookup("/opt/conda/bin/python");
     const choice = await resolveInterpreter(ctx({ setting: "/usr/bin/python3.12", pythonExtension: ext.fn }));
@@ -175,6 +193,7 @@ describe("settings", () => {
       entries: ["train.py:main", 7, " ", "eval.py:run "],
       showPossible: false,
       showSafe: true,
+      reproducerDir: "   ",
       "trace.server": "loud",
     };
     const s = readSettings((key) => values[key]);
@@ -186,6 +205,7 @@ describe("settings", () => {
       entries: ["train.py:main", "eval.py:run"],
       showPossible: false,
       showSafe: true,
+      reproducerDir: "tests/grist",
       trace: { server: "off" },
     });
   });
@@ -220,6 +240,7 @@ describe("trust -> what the server is told", () => {
       dynamic: { enable: true, debounce: 0.5 },
       budget: 4,
       entries: ["train.py:main"],
+      reproducerDir: "tests/grist",
       showPossible: true,
       showSafe: true,
       workspaceTrusted: true,
@@ -309,5 +330,25 @@ describe("withTimeout", () => {
 
   it("rejects a promise that never settles, naming what was waited for", async () => {
     await assert.rejects(withTimeout(new Promise(() => undefined), 10, "Python extension"), /Python extension did not answer/);
+  });
+});
+
+describe("when the interpreter is resolved again", () => {
+  it("restarts when it resolves elsewhere, or to retry a failed start when asked to", () => {
+    assert.equal(shouldRestartFor({ command: "python3", running: true }, "/venv/bin/python", false), true);
+    assert.equal(shouldRestartFor({ command: "python3", running: true }, "python3", true), false);
+    assert.equal(shouldRestartFor({ command: "python3", running: false }, "python3", false), false);
+    assert.equal(shouldRestartFor({ command: "python3", running: false }, "python3", true), true);
+    assert.equal(shouldRestartFor({ command: undefined, running: false }, "python3", false), true);
+  });
+
+  it("opens the settings tab this window applies: Remote, else Workspace when trusted, else User", () => {
+    const remote = interpreterSettingsCommand({ remoteName: "ssh-remote", trusted: true, hasFolder: true });
+    assert.deepEqual(remote, { command: "workbench.action.openRemoteSettings", args: ["grist.interpreter"] });
+    const workspace = interpreterSettingsCommand({ remoteName: undefined, trusted: true, hasFolder: true });
+    assert.equal(workspace.command, "workbench.action.openWorkspaceSettings");
+    for (const c of [{ trusted: false, hasFolder: true }, { trusted: true, hasFolder: false }]) {
+      assert.equal(interpreterSettingsCommand({ remoteName: undefined, ...c }).command, "workbench.action.openSettings");
+    }
   });
 });

@@ -128,6 +128,24 @@ export interface Message {
   buttons: string[];
 }
 
+/** A progress notification: `open` until the extension's task settles (or the user cancels it). */
+export interface Notification {
+  title: string;
+  messages: string[];
+  open: boolean;
+  cancel(): void;
+}
+
+/** A status bar item as the extension last left it. */
+export interface StatusItem {
+  text: string;
+  tooltip: unknown;
+  command: unknown;
+  backgroundColor: unknown;
+  name: string;
+  visible: boolean;
+}
+
 /** Everything a test can steer or inspect. */
 export const state = {
   settings: new Map<string, unknown>(),
@@ -137,6 +155,13 @@ export const state = {
   messages: [] as Message[],
   /** Button a test wants "clicked" on the next message; undefined dismisses it. */
   answer: undefined as string | undefined,
+  notifications: [] as Notification[],
+  statusItems: [] as StatusItem[],
+  /** Label a test wants picked in the next quick pick; undefined dismisses it. */
+  pick: undefined as string | undefined,
+  quickPicks: [] as { labels: string[]; descriptions: string[]; placeHolder?: string }[],
+  /** `vscode.env.remoteName`: "ssh-remote", "wsl", ... in a remote window, undefined locally. */
+  remoteName: undefined as string | undefined,
   commands: new Map<string, (...args: unknown[]) => unknown>(),
   executed: [] as { id: string; args: unknown[] }[],
   extensions: new Map<string, unknown>(),
@@ -150,6 +175,11 @@ export const state = {
     this.output.length = 0;
     this.messages.length = 0;
     this.answer = undefined;
+    this.notifications.length = 0;
+    this.statusItems.length = 0;
+    this.pick = undefined;
+    this.quickPicks.length = 0;
+    this.remoteName = undefined;
     this.commands.clear();
     this.executed.length = 0;
     this.extensions.clear();
@@ -234,7 +264,20 @@ const fake: Record<string, unknown> = {
   DiagnosticSeverity: { Error: 0, Warning: 1, Information: 2, Hint: 3 },
   DiagnosticTag: { Unnecessary: 1, Deprecated: 2 },
   ProgressLocation: { SourceControl: 1, Window: 10, Notification: 15 },
-  env: { language: "en", appName: "fake-vscode", machineId: "test", sessionId: "test", openExternal: async () => true },
+  StatusBarAlignment: { Left: 1, Right: 2 },
+  ThemeColor: class ThemeColor {
+    constructor(readonly id: string) {}
+  },
+  env: {
+    language: "en",
+    appName: "fake-vscode",
+    machineId: "test",
+    sessionId: "test",
+    openExternal: async () => true,
+    get remoteName() {
+      return state.remoteName;
+    },
+  },
   workspace: namespace({
     getConfiguration: configuration,
     get isTrusted() {
@@ -268,8 +311,31 @@ const fake: Record<string, unknown> = {
     showErrorMessage: (t: string, ...r: unknown[]) => show("error", t, ...r),
     showWarningMessage: (t: string, ...r: unknown[]) => show("warning", t, ...r),
     showInformationMessage: (t: string, ...r: unknown[]) => show("info", t, ...r),
-    withProgress: async (_o: unknown, task: (p: unknown, t: unknown) => unknown) =>
-      task({ report() {} }, new CancellationTokenSource().token),
+    withProgress: async (options: { location: number; title?: string }, task: (p: unknown, t: unknown) => unknown) => {
+      const source = new CancellationTokenSource();
+      const shown: Notification = { title: options.title ?? "", messages: [], open: true, cancel: () => source.cancel() };
+      if (options.location === 15) state.notifications.push(shown);
+      try {
+        return await task({ report: (r: { message?: string }) => r.message && shown.messages.push(r.message) }, source.token);
+      } finally {
+        shown.open = false;
+      }
+    },
+    createStatusBarItem: () => {
+      const item: StatusItem = { text: "", tooltip: undefined, command: undefined, backgroundColor: undefined, name: "", visible: false };
+      state.statusItems.push(item);
+      return Object.assign(item, {
+        show: () => (item.visible = true),
+        hide: () => (item.visible = false),
+        dispose: () => (item.visible = false),
+      });
+    },
+    showQuickPick: async (items: { label: string; description?: string }[], options?: { placeHolder?: string }) => {
+      state.quickPicks.push({ labels: items.map((i) => i.label), descriptions: items.map((i) => i.description ?? ""), placeHolder: options?.placeHolder });
+      const wanted = state.pick;
+      state.pick = undefined;
+      return items.find((i) => i.label === wanted);
+    },
   }),
   commands: namespace({
     registerCommand(id: string, fn: (...args: unknown[]) => unknown) {

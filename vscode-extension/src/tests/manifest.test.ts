@@ -59,6 +59,23 @@ describe("package.json", () => {
     }
   });
 
+  it("lets User and Remote settings both set the interpreter (window scope, not machine-overridable)", () => {
+    // machine(-overridable) settings from the User tab are ignored in remote windows (code-server,
+    // SSH, WSL, containers): the first window of a fresh profile then started the wrong Python.
+    assert.equal((properties[`${SECTION}.interpreter`] as { scope?: string }).scope, "window");
+  });
+
+  it("builds a source map and ships it in the .vsix", () => {
+    assert.match(manifest.scripts.build, /--sourcemap/);
+    const ignore = fs.readFileSync(path.join(ROOT, ".vscodeignore"), "utf8").split("\n");
+    assert.ok(ignore.includes("!dist/extension.js.map"), ".vscodeignore drops the source map");
+  });
+
+  it("lints before testing (eslint flat config)", () => {
+    assert.ok(fs.existsSync(path.join(ROOT, "eslint.config.mjs")));
+    assert.match(manifest.scripts.pretest, /npm run lint/);
+  });
+
   it("restricts the settings that could make an untrusted workspace run code", () => {
     const trust = manifest.capabilities.untrustedWorkspaces;
     assert.equal(trust.supported, "limited");
