@@ -21,7 +21,7 @@ import pytest
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.fixes import propose_fixes
-from grist_lsp.dynamic.reproducer import INLINE_ELEMENTS, render_reproducer, write_reproducer
+from grist_lsp.dynamic.reproducer import render_reproducer, write_reproducer
 from grist_lsp.dynamic.verify import apply_edits
 from grist_lsp.model import Site, Status, TensorValue, Verdict, Witness
 
