@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -433,6 +434,31 @@ def add_import_dirs(path: str, root: str) -> list[str]:
             sys.path.insert(0, d)
             added.append(d)
     return added
+
+
+@contextlib.contextmanager
+def program_imports(path: str, text: str, root: str | None = None) -> Iterator[str]:
+    """For one run in a long-lived child (replays, fix checks): the program's import folders on
+    ``sys.path`` and ``path``'s module imported from ``text``; on exit everything the run imported
+    from the project is dropped, so that the next run (another text) imports afresh. Yields the root."""
+    target = os.path.abspath(path)
+    root = root or project_root_for(path, None)
+    added = add_import_dirs(target, root)
+    finder = TextFinder(target, text)
+    sys.meta_path.insert(0, finder)
+    saved_modules = set(sys.modules)
+    try:
+        yield root
+    finally:
+        sys.meta_path.remove(finder)
+        for name in set(sys.modules) - saved_modules:
+            f = getattr(sys.modules.get(name), "__file__", None) or ""
+            mine = bool(f) and os.path.abspath(f).startswith(root + os.sep) and "site-packages" not in f
+            if name.startswith("_grist_") or mine:
+                sys.modules.pop(name, None)
+        for d in added:
+            if d in sys.path:
+                sys.path.remove(d)
 
 
 def import_runs_loops(text: str) -> bool:

@@ -18,7 +18,6 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
 
 from grist_lsp.model import Site, Witness
 
@@ -60,13 +59,9 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
     except (OSError, ValueError, RuntimeError) as e:
         return ReplayResult(False, "not-reached", f"the witness values cannot be loaded: {e}",
                             raised=f"{type(e).__name__}: {e}")
-    root = E.project_root_for(site.file, None)
-    added = E.add_import_dirs(target, root)
-    finder = E.TextFinder(target, text)
-    sys.meta_path.insert(0, finder)
-    saved_modules = dict(sys.modules)
     threads = torch.get_num_threads()
-    try:
+    # Drops what this replay imported on the way out, so the next one sees fresh text.
+    with E.program_imports(target, text):
         torch.set_num_threads(1)
         prog = E.program_from_label(witness.entry, site.file, text, witness.seed, inputs)
         try:
@@ -76,17 +71,10 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
                                 raised=f"{type(e).__name__}: {e}")
         cfg = prog.tracer_config(sites=[site], target=site, subs=inputs, weight_subs=deltas,
                                  loose_match=not _site_text_unchanged(site, text))
-        tracer, outcome, error = prog.run(cfg)
-    finally:
-        torch.set_num_threads(threads)
-        sys.meta_path.remove(finder)
-        for name in set(sys.modules) - set(saved_modules):
-            # Drop what this replay imported, so the next one sees fresh text.
-            if name.startswith("_grist_") or _is_user_module(sys.modules.get(name), root):
-                sys.modules.pop(name, None)
-        for d in added:
-            if d in sys.path:
-                sys.path.remove(d)
+        try:
+            tracer, outcome, error = prog.run(cfg)
+        finally:
+            torch.set_num_threads(threads)
     if outcome is None:
         why = f" (the program raised {type(error).__name__}: {error})" if error is not None else ""
         return ReplayResult(False, "not-reached", f"{site.op} at line {site.span.start_line} was not evaluated{why}",
@@ -103,11 +91,6 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         operands = "masked (-inf) operands" if kind and kind.region.allows_neg_inf_operand else "finite operands"
         return ReplayResult(True, outcome.result, f"{site.op} produced {outcome.result}{where} from {operands}")
     return ReplayResult(False, "finite", f"{site.op} produced finite values with the witness inputs")
-
-
-def _is_user_module(mod: Any, root: str) -> bool:
-    f = getattr(mod, "__file__", None) or ""
-    return bool(f) and os.path.abspath(f).startswith(root + os.sep) and "site-packages" not in f
 
 
 def _warm_up(text: str) -> None:
@@ -130,6 +113,7 @@ def main() -> int:
     from grist_lsp.model import site_from_json, witness_from_json
 
     from .engine import open_child_channel
+    from .lazy_dynamo import skip_dynamo_import
 
     result = open_child_channel()
     text = None
@@ -139,6 +123,7 @@ def main() -> int:
         msg = json.loads(line)
         if msg.get("type") == "file":
             text = msg.get("text")
+            skip_dynamo_import([text or ""])
             _warm_up(text or "")
             continue
         site = site_from_json(msg["site"])

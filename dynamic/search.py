@@ -52,6 +52,9 @@ class SearchSettings:
     move_weights: bool = True
     # Input key -> a SUPPORTS name the input must stay in (a probe's arguments: what real callers pass).
     supports: dict[str, str] = field(default_factory=dict)
+    # Site key -> a run that broke that site on the way to this search's target (every run watches
+    # every site): the worker takes it as that site's witness instead of searching it again.
+    harvest: dict[str, Found] | None = None
 
 
 @dataclass
@@ -106,6 +109,8 @@ class Runner:
     # (in-place updates of leaves in a no_grad block).
     grad_everywhere: bool = True
     supports: dict[str, str] = field(default_factory=dict)  # see SearchSettings
+    harvest: dict[str, Found] | None = None  # see SearchSettings
+    started: float = field(default_factory=time.monotonic)
 
     def evaluate(self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None,
                  grad: bool = True) -> Evaluation:
@@ -122,6 +127,13 @@ class Runner:
         tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
         params = {key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values}
         self.param_values.update(params)
+        if self.harvest is not None:
+            for key, other in tracer.reached.items():
+                if other.found and key != self.site.key and key not in self.harvest:
+                    used = {k: values[k] for k in dict.fromkeys(tracer.used_inputs) if k in values}
+                    self.harvest[key] = Found(other, used, {k: d.detach().clone() for k, d in (deltas or {}).items()},
+                                              dict(tracer.param_names), self.iterations,
+                                              time.monotonic() - self.started, "seen while searching another site")
         d = float("inf")
         grads: dict[str, torch.Tensor] = {}
         if outcome is not None and outcome.distance is not None:
@@ -293,7 +305,7 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     """Look for inputs (and parameter moves) that make ``site`` produce NaN/INF from finite operands."""
     t0 = time.monotonic()
     end = t0 + settings.budget if deadline is None else min(deadline, t0 + settings.budget)
-    runner = Runner(program, site, sites, supports=settings.supports)
+    runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
     gen = torch.Generator().manual_seed((settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63))
     bounds = _bounds(examples, settings.bound_factor)
     best = float("inf")

@@ -24,9 +24,11 @@ import json
 import math
 import os
 import re
+import shutil
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,16 +134,22 @@ class _Check:
         return ("verified: " if self.verified else "not verified: ") + "; ".join(parts)
 
 
-def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any) -> list[Verdict]:
+def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any,
+                 shared: "SharedChild | None" = None) -> list[Verdict]:
     """``verdicts`` with ``fixes`` filled in for confirmed and possible sites.
 
     ``options`` is the engine's ``EngineOptions`` (budget, seed, timeout ... reused for the
     re-check, reproducer writing switched off). Other verdicts pass through unchanged.
+    ``shared``: a warm child the caller started (and closes) for these checks; else one is made here.
     """
     from grist_lsp.analyzer.fixes import propose_fixes
 
-    with tempfile.TemporaryDirectory(prefix="grist-verify-") as tmp:
-        originals = _Originals(tmp)
+    own = shared is None
+    shared = shared if shared is not None else SharedChild(options, path)
+    if any(v.status is Status.CONFIRMED for v in verdicts):
+        shared.start()  # torch imports while the fixes are proposed
+    try:
+        originals = _Originals(shared.writable)
         proposals: list[list[Fix]] = []
         out: list[Verdict] = []
         for verdict in verdicts:
@@ -160,7 +168,7 @@ def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any) ->
         # as many at once as the engine may use workers.
         jobs = max(1, int(getattr(options, "jobs", 1) or 1))
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [[pool.submit(check_fix, path, text, verdict, fix, verdicts, options, originals)
+            futures = [[pool.submit(check_fix, path, text, verdict, fix, verdicts, options, originals, shared)
                         for fix in fixes] for verdict, fixes in zip(out, proposals)]
             for i, pending in enumerate(futures):
                 if pending:
@@ -168,11 +176,14 @@ def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any) ->
                     # verified fixes first: the CLI's --fix and the editor's preferred action take the first
                     checked.sort(key=lambda f: not f.verified)
                     out[i] = dataclasses.replace(out[i], fixes=checked)
+    finally:
+        if own:
+            shared.close()
     return out
 
 
 def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any,
-              originals: "_Originals | None" = None) -> Fix:
+              originals: "_Originals | None" = None, shared: SharedChild | None = None) -> Fix:
     """``fix`` re-checked against ``verdict`` (see the module docstring for what "verified" means).
 
     ``originals`` caches the unfixed program's runs across the fixes of one file.
@@ -189,7 +200,7 @@ def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[V
     static = _static(path, fixed)
     check.static_at_site = _static_at(static, region, verdict.site.kind)
     if verdict.status is Status.CONFIRMED and verdict.witness is not None:
-        runs = ChildRuns(options, path)
+        runs = ChildRuns(options, path, shared)
         # three independent looks, each in its own subprocesses: overlap them
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             searched = pool.submit(_engine_check, check, path, text, fixed, verdict, fix, verdicts, static, region,
@@ -339,13 +350,98 @@ def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Ver
 
 # --- subprocess work: replay and output runs ------------------------------------------------
 
+class SharedChild:
+    """One warm ``python -m grist_lsp.dynamic.verify`` child for all of a file's fix checks.
+
+    Every fix check needs a few short runs (a replay, the program on its own inputs); a child
+    apiece pays torch's start-up each time, which is most of a fix check. This one is started
+    once, fed tasks as JSON lines and answers them in order; a task that overruns its time
+    kills it, and the next task starts a fresh one. ``writable``: the folder run outputs go to.
+    """
+
+    def __init__(self, options: Any, path: str) -> None:
+        self.options, self.path = options, path
+        self.writable = tempfile.mkdtemp(prefix="grist-verify-")  # run outputs; removed by close()
+        self._lock = threading.Lock()  # one task at a time: the child answers in order
+        self._child: Any = None
+        self._answers: dict[int, dict[str, Any]] = {}
+        self._arrived = threading.Condition()
+        self._ids = 0
+        # The child is started from a thread of its own that lives until ``close``: the sandbox
+        # ties the child's life to the thread that started it (a parent-death signal), and the
+        # callers' threads (a search's progress, a pool's) end before the child's work does.
+        self._owner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-verify-child")
+
+    def _on_line(self, msg: dict[str, Any]) -> None:
+        if msg.get("type") == "result":
+            with self._arrived:
+                self._answers[int(msg.get("id") or 0)] = msg["result"]
+                self._arrived.notify_all()
+
+    def _spawn(self) -> Any:
+        from grist_lsp.dynamic.engine import Subprocess, child_confinement
+
+        confinement = child_confinement(self.options, self.path, (self.writable,))
+        child = Subprocess("grist_lsp.dynamic.verify", int(getattr(self.options, "memory_mb", 4096)), confinement)
+        child.start(self._on_line)
+        return child
+
+    def _started(self) -> Any:
+        if self._child is None:
+            self._child = self._owner.submit(self._spawn).result()
+        return self._child
+
+    def start(self) -> None:
+        """Start the child now, so torch imports while the caller does other work."""
+        with self._lock:
+            self._started()
+
+    def run(self, task: dict[str, Any], seconds: float) -> dict[str, Any]:
+        with self._lock:
+            child = self._started()
+            self._ids += 1
+            ident = self._ids
+            child.send({**task, "id": ident})
+            # The clock starts once the child is ready (torch start-up is timed apart, as for workers).
+            with self._arrived:
+                while ident not in self._answers:
+                    ready = child.ready[0] if child.ready else None
+                    if child.proc.poll() is not None or (ready is not None and time.monotonic() > ready + seconds) \
+                            or time.monotonic() > child.started + seconds + STARTUP_ALLOWANCE:
+                        break
+                    self._arrived.wait(0.05)
+                answer = self._answers.pop(ident, None)
+            if answer is None:
+                timed_out = child.proc.poll() is None
+                tail = self._discard()
+                return {"error": f"timed out after {seconds:g} s" if timed_out else f"worker exited: {tail}"}
+            return answer
+
+    def _discard(self) -> str:
+        child, self._child = self._child, None
+        if child is None:
+            return ""
+        res = child.finish(0.0)
+        return (res.stderr.strip().splitlines() or ["no output"])[-1]
+
+    def close(self) -> None:
+        with self._lock:
+            if self._child is not None:
+                self._child.finish(5.0)
+                self._child = None
+        self._owner.shutdown(wait=False)
+        shutil.rmtree(self.writable, ignore_errors=True)
+
+
 @dataclass(frozen=True)
 class ChildRuns:
     """Runs tasks in ``python -m grist_lsp.dynamic.verify`` children (never user code in this
-    process), through the engine's one process layer: memory limit, process-group kill, sandbox."""
+    process), through the engine's one process layer: memory limit, process-group kill, sandbox;
+    in the file's ``SharedChild`` when there is one."""
 
     options: Any
     path: str
+    shared: SharedChild | None = None
 
     @property
     def timeout(self) -> float:
@@ -356,6 +452,9 @@ class ChildRuns:
 
     def run(self, task: dict[str, Any]) -> dict[str, Any]:
         from grist_lsp.dynamic.engine import Subprocess, child_confinement
+
+        if self.shared is not None:
+            return self.shared.run(task, self.timeout)
 
         # A run's output file is grist's own: the sandbox lets the child really write its folder.
         outputs = (os.path.dirname(task["out"]),) if task.get("out") else ()
@@ -406,7 +505,8 @@ def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, runs: C
                      originals: _Originals) -> str:
     """Run the program on its example inputs, original then fixed, and compare what it returns."""
     orig, orig_file = originals.get(path, text, witness, runs)
-    with tempfile.TemporaryDirectory(prefix="grist-verify-") as tmp:
+    # Beside the original's output: the one folder a shared child may write.
+    with tempfile.TemporaryDirectory(prefix="fixed-", dir=os.path.dirname(orig_file)) as tmp:
         new_file = os.path.join(tmp, "fixed.pt")
         new = runs.run({"task": "run", "path": path, "text": fixed, "entry": witness.entry,
                         "seed": witness.seed, "out": new_file})
@@ -474,27 +574,42 @@ def _flatten(value: Any, out: list) -> None:
 
 
 def _worker_main() -> None:
-    """Entry of ``python -m grist_lsp.dynamic.verify``: one JSON task on stdin, one result line
-    on the engine's result pipe (limits and sandbox applied by ``open_child_channel``)."""
+    """Entry of ``python -m grist_lsp.dynamic.verify``: JSON tasks on stdin, one a line, each
+    answered by a result line (with the task's ``id``) on the engine's result pipe, in order
+    (limits and sandbox applied by ``open_child_channel``). A one-off run sends one task; a
+    ``SharedChild`` keeps the child warm for all of a file's fix checks."""
     from grist_lsp.dynamic.engine import open_child_channel
 
     channel = open_child_channel()
-    task = json.loads(sys.stdin.read())
-    try:
-        if task["task"] == "replay":
-            from grist_lsp.dynamic.replay import replay
-
-            site = site_from_json(task["site"])
-            witness = witness_from_json(task["witness"])
-            res = replay(site, witness, text=task["text"])
-            result: dict[str, Any] = {"reproduced": bool(res.reproduced), "detail": str(res.detail)}
-        else:
-            result = _run_program(task)
-    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
-        result = {"error": f"{type(exc).__name__}: {exc}"}
-    channel.write(json.dumps({"type": "result", "result": result}) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        task = json.loads(line)
+        try:
+            result = _task(task)
+        except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
+            result = {"error": f"{type(exc).__name__}: {exc}"}
+        channel.write(json.dumps({"type": "result", "id": task.get("id"), "result": result}) + "\n")
+        channel.flush()
     channel.write(json.dumps({"type": "done"}) + "\n")
     channel.flush()
+
+
+def _task(task: dict[str, Any]) -> dict[str, Any]:
+    from grist_lsp.dynamic.lazy_dynamo import skip_dynamo_import
+
+    skip_dynamo_import([task["text"]])
+    if task["task"] == "replay":
+        from grist_lsp.dynamic.replay import replay
+
+        res = replay(site_from_json(task["site"]), witness_from_json(task["witness"]), text=task["text"])
+        return {"reproduced": bool(res.reproduced), "detail": str(res.detail)}
+    from grist_lsp.dynamic import entries
+
+    # ``import <the target module>`` (by the entry file or a test) must run ``text``, not the file
+    # on disk: the fixed text only exists here; what the run imports is dropped afterwards.
+    with entries.program_imports(task["path"], task["text"]):
+        return _run_program(task)
 
 
 TRAINING_STEPS_COMPARED = 20
@@ -536,11 +651,6 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
 
     label, path, text, seed = task["entry"], task["path"], task["text"], int(task["seed"])
     kind = label.partition(":")[0]
-    # `import <the target module>` (by the entry file or a test) must run `text`, not the file
-    # on disk: the fixed text only exists here
-    target = os.path.abspath(path)
-    entries.add_import_dirs(target, entries.project_root_for(path, None))
-    sys.meta_path.insert(0, entries.TextFinder(target, text))
     if kind == "probe":
         programs = [p for p in entries.probe_programs(path, text, seed) if p.label == label]
         if not programs:

@@ -36,6 +36,7 @@ from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json, to_json
 
 from . import entries as E
+from .lazy_dynamo import skip_dynamo_import
 from .search import Found, Runner, SearchSettings, search
 from .training import TrainingSettings, train_search
 from .tracing import SiteOutcome
@@ -163,6 +164,9 @@ class Worker:
         # sites they reach: a probe's witness for such a site must use inputs callers could pass.
         self.callers = CallerDomains(self.target)
         self.real_reached: set[str] = set()
+        # Sites broken by a run that searched another site, and the assignment of that search.
+        self.harvest: dict[str, Found] = {}
+        self.harvested_by: dict[str, Assignment] = {}
 
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
@@ -243,7 +247,7 @@ class Worker:
         trained = self.train(assigned)
         unfound: dict[str, E.Program] = {}
         for site in self.targets:
-            if site.key in trained:
+            if site.key in trained or self.take_harvest(site):
                 continue
             a = assigned.get(site.key)
             if a is None:
@@ -266,7 +270,7 @@ class Worker:
             except RunTimeout:
                 pass
             for site in self.targets:
-                if site.key not in unfound:
+                if site.key not in unfound or self.take_harvest(site):
                     continue
                 a = more.get(site.key) or assigned[site.key]
                 seed = self.seed if site.key in more else self.seed + 1
@@ -309,16 +313,30 @@ class Worker:
                 todo.discard(site.key)
         return found
 
+    def take_harvest(self, site: Site) -> bool:
+        """Report ``site`` from a run that broke it while another site was searched (no search of its own)."""
+        found = self.harvest.pop(site.key, None)
+        if found is None:
+            return False
+        a = self.harvested_by[site.key]
+        witness, text = self.make_witness(a, site, found, SearchSettings(budget=self.budget, seed=self.seed))
+        self.out({"type": "site", "key": site.key, "witness": to_json(witness), "entry": a.program.label,
+                  "note": found.how, "message": text})
+        return True
+
     def search_one(self, site: Site, a: Assignment, budget: float, seed: int, final: bool = False,
                    tried: str | None = None) -> bool:
         """Search one site from one entry; report it when found or when this was the last try."""
-        settings = SearchSettings(budget=budget, seed=seed)
+        settings = SearchSettings(budget=budget, seed=seed, harvest=self.harvest)
+        before = set(self.harvest)
         probe_for_real = isinstance(a.program, E.ProbeProgram) and site.key in self.real_reached
         if probe_for_real:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(a.program.qualname)
         report = self._timed(budget + self.record_timeout,
                              lambda: search(a.program, site, self.sites, a.examples, settings))
+        for key in set(self.harvest) - before:
+            self.harvested_by[key] = a
         if report.found is None and settings.supports:
             kept = ", ".join(f"{k} {v}" for k, v in settings.supports.items())
             report.note = f"a {PROBE_WORDS} kept to inputs real callers pass ({kept}): {report.note}"
@@ -525,12 +543,27 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
     return f"{site.op} receives {got}{when}: {what}{how}"
 
 
+def _entry_texts(req: dict) -> list[str]:
+    """The other files the program runs through (``via``, explicit entries), for ``skip_dynamo_import``;
+    tests and importing scripts found later are read there too."""
+    texts = []
+    for f in [req.get("via"), *[e.rpartition(":")[0] for e in req.get("entries") or []]]:
+        if f:
+            try:
+                with open(f, encoding="utf-8") as fh:
+                    texts.append(fh.read())
+            except (OSError, UnicodeDecodeError):
+                texts.append("compile")  # unknown: keep the real module
+    return texts
+
+
 def main() -> int:
     faulthandler.enable(file=sys.stderr, all_threads=False)
     from .engine import open_child_channel
 
     result = open_child_channel()
     req = json.load(sys.stdin)
+    skip_dynamo_import([req["text"], *_entry_texts(req)])
     E.add_import_dirs(req["path"], E.project_root_for(req["path"], req.get("project_root")))
     sys.meta_path.insert(0, E.TextFinder(os.path.abspath(req["path"]), req["text"]))
 

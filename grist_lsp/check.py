@@ -370,6 +370,10 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
         return
     engine = importlib.import_module(ENGINE_MODULE)
     verify = importlib.import_module(VERIFY_MODULE) if _module_available(VERIFY_MODULE) else None
+    # The rewrites (libcst, a second of imports) are needed once the first search ends: import them
+    # while this process only waits for the workers.
+    threading.Thread(target=importlib.import_module, args=(FIXES_MODULE,), name="grist-import-fixes",
+                     daemon=True).start()
     # Parallel across files first (separate programs share nothing); the engine
     # gets the remaining workers for its sites when there are fewer files than jobs.
     file_workers = min(settings.jobs, len(todo))
@@ -384,35 +388,45 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
     cancel = options.cancel or threading.Event()
 
     def one(path: Path) -> tuple[Path, list[Verdict]]:
+        file_opts = dataclasses.replace(opts, via=str(run_by[path])) if run_by and path in run_by else opts
+        # The fix checks' child starts with the first confirmation: its torch import overlaps the
+        # rest of the search instead of following it.
+        shared = verify.SharedChild(file_opts, str(path)) if verify is not None else None
+
         def file_progress(message: str, fraction: float) -> None:
+            if shared is not None and message.startswith("confirmed"):
+                shared.start()
             if progress:
                 with lock:
                     overall = 0.2 + 0.8 * (done + max(0.0, min(1.0, fraction))) / len(todo)
                 progress(f"{path.name}: {message}", overall)
 
         try:
-            file_opts = dataclasses.replace(opts, via=str(run_by[path])) if run_by and path in run_by else opts
-            verdicts = list(engine.confirm(str(path), texts[path], per_file[path], file_opts,
-                                           progress=file_progress, cancel=cancel))
-            # Before fixes are verified: a refused witness needs no verified fix.
-            verdicts = settings.policy.after_engine(verdicts)
-            blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
-            if blocked:
-                with lock:
-                    warnings.append(f"{path}: {blocked}")
-        except Exception as exc:  # keep the static verdicts; say the engine failed on this file
-            err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
-                                        "the static findings stand; please report it with this file")
-            return path, per_file[path] + [err]
-        # Verify this file's fixes in the same thread, so one file's fix checks overlap
-        # the other files' searches instead of waiting for all of them.
-        if verify is not None and not cancel.is_set():
             try:
-                verdicts = list(verify.fix_verdicts(str(path), texts[path], verdicts, file_opts))
-            except Exception as exc:  # fixes are a bonus; never lose the findings over them
-                with lock:
-                    warnings.append(f"{path}: could not verify fixes ({type(exc).__name__}: {exc})")
-        return path, verdicts
+                verdicts = list(engine.confirm(str(path), texts[path], per_file[path], file_opts,
+                                               progress=file_progress, cancel=cancel))
+                # Before fixes are verified: a refused witness needs no verified fix.
+                verdicts = settings.policy.after_engine(verdicts)
+                blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
+                if blocked:
+                    with lock:
+                        warnings.append(f"{path}: {blocked}")
+            except Exception as exc:  # keep the static verdicts; say the engine failed on this file
+                err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
+                                            "the static findings stand; please report it with this file")
+                return path, per_file[path] + [err]
+            # Verify this file's fixes in the same thread, so one file's fix checks overlap
+            # the other files' searches instead of waiting for all of them.
+            if verify is not None and not cancel.is_set():
+                try:
+                    verdicts = list(verify.fix_verdicts(str(path), texts[path], verdicts, file_opts, shared))
+                except Exception as exc:  # fixes are a bonus; never lose the findings over them
+                    with lock:
+                        warnings.append(f"{path}: could not verify fixes ({type(exc).__name__}: {exc})")
+            return path, verdicts
+        finally:
+            if shared is not None:
+                shared.close()
 
     pool = ThreadPoolExecutor(max_workers=file_workers, thread_name_prefix="grist-file")
     try:

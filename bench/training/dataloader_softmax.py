@@ -9,7 +9,9 @@ labels = torch.cat([torch.zeros(16), torch.ones(16)]).long()
 loader = DataLoader(TensorDataset(features, labels), batch_size=8, shuffle=False)
 
 model = torch.nn.Linear(4, 2)
-optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+# Warm-up that should have been capped at 1.0.
+scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: 1.004 ** it)
 
 done = False
 for epoch in range(1_000_000):
@@ -19,6 +21,7 @@ for epoch in range(1_000_000):
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
+        scheduler.step()
         if not torch.isfinite(loss):
             print(f"non-finite loss {loss.item()} at step {epoch}")
             done = True

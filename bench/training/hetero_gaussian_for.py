@@ -9,7 +9,7 @@ y = 2 * x + 0.1 * torch.randn(64, 1)
 mu_layer = torch.nn.Linear(1, 1)
 sigma_w = torch.tensor([[0.0]], requires_grad=True)
 sigma_b = torch.tensor([1.0], requires_grad=True)
-optimizer = torch.optim.SGD(list(mu_layer.parameters()) + [sigma_w, sigma_b], lr=0.01)
+optimizer = torch.optim.SGD(list(mu_layer.parameters()) + [sigma_w, sigma_b], lr=0.015)
 
 for step in range(2_000_000):
     mu = mu_layer(x)

@@ -8,7 +8,7 @@ x_data = torch.Tensor([[0.5, 1.0], [1.0, 2.0], [1.5, 0.5], [3.0, 3.5], [4.0, 3.0
 y_data = torch.Tensor([[0], [0], [0], [1], [1], [1]])
 
 model = nn.Linear(2, 1)
-optimizer = torch.optim.SGD(model.parameters(), lr=2.0)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
 
 for epoch in range(2_000_000):
     hypothesis = torch.sigmoid(model(x_data))

@@ -15,7 +15,8 @@ y = torch.from_numpy(labels).long()
 
 torch.manual_seed(0)
 net = nn.Sequential(nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 4))
-opt = torch.optim.SGD(net.parameters(), lr=0.3, momentum=0.9)
+opt = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+sched = torch.optim.lr_scheduler.ExponentialLR(opt, gamma=1.001)
 
 for step in range(1_000_000):
     log_probs = torch.log(F.softmax(net(x), dim=1))  # expect: confirmed log
@@ -23,6 +24,7 @@ for step in range(1_000_000):
     opt.zero_grad()
     loss.backward()
     opt.step()
+    sched.step()
     if not torch.isfinite(loss):
         print(f"non-finite loss {loss.item()} at step {step}")
         break

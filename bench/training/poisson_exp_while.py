@@ -20,7 +20,7 @@ while True:
     loss.backward()
     optimizer.step()
     for group in optimizer.param_groups:
-        group["lr"] *= 1.0002
+        group["lr"] *= 1.0005
     step += 1
     if not torch.isfinite(loss):
         print(f"non-finite loss {loss.item()} at step {step}")

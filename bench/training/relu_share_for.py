@@ -4,10 +4,11 @@ import torch
 
 torch.manual_seed(0)
 x = torch.randn(32, 6)
-target = torch.softmax(torch.randn(32, 4), dim=1)
+target = torch.softmax(torch.randn(32, 8), dim=1)
 
-layer = torch.nn.Linear(6, 4)
-optimizer = torch.optim.SGD(layer.parameters(), lr=0.3)
+layer = torch.nn.Linear(6, 8)
+torch.nn.init.constant_(layer.bias, 0.5)
+optimizer = torch.optim.SGD(layer.parameters(), lr=0.5)
 
 for step in range(2_000_000):
     h = torch.relu(layer(x))

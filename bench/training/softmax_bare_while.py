@@ -1,5 +1,6 @@
-"""Softmax regression with bare weight tensors, one-hot labels made by scatter, and the
-cross-entropy written out by hand; the loop runs until the loss stops being finite."""
+"""Softmax regression with bare weight tensors, one-hot labels made by scatter, the
+cross-entropy written out by hand, and a learning-rate warm-up that was never capped; the
+loop runs until the loss stops being finite."""
 import sys
 
 import torch
@@ -15,7 +16,7 @@ y_one_hot.scatter_(1, y_train.unsqueeze(1), 1)
 
 W = torch.zeros((4, 3), requires_grad=True)
 b = torch.zeros(1, requires_grad=True)
-optimizer = optim.SGD([W, b], lr=0.5)
+optimizer = optim.SGD([W, b], lr=0.01)
 
 step = 0
 while True:
@@ -24,6 +25,8 @@ while True:
     optimizer.zero_grad()
     cost.backward()
     optimizer.step()
+    for group in optimizer.param_groups:
+        group["lr"] *= 1.0015
     step += 1
     if not torch.isfinite(cost):
         print(f"non-finite loss {cost.item()} at step {step}")

@@ -13,7 +13,7 @@ y = torch.from_numpy(Y)
 
 torch.manual_seed(0)
 model = nn.Sequential(nn.Linear(2, 16), nn.ReLU(), nn.Linear(16, 3))
-optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.02, momentum=0.9)
 
 for step in range(1_000_000):
     probs = F.softmax(model(x), dim=1)
@@ -21,6 +21,8 @@ for step in range(1_000_000):
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
+    for group in optimizer.param_groups:
+        group["lr"] = 0.02 * (1 + step / 2000)  # linear warm-up, cap forgotten
     if not torch.isfinite(loss):
         print(f"non-finite loss {loss.item()} at step {step}")
         break
