@@ -29,7 +29,9 @@ sequence -> same witness.
 from __future__ import annotations
 
 import math
+import os
 import time
+import traceback
 import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -111,6 +113,9 @@ class Runner:
     supports: dict[str, str] = field(default_factory=dict)  # see SearchSettings
     harvest: dict[str, Found] | None = None  # see SearchSettings
     started: float = field(default_factory=time.monotonic)
+    # (file name, line) -> how many runs the program itself stopped there before the target: a
+    # precondition it states (``assert``, ``torch._assert``, a raising guard) is the search's wall.
+    walls: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def evaluate(self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None,
                  grad: bool = True) -> Evaluation:
@@ -127,6 +132,10 @@ class Runner:
         tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
         params = {key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values}
         self.param_values.update(params)
+        if outcome is None and error is not None:
+            wall = _raised_at(error, self.program.user_files)
+            if wall is not None:
+                self.walls[wall] = self.walls.get(wall, 0) + 1
         if self.harvest is not None:
             for key, other in tracer.reached.items():
                 if other.found and key != self.site.key and key not in self.harvest:
@@ -481,10 +490,22 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     else:
         closest = f"closest distance to the region ({region.text}) {best:.3g}"
     note = f"searched {runner.iterations} runs in {time.monotonic() - t0:.1f} s; {closest}"
+    if runner.walls:
+        (name, line), n = max(runner.walls.items(), key=lambda kv: kv[1])
+        note += f"; the search stopped at the precondition on line {line} of {name} {n} times"
     return SearchReport(None, runner.iterations, time.monotonic() - t0, best, note)
 
 
 TINY = 1e-6  # an objective below this is "almost there": the landing moves are tried
+
+
+def _raised_at(error: BaseException, user_files: frozenset[str]) -> tuple[str, int] | None:
+    """(file name, line) of the innermost frame in the user's files where ``error`` was raised."""
+    where = None
+    for fs in traceback.extract_tb(error.__traceback__):
+        if os.path.abspath(fs.filename) in user_files:
+            where = (os.path.basename(fs.filename), fs.lineno or 0)
+    return where
 
 
 UNDERFLOW = 1e-46  # below float32's smallest subnormal (1.4e-45): what exp(-gap) must reach to be 0
