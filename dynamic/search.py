@@ -500,9 +500,14 @@ TINY = 1e-6  # an objective below this is "almost there": the landing moves are 
 
 
 def _raised_at(error: BaseException, user_files: frozenset[str]) -> tuple[str, int] | None:
-    """(file name, line) of the innermost frame in the user's files where ``error`` was raised."""
+    """(file name, line) of the user's precondition that stopped a run: an ``assert`` or a
+    ``torch._assert`` (AssertionError), or any exception the user's own code raised itself (its
+    innermost frame is theirs); not an error torch raised from inside (a bad index, a shape)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames or not (isinstance(error, AssertionError) or os.path.abspath(frames[-1].filename) in user_files):
+        return None
     where = None
-    for fs in traceback.extract_tb(error.__traceback__):
+    for fs in frames:
         if os.path.abspath(fs.filename) in user_files:
             where = (os.path.basename(fs.filename), fs.lineno or 0)
     return where
