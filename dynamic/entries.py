@@ -481,12 +481,13 @@ def import_runs_loops(text: str) -> bool:
     return False
 
 
-def _test_files(root: str, limit: int = 300) -> list[str]:
+def _python_files(root: str, tests: bool, limit: int = 300) -> list[str]:
+    """The project's test files (``tests``) or its other Python files, in a stable order."""
     found = []
     for d, dirs, files in os.walk(root):
         dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
         for f in sorted(files):
-            if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py")):
+            if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py")) == tests:
                 found.append(os.path.join(d, f))
                 if len(found) >= limit:
                     return found
@@ -534,27 +535,15 @@ def test_functions(file: str, src: str) -> list[tuple[str, str]]:
 def test_entries(path: str, root: str) -> list[tuple[str, str]]:
     """(test file, test function) pairs for argument-less tests that import the file's module."""
     out = []
-    for f, src in _importers(path, _test_files(root)):
+    for f, src in _importers(path, _python_files(root, tests=True)):
         out.extend(test_functions(f, src))
     return out
-
-
-def _script_files(root: str, limit: int = 300) -> list[str]:
-    found = []
-    for d, dirs, files in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
-        for f in sorted(files):
-            if f.endswith(".py") and not (f.startswith("test_") or f.endswith("_test.py")):
-                found.append(os.path.join(d, f))
-                if len(found) >= limit:
-                    return found
-    return found
 
 
 def importer_scripts(path: str, root: str) -> list[str]:
     """The project's scripts (top-level code beyond definitions) that import the file's module:
     how the project itself runs it, to be preferred over probes with made-up inputs."""
-    return [os.path.abspath(f) for f, src in _importers(path, _script_files(root)) if is_script(src)]
+    return [os.path.abspath(f) for f, src in _importers(path, _python_files(root, tests=False)) if is_script(src)]
 
 
 def _shape_candidates(instance: Any) -> list[tuple[list[int], str]]:

@@ -70,7 +70,11 @@ class TargetReached(BaseException):
         self.outcome = outcome
 
 
-class AllSitesReached(BaseException):
+class RunStopped(BaseException):
+    """Raised from inside the mode when the engine, not the program, ends a run on purpose."""
+
+
+class AllSitesReached(RunStopped):
     """Raised in recording runs once every watched site has been evaluated."""
 
 
@@ -593,7 +597,7 @@ def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | N
             body()
     except TargetReached as stop:
         outcome = stop.outcome
-    except AllSitesReached:
+    except RunStopped:
         pass
     except SystemExit as e:
         if e.code not in (None, 0):

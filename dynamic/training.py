@@ -35,7 +35,7 @@ import torch
 from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
 
-from .tracing import SiteOutcome, TargetReached, Tracer, TracerConfig
+from .tracing import RunStopped, SiteOutcome, Tracer, TracerConfig, trace_call
 
 STEP_START = 0.01  # first signed step, as a share of an input's bound / 10 (the per-site search's scale)
 STEP_MAX = 0.5
@@ -45,7 +45,7 @@ SET_ASIDE = 300  # iterations it stays aside
 _BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 
 
-class TrainingStopped(BaseException):
+class TrainingStopped(RunStopped):
     """Raised inside the program when the run has used its time or steps."""
 
 
@@ -284,24 +284,18 @@ def train_search(program: Any, sites: list[Site], targets: set[str], settings: T
     cfg = program.tracer_config(sites=sites, record=True)
     tracer = TrainingTracer(cfg, settings, targets)
     t0 = time.monotonic()
-    error: BaseException | None = None
     try:
         call, named = program.produce_only(program.prepare)
-        args = [v for _, v, kw in named if not kw]
-        kwargs = {n: v for n, v, kw in named if kw}
-        with tracer, tracer.parameters_noted(), tracer.optimizers_noted():
+    except BaseException as e:  # the entry itself failed: the per-site search will say what happened
+        return TrainingReport(None, 0, time.monotonic() - t0, f"the program could not start: {e}", e)
+    args = [v for _, v, kw in named if not kw]
+    kwargs = {n: v for n, v, kw in named if kw}
+
+    def body() -> None:
+        with tracer.optimizers_noted():
             call(*args, **kwargs)
-    except TargetReached:
-        pass
-    except TrainingStopped:
-        pass
-    except SystemExit as e:
-        if e.code not in (None, 0):
-            error = e
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:  # the program failed: the per-site search will say what happened
-        error = e
+
+    _, error = trace_call(tracer, body)
     seconds = time.monotonic() - t0
     if tracer.found is not None:
         return TrainingReport(tracer.found, tracer.steps, seconds, "training run", None, set(tracer.reached))
