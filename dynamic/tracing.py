@@ -52,6 +52,8 @@ CONSTANT_FACTORIES = frozenset({"torch.ones", "torch.zeros", "torch.full", "torc
 _MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requires_grad.__set__"})
 # In-place factories cannot be swapped for another tensor: the caller keeps the old one.
 _INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"})
+# The end of a training step, as the mode sees it.
+BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 
 _TORCH_DIR = os.path.normcase(os.path.dirname(torch.__file__))
 _OWN_DIR = os.path.normcase(os.path.dirname(__file__))
@@ -181,6 +183,9 @@ class TracerConfig:
     record: bool = False  # keep the original value of every external input
     loose_match: bool = False  # replay of edited text: match by start line and kind
     local_backward: bool = True
+    # Recording runs of a training loop: the sites its first steps do not reach, later steps do not
+    # either (as a rule), and a ``while True`` loop would otherwise run to the timeout.
+    stop_after_steps: int | None = None
     produced: WeakTensorKeyDictionary | None = None  # tensors made under the mode; shared by one program's runs
 
 
@@ -212,6 +217,7 @@ class Tracer(TorchFunctionMode):
         for s in cfg.sites:
             self._by_kind.setdefault(s.kind, []).append(s)
         self._target_key = cfg.target.key if cfg.target else None
+        self.steps = 0  # backward calls seen (training steps)
         self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
 
     # --- frames ---------------------------------------------------------------
@@ -432,6 +438,10 @@ class Tracer(TorchFunctionMode):
             out = self._at_site(func, name, op, args, kwargs)
         else:
             out = func(*args, **kwargs)
+        if name in BACKWARD:
+            self.steps += 1
+            if self.cfg.stop_after_steps is not None and self.steps >= self.cfg.stop_after_steps:
+                raise RunStopped()
         if name in RANDOM_FACTORIES or name in DATA_FACTORIES or name in CONSTANT_FACTORIES:
             out = self._factory(name, out)
         for t in _tensors_in(out):

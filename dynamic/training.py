@@ -35,14 +35,13 @@ import torch
 from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
 
-from .tracing import RunStopped, SiteOutcome, Tracer, TracerConfig, trace_call
+from .tracing import BACKWARD, RunStopped, SiteOutcome, Tracer, TracerConfig, trace_call
 
 STEP_START = 0.01  # first signed step, as a share of an input's bound / 10 (the per-site search's scale)
 STEP_MAX = 0.5
 STEP_MIN = 1e-4
 PATIENCE = 100  # iterations without a new best distance before a target is set aside
 SET_ASIDE = 300  # iterations it stays aside
-_BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 
 
 class TrainingStopped(RunStopped):
@@ -106,7 +105,6 @@ class TrainingTracer(Tracer):
         self.targets = set(targets)
         self.deadline = time.monotonic() + settings.seconds
         self.t0 = time.monotonic()
-        self.steps = 0
         self.inputs: dict[str, Movable] = {}
         self.initial: dict[str, torch.Tensor] = {}  # parameter key -> value at first sight
         self.optimised: set[int] = set()  # ids of tensors some optimizer updates
@@ -165,7 +163,7 @@ class TrainingTracer(Tracer):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         out = super().__torch_function__(func, types, args, kwargs)
-        if self._name(func) in _BACKWARD:
+        if self._name(func) in BACKWARD:
             self._after_backward()
         return out
 
@@ -225,8 +223,7 @@ class TrainingTracer(Tracer):
                                          * max(1.0, float(self.initial.get(k, leaf).abs().max())), torch.sign(g))
 
     def _after_backward(self) -> None:
-        """An iteration ended: the inputs take their step, the next target is chosen."""
-        self.steps += 1
+        """An iteration ended (the base mode counted it): the inputs take their step, the next target is chosen."""
         cur = self.progress.get(self.target) if self.target else None
         improved = cur is not None and cur.best_at == self.steps - 1
         self.a = min(self.a * 1.2, STEP_MAX) if improved else max(self.a * 0.7, STEP_MIN)

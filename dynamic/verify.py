@@ -268,10 +268,13 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
     if dataclasses.is_dataclass(options) and any(f.name == "write_reproducers" for f in dataclasses.fields(options)):
         opts = dataclasses.replace(options, write_reproducers=None)
     before = _confirmed_before(text, fix, verdicts, verdict)
-    # Sites confirmed before the fix stay bugs either way: searching them again costs budget and
-    # says nothing about this fix, so they go to the engine as already settled.
-    todo = [v if not (v.status is Status.POSSIBLE and _key(v.site) in before)
-            else dataclasses.replace(v, status=Status.SAFE, reason="confirmed before the fix") for v in static]
+    searched = _keys_before(text, fix, verdicts, verdict, Status.POSSIBLE)
+    # Sites confirmed before the fix stay bugs either way, and the other open sites were searched
+    # with the same budget and seed already: searching them again costs budget and says little
+    # about this fix, so they go to the engine as settled. What is searched is the fix's own site
+    # (when the static pass cannot prove it now) and any site the fix's code added.
+    todo = [v if not (v.status is Status.POSSIBLE and (_key(v.site) in before or _key(v.site) in searched))
+            else dataclasses.replace(v, status=Status.SAFE, reason="settled before the fix") for v in static]
     try:
         result = confirm(path, fixed, todo, opts)
     except Exception as exc:  # the engine reports run errors as verdicts; anything else is ours to say
@@ -337,15 +340,22 @@ def _key(site: Site) -> tuple[int, int, str]:
     return site.span.start_line, site.span.start_col, site.kind
 
 
-def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict) -> set[tuple[int, int, str]]:
-    """Keys, in the fixed text, of the other sites that were confirmed before the fix."""
+def _keys_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict,
+                 status: Status) -> set[tuple[int, int, str]]:
+    """Keys, in the fixed text, of the other sites that had ``status`` before the fix (and that the
+    fix's edits do not touch)."""
     keys = set()
     for v in verdicts:
-        if v.status is Status.CONFIRMED and v is not verdict:
+        if v.status is status and v is not verdict:
             moved = shift_span(v.site.span, fix.edits, text)
             if moved is not None:
                 keys.add((moved.start_line, moved.start_col, v.site.kind))
     return keys
+
+
+def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict) -> set[tuple[int, int, str]]:
+    """Keys, in the fixed text, of the other sites that were confirmed before the fix."""
+    return _keys_before(text, fix, verdicts, verdict, Status.CONFIRMED)
 
 
 # --- subprocess work: replay and output runs ------------------------------------------------

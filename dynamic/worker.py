@@ -44,6 +44,11 @@ from .witness import describe, shrink, to_value
 
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
+RECORD_STEPS = 20  # training steps a recording run watches for the sites a training loop reaches
+# Of one site's budget, for the training runs of a program that trains: what they do not find
+# in it (a bug no state of training reaches) is left to the per-site search, which then still
+# has most of its budget.
+TRAINING_SHARE = 0.5
 
 
 class RunTimeout(BaseException):
@@ -217,7 +222,8 @@ class Worker:
                 if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
                     failures.append((prog.label, prog.user_files, e))
                 continue
-            cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo))
+            cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo),
+                                     stop_after_steps=RECORD_STEPS if prog.trains() else None)
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
             else:
@@ -281,7 +287,8 @@ class Worker:
     def train(self, assigned: dict[str, Assignment]) -> set[str]:
         """GRIST's own setting first: a program that trains runs once, as written, watching every
         site while its inputs are steered (``training.py``); each run ends at one finding, so runs
-        repeat for the sites still open, within one site's budget per program. Returns the keys found."""
+        repeat for the sites still open, within ``TRAINING_SHARE`` of a site's budget per program.
+        Returns the keys found."""
         groups: dict[str, tuple[Assignment, set[str]]] = {}
         for site in self.targets:
             a = assigned.get(site.key)
@@ -291,7 +298,7 @@ class Worker:
         by_key = {s.key: s for s in self.targets}
         found: set[str] = set()
         for a, todo in groups.values():
-            end = time.monotonic() + self.budget
+            end = time.monotonic() + self.budget * TRAINING_SHARE
             while todo and end - time.monotonic() > 0.2:
                 settings = TrainingSettings(seconds=end - time.monotonic())
                 try:
