@@ -4,8 +4,8 @@
 helper every caller (CLI ``--fix``, server, tests) uses to turn edits into text.
 
 A fix of a *confirmed* site is verified when, on the fixed text, (1) the static pass no longer
-reports a candidate of that kind there or the engine's fresh search (same options and seed)
-fails to confirm one, (2) the engine confirms no site that was not confirmed before, (3) the
+reports a candidate of that kind there or the engine's fresh search (same seed; five times the
+seconds the original search needed, at least one, at most the budget) fails to confirm one, (2) the engine confirms no site that was not confirmed before, (3) the
 original witness, replayed against the fixed text, no longer produces NaN/INF, and (4) the
 program, run on its own example inputs, still completes and returns the same values within a
 tolerance (where the entry returns something to compare). User code only runs in subprocesses:
@@ -40,6 +40,8 @@ from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict, Witness,
 RTOL = 1e-4
 ATOL = 1e-6
 DEFAULT_TIMEOUT = 120.0
+FIX_SEARCH_FACTOR = 5.0  # a fix's fresh search: this many times the seconds the original search took
+FIX_SEARCH_FLOOR = 1.0  # ... and at least this many seconds
 STARTUP_ALLOWANCE = 60.0
 MAX_PRINTED_NUMBERS = 10000
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b")
@@ -266,7 +268,11 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         return
     opts = options
     if dataclasses.is_dataclass(options) and any(f.name == "write_reproducers" for f in dataclasses.fields(options)):
-        opts = dataclasses.replace(options, write_reproducers=None)
+        # The search that found the bug took the witness's seconds: a fresh search of the fixed
+        # site gets several times that (at least a second), not a whole budget per fix.
+        found_in = verdict.witness.seconds if verdict.witness is not None else options.budget
+        budget = min(options.budget, max(FIX_SEARCH_FLOOR, FIX_SEARCH_FACTOR * found_in))
+        opts = dataclasses.replace(options, write_reproducers=None, budget=budget)
     before = _confirmed_before(text, fix, verdicts, verdict)
     searched = _keys_before(text, fix, verdicts, verdict, Status.POSSIBLE)
     # Sites confirmed before the fix stay bugs either way, and the other open sites were searched
