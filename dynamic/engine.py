@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, TextIO
+from typing import Callable, Protocol, TextIO
 
 from grist_lsp.analyzer.programs import has_training_loop
 from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
@@ -369,13 +369,78 @@ def _render_message(site: Site, witness: Witness, detail: str) -> str:
     return detail or f"{site.op} produces {witness.result} ({witness.entry})"
 
 
+class WarmChild(Protocol):
+    """A child kept warm by the caller for several tasks (``verify.SharedChild``)."""
+
+    def start(self) -> None: ...
+
+    def run(self, task: dict, seconds: float) -> dict: ...
+
+
+class WitnessReplays:
+    """Each witness replayed in a fresh process as soon as a worker sends it, while the other sites
+    are still searched: in a replay child of this call's own, started with the workers (its torch
+    import overlaps their search), or in the caller's warm child, which then goes on to the fix
+    checks without a start-up of its own."""
+
+    def __init__(self, path: str, text: str, options: EngineOptions, confinement: Confinement | None,
+                 warm: WarmChild | None) -> None:
+        self.path, self.text, self.warm = path, text, warm
+        self.seconds = options.timeout + 10.0
+        self.own: Subprocess | None = None
+        self.answers: dict[str, dict] = {}
+        self._queue: queue.Queue[tuple[str, dict] | None] = queue.Queue()
+        if warm is None:
+            self.own = Subprocess("grist_lsp.dynamic.replay", options.memory_mb, confinement)
+            self.own.start()
+            self.own.send({"type": "file", "text": text})
+        else:
+            warm.start()
+            self._thread = threading.Thread(target=self._serve, name="grist-replays", daemon=True)
+            self._thread.start()
+
+    def _serve(self) -> None:
+        assert self.warm is not None
+        while (item := self._queue.get()) is not None:
+            key, request = item
+            self.answers[key] = self.warm.run({"task": "replay", "path": self.path, "text": self.text, **request},
+                                              self.seconds)
+
+    def submit(self, key: str, site: Site, witness: dict) -> None:
+        request = {"site": to_json(site), "witness": witness}
+        if self.own is not None:
+            self.own.send({"type": "witness", **request})
+        else:
+            self._queue.put((key, request))
+
+    def results(self, count: int, cancel: threading.Event | None) -> dict[str, dict]:
+        """Wait for the ``count`` replays sent (site key -> answer)."""
+        if self.own is not None:
+            return self.own.finish(self.seconds + 5.0 * count, cancel).sites
+        self._queue.put(None)
+        self._thread.join(self.seconds + 5.0 * count)
+        return dict(self.answers)
+
+    def discard(self) -> None:
+        if self.own is not None:
+            self.own.discard()
+        else:
+            self._queue.put(None)
+
+    @property
+    def reports(self) -> list[WorkerResult]:
+        """What the replay child said besides its answers (actions the sandbox blocked)."""
+        return [self.own.res] if self.own is not None else []
+
+
 def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOptions,
             progress: Callable[[str, float], None] | None = None,
-            cancel: threading.Event | None = None) -> list[Verdict]:
+            cancel: threading.Event | None = None, warm: WarmChild | None = None) -> list[Verdict]:
     """Possible verdicts -> confirmed (with a replayed Witness) where the search succeeds.
 
     Safe verdicts are untouched; a program that cannot run adds one ``error``
     verdict (import error, exception, hang, crash, out of memory) naming the line.
+    ``warm``: a child the caller keeps for later work (fix checks), used for the replays.
     """
     targets = [v for v in verdicts if v.status is Status.POSSIBLE and v.site.op]
     if not targets or (cancel is not None and cancel.is_set()):
@@ -391,18 +456,13 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     done_count = [0]
     lock = threading.Lock()
 
-    # Each witness is replayed in a fresh process as soon as a worker sends it: that process
-    # starts with the workers (its torch import overlaps their search) and replays while the
-    # other sites are searched.
     by_key = {v.site.key: v.site for v in targets}
     confinement = child_confinement(options, path)  # the sandbox: one per file, for all its children
-    replayer = Subprocess("grist_lsp.dynamic.replay", options.memory_mb, confinement)
-    replayer.start()
-    replayer.send({"type": "file", "text": text})
+    replayer = WitnessReplays(path, text, options, confinement, warm)
 
     def on_line(msg: dict) -> None:
         if msg.get("type") == "site" and msg.get("witness") and msg.get("key") in by_key:
-            replayer.send({"type": "witness", "site": to_json(by_key[msg["key"]]), "witness": msg["witness"]})
+            replayer.submit(msg["key"], by_key[msg["key"]], msg["witness"])
         if msg.get("type") == "site" and progress is not None:
             with lock:
                 done_count[0] += 1
@@ -454,8 +514,7 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     if found and not (cancel is not None and cancel.is_set()):
         if progress is not None:
             progress(f"replaying {len(found)} witness(es) in a fresh process", 1.0)
-        res = replayer.finish(options.timeout + 5.0 * len(found) + 10.0, cancel)
-        replays = res.sites
+        replays = replayer.results(len(found), cancel)
     else:
         replayer.discard()
 
@@ -486,7 +545,7 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     if options.write_reproducers and isinstance(options.write_reproducers, str):
         _write_reproducers(out, options.write_reproducers)
     # --- sandbox: what the program was refused goes on the file's verdicts, never silently ---
-    out, errors = with_blocked_note(out, errors, blocked_note([*results, replayer.res]))
+    out, errors = with_blocked_note(out, errors, blocked_note([*results, *replayer.reports]))
     return out + errors
 
 

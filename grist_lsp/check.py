@@ -389,13 +389,11 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
 
     def one(path: Path) -> tuple[Path, list[Verdict]]:
         file_opts = dataclasses.replace(opts, via=str(run_by[path])) if run_by and path in run_by else opts
-        # The fix checks' child starts with the first confirmation: its torch import overlaps the
-        # rest of the search instead of following it.
+        # One warm child replays the witnesses and then runs the fix checks: it starts with the
+        # search, so no start-up waits behind it.
         shared = verify.SharedChild(file_opts, str(path)) if verify is not None else None
 
         def file_progress(message: str, fraction: float) -> None:
-            if shared is not None and message.startswith("confirmed"):
-                shared.start()
             if progress:
                 with lock:
                     overall = 0.2 + 0.8 * (done + max(0.0, min(1.0, fraction))) / len(todo)
@@ -404,7 +402,7 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
         try:
             try:
                 verdicts = list(engine.confirm(str(path), texts[path], per_file[path], file_opts,
-                                               progress=file_progress, cancel=cancel))
+                                               progress=file_progress, cancel=cancel, warm=shared))
                 # Before fixes are verified: a refused witness needs no verified fix.
                 verdicts = settings.policy.after_engine(verdicts)
                 blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
