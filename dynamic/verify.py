@@ -279,7 +279,8 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
     # with the same budget and seed already: searching them again costs budget and says little
     # about this fix, so they go to the engine as settled. What is searched is the fix's own site
     # (when the static pass cannot prove it now) and any site the fix's code added.
-    todo = [v if not (v.status is Status.POSSIBLE and (_key(v.site) in before or _key(v.site) in searched))
+    todo = [v if not (v.status is Status.POSSIBLE and (_settled(v.site, before, region, verdict.site.kind)
+                                                          or _settled(v.site, searched, region, verdict.site.kind)))
             else dataclasses.replace(v, status=Status.SAFE, reason="settled before the fix") for v in static]
     try:
         result = confirm(path, fixed, todo, opts)
@@ -293,7 +294,7 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
             continue
         if v.site.kind == verdict.site.kind and _within(v.site.span, region):
             at_site = True
-        elif _key(v.site) not in before:
+        elif not _settled(v.site, before, region, verdict.site.kind):
             where = f"line {v.site.span.start_line} ({v.site.op or v.site.kind})"
             before_fix = _before_the_fix(path, text, fixed, fix, v, ChildRuns(options, path))
             if before_fix == "same":
@@ -347,19 +348,32 @@ def _key(site: Site) -> tuple[int, int, str]:
 
 
 def _keys_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict,
-                 status: Status) -> set[tuple[int, int, str]]:
-    """Keys, in the fixed text, of the other sites that had ``status`` before the fix (and that the
-    fix's edits do not touch)."""
-    keys = set()
+                 status: Status) -> set[tuple[int, int | None, str]]:
+    """Keys, in the fixed text, of the other sites that had ``status`` before the fix. A site the
+    fix's edits reach into (``exp(x) / y`` when ``exp`` is clamped) keeps its line when the edits
+    add no line break: it is keyed by line and kind, its column left open (None)."""
+    keys: set[tuple[int, int | None, str]] = set()
+    single_line = all("\n" not in e.new_text and e.span.start_line == e.span.end_line for e in fix.edits)
     for v in verdicts:
         if v.status is status and v is not verdict:
             moved = shift_span(v.site.span, fix.edits, text)
             if moved is not None:
                 keys.add((moved.start_line, moved.start_col, v.site.kind))
+            elif single_line:
+                keys.add((v.site.span.start_line, None, v.site.kind))
     return keys
 
 
-def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict) -> set[tuple[int, int, str]]:
+def _settled(site: Site, keys: set[tuple[int, int | None, str]], region: Span, kind: str) -> bool:
+    """Whether ``site`` of the fixed text is one of ``keys``, not the fix's own site (of ``kind``
+    in the edited ``region``); ``sim / tau`` inside a clamped ``exp(sim / tau)`` is still itself."""
+    if _key(site) in keys:
+        return True
+    own = site.kind == kind and _within(site.span, region)
+    return (site.span.start_line, None, site.kind) in keys and not own
+
+
+def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict) -> set[tuple[int, int | None, str]]:
     """Keys, in the fixed text, of the other sites that were confirmed before the fix."""
     return _keys_before(text, fix, verdicts, verdict, Status.CONFIRMED)
 
