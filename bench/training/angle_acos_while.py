@@ -9,7 +9,7 @@ a = torch.randn(16, 8)
 b = a + 0.5 * torch.randn(16, 8)
 
 proj = torch.nn.Linear(8, 4)
-optimizer = torch.optim.SGD(proj.parameters(), lr=0.5)
+optimizer = torch.optim.SGD(proj.parameters(), lr=0.05)
 
 step = 0
 while True:

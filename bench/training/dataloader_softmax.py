@@ -11,7 +11,7 @@ loader = DataLoader(TensorDataset(features, labels), batch_size=8, shuffle=False
 model = torch.nn.Linear(4, 2)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
 # Warm-up that should have been capped at 1.0.
-scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: 1.004 ** it)
+scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda it: 1.0015 ** it)
 
 done = False
 for epoch in range(1_000_000):

@@ -10,7 +10,7 @@ y_train = torch.LongTensor([[0], [0], [0], [1], [1], [1]]).float()
 
 W = torch.randn(2, 1, requires_grad=True)
 b = torch.randn(1, requires_grad=True)
-optimizer = torch.optim.SGD([W, b], lr=0.5)
+optimizer = torch.optim.SGD([W, b], lr=0.15)
 
 step = 0
 while True:

@@ -12,7 +12,7 @@ y_train = Variable(torch.FloatTensor(y_data))
 
 W = torch.zeros((2, 1), requires_grad=True)
 b = torch.zeros(1, requires_grad=True)
-optimizer = optim.SGD([W, b], lr=1)
+optimizer = optim.SGD([W, b], lr=0.35)
 
 step = 0
 while True:

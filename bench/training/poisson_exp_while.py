@@ -1,5 +1,5 @@
-"""Poisson regression with a learning-rate warm-up that never stops growing: the rate
-exp(x @ w) overflows once the weights run away."""
+"""Poisson regression with a learning-rate warm-up capped too high: past the rate's
+curvature the weights oscillate, and exp(x @ w) overflows once they run away."""
 import sys
 
 import numpy as np
@@ -20,7 +20,7 @@ while True:
     loss.backward()
     optimizer.step()
     for group in optimizer.param_groups:
-        group["lr"] *= 1.0005
+        group["lr"] = min(group["lr"] * 1.0005, 5.0)
     step += 1
     if not torch.isfinite(loss):
         print(f"non-finite loss {loss.item()} at step {step}")

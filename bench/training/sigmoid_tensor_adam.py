@@ -10,7 +10,7 @@ w1 = torch.randn(2, 8, requires_grad=True)
 b1 = torch.zeros(8, requires_grad=True)
 w2 = torch.randn(8, 1, requires_grad=True)
 b2 = torch.zeros(1, requires_grad=True)
-optimizer = torch.optim.Adam([w1, b1, w2, b2], lr=0.05)
+optimizer = torch.optim.Adam([w1, b1, w2, b2], lr=0.02)
 
 step = 0
 while True:

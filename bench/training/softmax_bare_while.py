@@ -26,7 +26,7 @@ while True:
     cost.backward()
     optimizer.step()
     for group in optimizer.param_groups:
-        group["lr"] *= 1.0015
+        group["lr"] *= 1.0003
     step += 1
     if not torch.isfinite(cost):
         print(f"non-finite loss {cost.item()} at step {step}")
