@@ -26,7 +26,7 @@ def _console_script() -> str:
     return found
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def grist_script() -> str:
     """Path of the installed `grist-lsp` console script."""
     return _console_script()

@@ -22,7 +22,7 @@ FORMS = {
                            11, 10),
     "by_guard.py": ("def f(x, d):\n    if (d <= 0).any():\n        raise ValueError('d must be positive')\n"
                     "    return x / d", 12, 11),
-    "by_helper.py": ("def f(x, d):\n    positive(d)\n    return x / d", 11, 5),
+    "by_helper.py": ("def f(x, d):\n    positive(d)\n    return x / d", 11, 6),
 }
 UNGUARDED = ("unguarded.py", "def f(x, d):\n    return x / d", 10)
 
@@ -52,7 +52,7 @@ def test_a_stated_precondition_keeps_the_division_from_being_confirmed(findings,
 def test_a_guard_in_a_helper_is_a_wall_the_finding_names(findings):
     finding = findings["by_helper.py:11"]
     assert finding["status"] == "possible"
-    assert "the search stopped at the precondition on line 5 of by_helper.py" in finding["reason"], finding
+    assert "the search stopped at the precondition on line 6 of by_helper.py" in finding["reason"], finding
 
 
 def test_the_same_division_without_a_precondition_is_confirmed(findings):

@@ -145,7 +145,8 @@ def test_the_engine_is_never_given_a_silenced_site(write_tree, monkeypatch: pyte
 
     handed: list[list[Verdict]] = []
 
-    def confirm(path: str, text: str, verdicts: list[Verdict], options: object, progress=None, cancel=None):
+    def confirm(path: str, text: str, verdicts: list[Verdict], options: object, progress=None, cancel=None,
+                warm=None):
         handed.append(list(verdicts))
         return verdicts  # record what the engine would search; run nothing
 
