@@ -9,6 +9,11 @@ from __future__ import annotations
 import ast
 
 
+def is_test_file(name: str) -> bool:
+    """pytest's default test file names: ``test_*.py`` and ``*_test.py``."""
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
 def has_training_loop(text: str) -> bool:
     """True when the source has a ``for``/``while`` loop whose body calls ``backward``: a
     program that trains, where GRIST's own mode (``dynamic/training.py``) applies."""

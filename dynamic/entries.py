@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import builtins
 import contextlib
+import functools
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -35,7 +36,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from grist_lsp.analyzer.programs import has_training_loop, is_script
+from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
@@ -152,9 +153,10 @@ class Program:
         """(callable, [(name, value, is_keyword)]) for this run; tensor values are inputs."""
         raise NotImplementedError
 
+    @functools.cached_property
     def trains(self) -> bool:
         """Whether one of the program's own files (the script, the test, the entry) has a
-        training loop: GRIST's own setting (``training.py``)."""
+        training loop: GRIST's own setting (``training.py``). Read once per program."""
         for path in self.user_files:
             text = self.texts.get(path)
             if text is None:
@@ -276,6 +278,11 @@ class _GradEverywhere:
         for mod, attr, value in self.saved:
             setattr(mod, attr, value)
         return False
+
+
+def split_arguments(named: list[tuple[str, Any, bool]]) -> tuple[list[Any], dict[str, Any]]:
+    """``prepare``'s ``(name, value, is_keyword)`` list as positional and keyword arguments."""
+    return [v for _, v, kw in named if not kw], {n: v for n, v, kw in named if kw}
 
 
 def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple[str, Any, bool]]:
@@ -487,7 +494,7 @@ def _python_files(root: str, tests: bool, limit: int = 300) -> list[str]:
     for d, dirs, files in os.walk(root):
         dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
         for f in sorted(files):
-            if f.endswith(".py") and (f.startswith("test_") or f.endswith("_test.py")) == tests:
+            if f.endswith(".py") and is_test_file(f) == tests:
                 found.append(os.path.join(d, f))
                 if len(found) >= limit:
                     return found

@@ -35,7 +35,7 @@ import torch
 from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
 
-from .tracing import BACKWARD, RunStopped, SiteOutcome, Tracer, TracerConfig, trace_call
+from .tracing import BACKWARD, RunStopped, SiteOutcome, TargetReached, Tracer, TracerConfig, trace_call
 
 STEP_START = 0.01  # first signed step, as a share of an input's bound / 10 (the per-site search's scale)
 STEP_MAX = 0.5
@@ -275,7 +275,7 @@ class TrainingTracer(Tracer):
 
 def train_search(program: Any, sites: list[Site], targets: set[str], settings: TrainingSettings) -> TrainingReport:
     """One run of ``program`` in GRIST's training mode (see the module docstring)."""
-    from .entries import seed_everything
+    from .entries import seed_everything, split_arguments
 
     seed_everything(program.seed)
     cfg = program.tracer_config(sites=sites, record=True)
@@ -285,8 +285,7 @@ def train_search(program: Any, sites: list[Site], targets: set[str], settings: T
         call, named = program.produce_only(program.prepare)
     except BaseException as e:  # the entry itself failed: the per-site search will say what happened
         return TrainingReport(None, 0, time.monotonic() - t0, f"the program could not start: {e}", e)
-    args = [v for _, v, kw in named if not kw]
-    kwargs = {n: v for n, v, kw in named if kw}
+    args, kwargs = split_arguments(named)
 
     def body() -> None:
         with tracer.optimizers_noted():

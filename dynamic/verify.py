@@ -188,9 +188,21 @@ def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[V
               originals: "_Originals | None" = None, shared: SharedChild | None = None) -> Fix:
     """``fix`` re-checked against ``verdict`` (see the module docstring for what "verified" means).
 
-    ``originals`` caches the unfixed program's runs across the fixes of one file.
+    ``originals`` caches the unfixed program's runs across the fixes of one file; ``shared`` is
+    the file's warm child (one is made for this check when not given).
     """
-    originals = originals if originals is not None else _Originals()
+    own = shared is None
+    shared = shared if shared is not None else SharedChild(options, path)
+    try:
+        return _check_fix(path, text, verdict, fix, verdicts, options,
+                          originals if originals is not None else _Originals(shared.writable), shared)
+    finally:
+        if own:
+            shared.close()
+
+
+def _check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any,
+               originals: "_Originals", runs: SharedChild) -> Fix:
     check = _Check()
     try:
         fixed = apply_edits(text, fix.edits)
@@ -202,11 +214,10 @@ def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[V
     static = _static(path, fixed)
     check.static_at_site = _static_at(static, region, verdict.site.kind)
     if verdict.status is Status.CONFIRMED and verdict.witness is not None:
-        runs = ChildRuns(options, path, shared)
-        # three independent looks, each in its own subprocesses: overlap them
+        # three independent looks, in the engine's workers and the warm child: overlap them
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
             searched = pool.submit(_engine_check, check, path, text, fixed, verdict, fix, verdicts, static, region,
-                                   options)
+                                   options, runs)
             replayed = pool.submit(_replay, path, fixed, verdict, region, runs)
             compared = pool.submit(_compare_outputs, path, text, fixed, verdict.witness, runs, originals)
             searched.result()
@@ -259,7 +270,8 @@ def _static_at(static: list[Verdict], region: Span, kind: str) -> str:
 
 
 def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verdict, fix: Fix,
-                  verdicts: list[Verdict], static: list[Verdict], region: Span, options: Any) -> None:
+                  verdicts: list[Verdict], static: list[Verdict], region: Span, options: Any,
+                  runs: SharedChild) -> None:
     """Fresh engine search on the fixed text: the site, and any site not confirmed before."""
     from grist_lsp.dynamic.engine import confirm
 
@@ -273,7 +285,7 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         found_in = verdict.witness.seconds if verdict.witness is not None else options.budget
         budget = min(options.budget, max(FIX_SEARCH_FLOOR, FIX_SEARCH_FACTOR * found_in))
         opts = dataclasses.replace(options, write_reproducers=None, budget=budget)
-    before = _confirmed_before(text, fix, verdicts, verdict)
+    before = _keys_before(text, fix, verdicts, verdict, Status.CONFIRMED)
     searched = _keys_before(text, fix, verdicts, verdict, Status.POSSIBLE)
     # Sites confirmed before the fix stay bugs either way, and the other open sites were searched
     # with the same budget and seed already: searching them again costs budget and says little
@@ -296,7 +308,7 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
             at_site = True
         elif not _settled(v.site, before, region, verdict.site.kind):
             where = f"line {v.site.span.start_line} ({v.site.op or v.site.kind})"
-            before_fix = _before_the_fix(path, text, fixed, fix, v, ChildRuns(options, path))
+            before_fix = _before_the_fix(path, text, fixed, fix, v, runs)
             if before_fix == "same":
                 # the fresh search found a bug the first search missed (budget): not the fix's doing
                 check.preexisting.append(where)
@@ -312,7 +324,7 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         check.engine_at_site = "not confirmed"
 
 
-def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, runs: ChildRuns) -> str:
+def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, runs: SharedChild) -> str:
     """What the witness of a site confirmed on the fixed text does to the original text:
     "same" (that site fails there too), "upstream" (the original already failed earlier on these
     inputs, so the fix moves the failure downstream) or "new"."""
@@ -373,11 +385,6 @@ def _settled(site: Site, keys: set[tuple[int, int | None, str]], region: Span, k
     return (site.span.start_line, None, site.kind) in keys and not own
 
 
-def _confirmed_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict) -> set[tuple[int, int | None, str]]:
-    """Keys, in the fixed text, of the other sites that were confirmed before the fix."""
-    return _keys_before(text, fix, verdicts, verdict, Status.CONFIRMED)
-
-
 # --- subprocess work: replay and output runs ------------------------------------------------
 
 class SharedChild:
@@ -426,7 +433,16 @@ class SharedChild:
         with self._lock:
             self._started()
 
-    def run(self, task: dict[str, Any], seconds: float) -> dict[str, Any]:
+    @property
+    def timeout(self) -> float:
+        """Per run: the engine's run timeout plus a margin (the child's torch start-up is timed
+        apart from it)."""
+        value = getattr(self.options, "timeout", None)
+        return float(value) + STARTUP_ALLOWANCE if value else DEFAULT_TIMEOUT
+
+    def run(self, task: dict[str, Any], seconds: float | None = None) -> dict[str, Any]:
+        """``task``'s answer, or ``{"error": ...}``; ``seconds`` defaults to ``timeout``."""
+        seconds = self.timeout if seconds is None else seconds
         with self._lock:
             child = self._started()
             self._ids += 1
@@ -463,45 +479,7 @@ class SharedChild:
         shutil.rmtree(self.writable, ignore_errors=True)
 
 
-@dataclass(frozen=True)
-class ChildRuns:
-    """Runs tasks in ``python -m grist_lsp.dynamic.verify`` children (never user code in this
-    process), through the engine's one process layer: memory limit, process-group kill, sandbox;
-    in the file's ``SharedChild`` when there is one."""
-
-    options: Any
-    path: str
-    shared: SharedChild | None = None
-
-    @property
-    def timeout(self) -> float:
-        """Per run: the engine's run timeout plus a margin (the process layer times the child's
-        torch start-up apart from it)."""
-        value = getattr(self.options, "timeout", None)
-        return float(value) + STARTUP_ALLOWANCE if value else DEFAULT_TIMEOUT
-
-    def run(self, task: dict[str, Any]) -> dict[str, Any]:
-        from grist_lsp.dynamic.engine import Subprocess, child_confinement
-
-        if self.shared is not None:
-            return self.shared.run(task, self.timeout)
-
-        # A run's output file is grist's own: the sandbox lets the child really write its folder.
-        outputs = (os.path.dirname(task["out"]),) if task.get("out") else ()
-        confinement = child_confinement(self.options, self.path, outputs)
-        answers: list[dict[str, Any]] = []
-        child = Subprocess("grist_lsp.dynamic.verify", int(getattr(self.options, "memory_mb", 4096)), confinement)
-        res = child.communicate(task, self.timeout, lambda msg: answers.append(msg) if msg.get("type") == "result"
-                                else None)
-        if answers:
-            return answers[-1]["result"]
-        if res.timed_out:
-            return {"error": f"timed out after {self.timeout:g} s"}
-        tail = (res.stderr.strip().splitlines() or ["no output"])[-1]
-        return {"error": f"worker exited with {res.returncode}: {tail}"}
-
-
-def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: ChildRuns) -> str:
+def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: SharedChild) -> str:
     site = dataclasses.replace(verdict.site, span=region)
     res = runs.run({"task": "replay", "path": path, "text": fixed, "site": to_json(site),
                     "witness": to_json(verdict.witness)})
@@ -514,16 +492,14 @@ def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: ChildRu
 class _Originals:
     """Runs of the unfixed program on its example inputs, one per (entry, seed), kept on disk."""
 
-    directory: str = ""
+    directory: str  # a folder the warm child may write (``SharedChild.writable``)
     runs: dict[tuple[str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, path: str, text: str, witness: Witness, runs: ChildRuns) -> tuple[dict[str, Any], str]:
+    def get(self, path: str, text: str, witness: Witness, runs: SharedChild) -> tuple[dict[str, Any], str]:
         key = (witness.entry, witness.seed)
         with self.lock:  # one run per entry even when two fixes ask at once
             if key not in self.runs:
-                if not self.directory:
-                    self.directory = tempfile.mkdtemp(prefix="grist-verify-")
                 out_file = os.path.join(self.directory, f"original-{len(self.runs)}.pt")
                 res = runs.run({"task": "run", "path": path, "text": text, "entry": witness.entry,
                                 "seed": witness.seed, "out": out_file})
@@ -531,7 +507,7 @@ class _Originals:
             return self.runs[key]
 
 
-def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, runs: ChildRuns,
+def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, runs: SharedChild,
                      originals: _Originals) -> str:
     """Run the program on its example inputs, original then fixed, and compare what it returns."""
     orig, orig_file = originals.get(path, text, witness, runs)
@@ -689,15 +665,14 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     program.setup()
     entries.seed_everything(seed)
     call, named = program.prepare()
-    args = [v for _, v, kw in named if not kw]
-    kwargs = {k: v for k, v, kw in named if kw}
+    args, kwargs = entries.split_arguments(named)
     raised = None
     value = None
     printed = io.StringIO()
     # A training program may loop for ever (``while True`` until the loss is NaN): what it does
     # on its own inputs is its loss over the first steps, which a fix must leave unchanged.
     loss_watch = _loss_watch_class()
-    losses = loss_watch(TRAINING_STEPS_COMPARED) if program.trains() else None
+    losses = loss_watch(TRAINING_STEPS_COMPARED) if program.trains else None
     try:
         with torch.no_grad() if kind == "probe" else contextlib.nullcontext(), contextlib.redirect_stdout(printed), \
                 losses if losses is not None else contextlib.nullcontext():

@@ -122,17 +122,16 @@ def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int],
         with open(via, encoding="utf-8") as f:
             src = f.read()
         tests = E.test_functions(via, src)
-        for file, func in tests:
-            yield E.TestProgram(label=f"test:{file}::{func}", user_files=frozenset({target, file}), test_file=file,
-                                function=func, **base)
-        if not tests and E.is_script(src):
-            yield E.RunProgram(label=f"run:{via}", user_files=frozenset({target, via}), script_file=via, **base)
-        return
-    for file, func in E.test_entries(path, root):
+        scripts = [via] if not tests and E.is_script(src) else []
+    else:
+        tests, scripts = E.test_entries(path, root), E.importer_scripts(path, root)
+    for file, func in tests:
         yield E.TestProgram(label=f"test:{file}::{func}", user_files=frozenset({target, file}), test_file=file,
                             function=func, **base)
-    for file in E.importer_scripts(path, root):
+    for file in scripts:
         yield E.RunProgram(label=f"run:{file}", user_files=frozenset({target, file}), script_file=file, **base)
+    if via:
+        return
     if E.is_script(text):
         yield E.ScriptProgram(label=f"script:{path}", user_files=frozenset({target}), text=text, **base)
         if E.import_runs_loops(text):
@@ -223,7 +222,7 @@ class Worker:
                     failures.append((prog.label, prog.user_files, e))
                 continue
             cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo),
-                                     stop_after_steps=RECORD_STEPS if prog.trains() else None)
+                                     stop_after_steps=RECORD_STEPS if prog.trains else None)
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
             else:
@@ -292,7 +291,7 @@ class Worker:
         groups: dict[str, tuple[Assignment, set[str]]] = {}
         for site in self.targets:
             a = assigned.get(site.key)
-            if a is None or isinstance(a.program, E.ProbeProgram) or not a.program.trains():
+            if a is None or isinstance(a.program, E.ProbeProgram) or not a.program.trains:
                 continue
             groups.setdefault(a.program.label, (a, set()))[1].add(site.key)
         by_key = {s.key: s for s in self.targets}
@@ -551,8 +550,9 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
 
 
 def _entry_texts(req: dict) -> list[str]:
-    """The other files the program runs through (``via``, explicit entries), for ``skip_dynamo_import``;
-    tests and importing scripts found later are read there too."""
+    """The other files the program runs through (``via``, explicit entries), for ``skip_dynamo_import``.
+    Tests and importing scripts found later are not read: one of them that compiles meets the
+    stand-in, which loads the real module on any use but the optimizer's two calls."""
     texts = []
     for f in [req.get("via"), *[e.rpartition(":")[0] for e in req.get("entries") or []]]:
         if f:

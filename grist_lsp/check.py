@@ -341,14 +341,13 @@ def _modules_run_by(files: list[Path], texts: dict[Path, str], per_file: dict[Pa
     """The project modules that a checked test or script imports and that were not checked
     themselves -> that program. Their open sites join the dynamic run, entered through it alone
     (``EngineOptions.via``), so a bug two files away is reported at its own file and line."""
-    from grist_lsp.analyzer.programs import is_script
+    from grist_lsp.analyzer.programs import is_script, is_test_file
     from grist_lsp.discovery import imported_modules
 
     run_by: dict[Path, Path] = {}
     for program in files:
         text = texts.get(program)
-        is_test = program.name.startswith("test_") or program.name.endswith("_test.py")
-        if text is None or not (is_test or is_script(text)):
+        if text is None or not (is_test_file(program.name) or is_script(text)):
             continue
         for module in imported_modules(program, text, settings.root):
             if module in per_file or module in run_by:
