@@ -56,3 +56,23 @@ class SourceLines:
         parts += [self.line(n) for n in range(span.start_line + 1, span.end_line)]
         parts.append(self.line(span.end_line)[:span.end_col])
         return "\n".join(parts)
+
+
+def node_words(e: ast.AST, fallback: str) -> str:
+    """A node's source, cut to 40 characters, for the words of a reason; ``fallback`` when
+    ``ast.unparse`` cannot render it (it is best effort on odd trees)."""
+    try:
+        text = ast.unparse(e)
+    except Exception:
+        return fallback
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def int_literal(e: ast.AST | None) -> int | None:
+    """An integer literal (-1 included), else None."""
+    if isinstance(e, ast.Constant) and type(e.value) is int:
+        return e.value
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
+            and type(e.operand.value) is int:
+        return -e.operand.value
+    return None

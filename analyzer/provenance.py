@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from grist_lsp.analyzer.catalogue import EMPTY_SOURCES, MASK_PRODUCERS
 from grist_lsp.analyzer.dataflow import DataFlow, Def
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.positions import int_literal, node_words
 from grist_lsp.analyzer.ranges import INF, NOT_TENSOR, RangeAnalysis
 
 _TENSOR_ROOTS = ("torch.", "numpy.")
@@ -51,11 +52,7 @@ _DEPTH = 40  # dataflow hops before giving up (as "not known to be empty")
 
 
 def _words(e: ast.AST) -> str:
-    try:
-        text = ast.unparse(e)
-    except Exception:  # unparse is best effort on odd trees; words only
-        return "a selection"
-    return text if len(text) <= 40 else text[:37] + "..."
+    return node_words(e, "a selection")
 
 
 @dataclass
@@ -432,7 +429,7 @@ class Provenance:
         kw = {k.arg: k.value for k in r.keywords}
         d = kw.get("dim", args[0] if args else None)
         keep = kw.get("keepdim", args[1] if len(args) > 1 else None)
-        return (isinstance(receiver, ast.Name) and receiver.id == m.id and _int(d) == dim
+        return (isinstance(receiver, ast.Name) and receiver.id == m.id and int_literal(d) == dim
                 and isinstance(keep, ast.Constant) and keep.value is True)
 
     def _same_rows(self, e: ast.AST, dim: int) -> ast.AST | None:
@@ -442,7 +439,7 @@ class Provenance:
         if isinstance(e, ast.Subscript):
             elts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
             simple = all(isinstance(x, ast.Constant) and x.value in (None, Ellipsis) or _full_slice(x)
-                         or _int(x) is not None for x in elts)
+                         or int_literal(x) is not None for x in elts)
             tail = elts[len(elts) + dim:] if len(elts) >= -dim else []
             if simple and (tail and all(_full_slice(x) for x in tail) or (
                     isinstance(elts[-1], ast.Constant) and elts[-1].value is Ellipsis)):
@@ -456,7 +453,7 @@ class Provenance:
         if name in ("float", "bool", "to", "detach", "contiguous", "expand", "expand_as", "type_as", "half",
                     "double", "int", "long", "byte"):
             return receiver
-        at = _int(args[0]) if name == "unsqueeze" and len(args) == 1 else None
+        at = int_literal(args[0]) if name == "unsqueeze" and len(args) == 1 else None
         if at is not None and (at == 0 or at < dim):  # a new dimension in front of the rows
             return receiver
         return None
@@ -518,16 +515,6 @@ class Provenance:
         return self.ranges.method_receiver(call) is not None and call.func.attr in MASK_PRODUCERS  # type: ignore[union-attr]
 
 
-def _int(e: ast.AST | None) -> int | None:
-    """An integer literal (-1 included), else None."""
-    if isinstance(e, ast.Constant) and type(e.value) is int:
-        return e.value
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
-            and type(e.operand.value) is int:
-        return -e.operand.value
-    return None
-
-
 def _full_slice(e: ast.AST) -> bool:
     return isinstance(e, ast.Slice) and e.lower is None and e.upper is None and e.step is None
 
@@ -536,6 +523,6 @@ def _softmax_dim(call: ast.Call, method: bool) -> int | None:
     """The literal ``dim`` of a softmax call (method: first argument; function: second)."""
     for k in call.keywords:
         if k.arg == "dim":
-            return _int(k.value)
+            return int_literal(k.value)
     pos = 0 if method else 1
-    return _int(call.args[pos]) if len(call.args) > pos else None
+    return int_literal(call.args[pos]) if len(call.args) > pos else None

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Iterator
 
 from grist_lsp.analyzer.dataflow import DataFlow, Def, _terminates
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.positions import int_literal, node_words
 
 if TYPE_CHECKING:
     from grist_lsp.analyzer.ranges import RangeAnalysis
@@ -78,15 +79,6 @@ class _Fact:
     adjacent: bool = False
 
 
-def _int_literal(e: ast.AST) -> int | None:
-    if isinstance(e, ast.Constant) and type(e.value) is int:
-        return e.value
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
-            and type(e.operand.value) is int:
-        return -e.operand.value
-    return None
-
-
 def _pos(n: ast.AST, end: bool = False) -> tuple[int, int]:
     if end:
         return getattr(n, "end_lineno", 0) or 0, getattr(n, "end_col_offset", 0) or 0
@@ -94,11 +86,7 @@ def _pos(n: ast.AST, end: bool = False) -> tuple[int, int]:
 
 
 def _words(e: ast.AST) -> str:
-    try:
-        text = ast.unparse(e)
-    except Exception:  # unparse is best effort on odd trees; words only
-        return "an earlier statement"
-    return text if len(text) <= 40 else text[:37] + "..."
+    return node_words(e, "an earlier statement")
 
 
 @dataclass
@@ -126,7 +114,7 @@ class SizeProofs:
     def size_use(self, e: ast.AST) -> SizeUse | None:
         """``len(x)``, ``x.shape[k]``, ``x.size()[k]``, ``x.size(k)``, ``x.numel()`` of a local name x."""
         if isinstance(e, ast.Subscript):
-            k = _int_literal(e.slice)
+            k = int_literal(e.slice)
             v = e.value
             if k is None:
                 return None
@@ -149,7 +137,7 @@ class SizeProofs:
         if f.attr == "size":
             arg = e.args[0] if len(e.args) == 1 and not e.keywords else (
                 e.keywords[0].value if not e.args and len(e.keywords) == 1 and e.keywords[0].arg == "dim" else None)
-            k = _int_literal(arg) if arg is not None else None
+            k = int_literal(arg) if arg is not None else None
             return SizeUse(f.value, k, "shape") if k is not None else None
         return None
 
@@ -244,16 +232,16 @@ class SizeProofs:
             return frozenset()
         consumed = [x for x in elts if not (isinstance(x, ast.Constant) and x.value in (None, Ellipsis))]
         for x in consumed:
-            if _int_literal(x) is None and not isinstance(x, ast.Slice):
+            if int_literal(x) is None and not isinstance(x, ast.Slice):
                 return frozenset()  # a tensor or mask index: which dimension is which is unknown
         split = ellipsis[0] if ellipsis else len(elts)
         before = [x for x in elts[:split] if not (isinstance(x, ast.Constant) and x.value is None)]
         after = [x for x in elts[split + 1:] if not (isinstance(x, ast.Constant) and x.value is None)]
         for i, x in enumerate(before):
-            if _int_literal(x) is not None:
+            if int_literal(x) is not None:
                 dims.add(i)
         for i, x in enumerate(after):
-            if _int_literal(x) is not None:
+            if int_literal(x) is not None:
                 dims.add(i - len(after))
         return frozenset(dims)
 
