@@ -21,9 +21,18 @@ from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
-from grist_lsp.analyzer.ranges import (TOP, Fact, RangeAnalysis, describe, fmt, pow_range_safe, round_up,
-                                       static_safe)
+from grist_lsp.analyzer.ranges import (
+    TOP,
+    Fact,
+    RangeAnalysis,
+    describe,
+    fmt,
+    pow_range_safe,
+    round_up,
+    static_safe,
+)
 from grist_lsp.analyzer.sites import Candidate, find_sites
+
 from grist_lsp.model import Site, Status, Verdict, file_error
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are almost surely generated data, not code
@@ -74,20 +83,37 @@ def _analyze_source(path: str, text: str) -> list[Verdict]:
     except SyntaxError as e:
         line = e.lineno or 1
         col = max((e.offset or 1) - 1, 0)
-        return [file_error(path, f"{path}:{line}: syntax error: {e.msg}; fix the syntax to analyse this file",
-                           line, col)]
+        return [
+            file_error(
+                path, f"{path}:{line}: syntax error: {e.msg}; fix the syntax to analyse this file", line, col
+            )
+        ]
     except (ValueError, RecursionError, MemoryError) as e:
-        return [file_error(path, f"{path}:1: cannot parse ({type(e).__name__}: {e}); "
-                                 "the file is not analysable Python source")]
+        return [
+            file_error(
+                path,
+                f"{path}:1: cannot parse ({type(e).__name__}: {e}); the file is not analysable Python source",
+            )
+        ]
     try:
         return _analyze_tree(path, text, tree)
     except RecursionError:
-        return [file_error(path, f"{path}:1: nesting too deep for the static pass; "
-                                 "split the deepest expression to analyse this file")]
+        return [
+            file_error(
+                path,
+                f"{path}:1: nesting too deep for the static pass; "
+                "split the deepest expression to analyse this file",
+            )
+        ]
     except Exception as e:  # noqa: BLE001 - an analyzer bug must not take the editor or the CLI down
         where = _traceback_line(e)
-        return [file_error(path, f"{path}:1: internal error in the static pass ({type(e).__name__}: {e} "
-                                 f"at {where}); please report it with this file")]
+        return [
+            file_error(
+                path,
+                f"{path}:1: internal error in the static pass ({type(e).__name__}: {e} "
+                f"at {where}); please report it with this file",
+            )
+        ]
 
 
 def _traceback_line(e: BaseException) -> str:
@@ -121,8 +147,7 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
         return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
     if kind.region.shape is not None:
         reason = f"depends on shapes ({kind.region.text}), which the static pass cannot bound"
-        return Verdict(site, Status.POSSIBLE, reason,
-                       message=f"{site.op}: possible {kind.title}; {reason}")
+        return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
     try:
         fact = ranges.fact(c.operand) if c.operand is not None else TOP
         if c.clamp is not None:
@@ -133,10 +158,17 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
         return _pow_verdict(c, fact, ranges, dtype)
     at = kind.region.backward_at
     # math.sqrt / numpy.sqrt have no backward pass; only torch ops carry gradients
-    if at is not None and site.op.startswith("torch.") and static_safe(fact, kind.region, dtype) and fact.lo <= at <= fact.hi and not (
-            at == 0.0 and fact.nonzero):
-        reason = (f"{label} {describe(fact)} ({fact.why or 'range'}) can be exactly {at:g}, "
-                  f"where the gradient is infinite (NaN/INF in the backward pass)")
+    if (
+        at is not None
+        and site.op.startswith("torch.")
+        and static_safe(fact, kind.region, dtype)
+        and fact.lo <= at <= fact.hi
+        and not (at == 0.0 and fact.nonzero)
+    ):
+        reason = (
+            f"{label} {describe(fact)} ({fact.why or 'range'}) can be exactly {at:g}, "
+            f"where the gradient is infinite (NaN/INF in the backward pass)"
+        )
         return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
     if static_safe(fact, kind.region, dtype):
         reason = f"{label} {describe(fact)} ({fact.why})" if fact.why else f"{label} {describe(fact)}"
@@ -179,7 +211,9 @@ def _pow_verdict(c: Candidate, base: Fact, ranges: RangeAnalysis, dtype: str) ->
         test = pow_region_applies(exponent)
         pieces = [(base.lo, base.hi)]
         if base.nonzero and base.lo <= 0 <= base.hi:
-            pieces = [p for p in ((base.lo, min(base.hi, -1e-45)), (max(base.lo, 1e-45), base.hi)) if p[0] <= p[1]]
+            pieces = [
+                p for p in ((base.lo, min(base.hi, -1e-45)), (max(base.lo, 1e-45), base.hi)) if p[0] <= p[1]
+            ]
         if base.pytype == "bottom" or all(test(lo, hi) for lo, hi in pieces):
             reason = f"base {describe(base)} ({base.why or 'range'}) with exponent {exponent:g}"
             return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
@@ -189,7 +223,8 @@ def _pow_verdict(c: Candidate, base: Fact, ranges: RangeAnalysis, dtype: str) ->
         return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
     else:
         reason = "exponent is not a known constant" + (
-            f"; base {describe(base)}" if base.known else "; no range known for the base")
+            f"; base {describe(base)}" if base.known else "; no range known for the base"
+        )
     return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
 
 
@@ -203,8 +238,12 @@ def _decode(path: str, data: bytes) -> str | Verdict:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as e:
         line = data[: getattr(e, "start", 0)].count(b"\n") + 1
-        return file_error(path, f"{path}:{line}: cannot decode as {encoding} ({e.__class__.__name__}); "
-                                "save the file as UTF-8 or declare its encoding with a coding cookie", line)
+        return file_error(
+            path,
+            f"{path}:{line}: cannot decode as {encoding} ({e.__class__.__name__}); "
+            "save the file as UTF-8 or declare its encoding with a coding cookie",
+            line,
+        )
     return text
 
 
@@ -213,19 +252,30 @@ def analyze_file(path: str) -> list[Verdict]:
     try:
         size = os.path.getsize(path)
         if size > MAX_FILE_BYTES:
-            return [file_error(path, f"{path}:1: file is {size} bytes, over the static pass' limit of "
-                                     f"{MAX_FILE_BYTES}; exclude it or split it")]
+            return [
+                file_error(
+                    path,
+                    f"{path}:1: file is {size} bytes, over the static pass' limit of "
+                    f"{MAX_FILE_BYTES}; exclude it or split it",
+                )
+            ]
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as e:
-        return [file_error(path, f"{path}:1: cannot read the file ({e.strerror or e}); check the path "
-                                 "and permissions")]
+        return [
+            file_error(
+                path, f"{path}:1: cannot read the file ({e.strerror or e}); check the path and permissions"
+            )
+        ]
     if not data.strip():
         return []
     if b"\0" in data:
         line = data[: data.index(b"\0")].count(b"\n") + 1
-        return [file_error(path, f"{path}:{line}: binary file (NUL byte); only Python source can be analysed",
-                           line)]
+        return [
+            file_error(
+                path, f"{path}:{line}: binary file (NUL byte); only Python source can be analysed", line
+            )
+        ]
     text = _decode(path, data)
     if isinstance(text, Verdict):
         return [text]

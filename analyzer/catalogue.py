@@ -19,10 +19,12 @@ torch-free and fast.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 # --- dtype limits ------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class DtypeLimits:
@@ -54,6 +56,7 @@ def dtype_limits(dtype: str | None) -> DtypeLimits:
 
 
 # --- invalid regions ---------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Region:
@@ -130,6 +133,7 @@ class Region:
 
 # --- kinds -------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Kind:
     name: str
@@ -142,39 +146,105 @@ class Kind:
 KINDS: dict[str, Kind] = {
     k.name: k
     for k in [
-        Kind("log", "GRIST101", "logarithm of a non-positive value",
-             Region("x <= 0", lo=0.0, lo_inclusive=True), "clamp the operand: log(x.clamp_min(eps)), or use log_softmax / logsigmoid"),
-        Kind("log1p", "GRIST102", "log1p of a value <= -1",
-             Region("x <= -1", lo=-1.0, lo_inclusive=True), "clamp the operand above -1"),
-        Kind("sqrt", "GRIST103", "square root of a negative value (and an infinite gradient at 0)",
-             Region("x < 0", lo=0.0, backward_at=0.0), "sqrt(x.clamp_min(eps))"),
-        Kind("rsqrt", "GRIST104", "reciprocal square root of a non-positive value",
-             Region("x <= 0", lo=0.0, lo_inclusive=True), "rsqrt(x.clamp_min(eps))"),
-        Kind("div", "GRIST105", "division by zero",
-             Region("divisor == 0", zero=True), "guard the divisor: b.clamp_min(eps) or b + eps for non-negative b"),
-        Kind("exp", "GRIST106", "exponential overflow",
-             Region("x > ln(max of dtype)", hi_is_ln_max=True), "bound the operand, or use logsumexp / softmax"),
-        Kind("pow", "GRIST107", "power of a negative base with a fractional exponent, or of zero with a negative one",
-             Region("base < 0 (fractional exponent) or base == 0 (negative exponent)", lo=0.0, zero=True),
-             "clamp the base: x.clamp_min(eps) ** p"),
-        Kind("acos", "GRIST108", "acos/asin outside [-1, 1]",
-             Region("|x| > 1", lo=-1.0, hi=1.0), "acos(x.clamp(-1 + eps, 1 - eps))"),
-        Kind("atanh", "GRIST109", "atanh at or beyond +-1",
-             Region("|x| >= 1", lo=-1.0, lo_inclusive=True, hi=1.0, hi_inclusive=True), "atanh(x.clamp(-1 + eps, 1 - eps))"),
-        Kind("acosh", "GRIST110", "acosh below 1",
-             Region("x < 1", lo=1.0), "acosh(x.clamp_min(1))"),
-        Kind("lgamma", "GRIST111", "lgamma/digamma at a pole (0, -1, -2, ...)",
-             Region("x in {0, -1, -2, ...}", nonpositive_integers=True), "keep the operand positive: x.clamp_min(eps)"),
-        Kind("var", "GRIST112", "variance/standard deviation of a single element (correction 1)",
-             Region("one element along the reduced dimensions", shape="single-element"),
-             "pass correction=0 (unbiased=False), or guard the element count"),
-        Kind("mean", "GRIST113", "mean over an empty dimension",
-             Region("zero elements along the reduced dimensions", shape="empty"), "guard against an empty selection"),
-        Kind("logit", "GRIST114", "logit at or outside 0 and 1",
-             Region("x <= 0 or x >= 1", lo=0.0, lo_inclusive=True, hi=1.0, hi_inclusive=True), "pass eps=: torch.logit(x, eps=1e-6)"),
-        Kind("softmax", "GRIST115", "softmax of a row that is entirely -inf (fully masked)",
-             Region("a row that is entirely -inf", shape="all -inf row", allows_neg_inf_operand=True),
-             "mask with torch.finfo(dtype).min instead of -inf, or keep one unmasked entry per row"),
+        Kind(
+            "log",
+            "GRIST101",
+            "logarithm of a non-positive value",
+            Region("x <= 0", lo=0.0, lo_inclusive=True),
+            "clamp the operand: log(x.clamp_min(eps)), or use log_softmax / logsigmoid",
+        ),
+        Kind(
+            "log1p",
+            "GRIST102",
+            "log1p of a value <= -1",
+            Region("x <= -1", lo=-1.0, lo_inclusive=True),
+            "clamp the operand above -1",
+        ),
+        Kind(
+            "sqrt",
+            "GRIST103",
+            "square root of a negative value (and an infinite gradient at 0)",
+            Region("x < 0", lo=0.0, backward_at=0.0),
+            "sqrt(x.clamp_min(eps))",
+        ),
+        Kind(
+            "rsqrt",
+            "GRIST104",
+            "reciprocal square root of a non-positive value",
+            Region("x <= 0", lo=0.0, lo_inclusive=True),
+            "rsqrt(x.clamp_min(eps))",
+        ),
+        Kind(
+            "div",
+            "GRIST105",
+            "division by zero",
+            Region("divisor == 0", zero=True),
+            "guard the divisor: b.clamp_min(eps) or b + eps for non-negative b",
+        ),
+        Kind(
+            "exp",
+            "GRIST106",
+            "exponential overflow",
+            Region("x > ln(max of dtype)", hi_is_ln_max=True),
+            "bound the operand, or use logsumexp / softmax",
+        ),
+        Kind(
+            "pow",
+            "GRIST107",
+            "power of a negative base with a fractional exponent, or of zero with a negative one",
+            Region("base < 0 (fractional exponent) or base == 0 (negative exponent)", lo=0.0, zero=True),
+            "clamp the base: x.clamp_min(eps) ** p",
+        ),
+        Kind(
+            "acos",
+            "GRIST108",
+            "acos/asin outside [-1, 1]",
+            Region("|x| > 1", lo=-1.0, hi=1.0),
+            "acos(x.clamp(-1 + eps, 1 - eps))",
+        ),
+        Kind(
+            "atanh",
+            "GRIST109",
+            "atanh at or beyond +-1",
+            Region("|x| >= 1", lo=-1.0, lo_inclusive=True, hi=1.0, hi_inclusive=True),
+            "atanh(x.clamp(-1 + eps, 1 - eps))",
+        ),
+        Kind("acosh", "GRIST110", "acosh below 1", Region("x < 1", lo=1.0), "acosh(x.clamp_min(1))"),
+        Kind(
+            "lgamma",
+            "GRIST111",
+            "lgamma/digamma at a pole (0, -1, -2, ...)",
+            Region("x in {0, -1, -2, ...}", nonpositive_integers=True),
+            "keep the operand positive: x.clamp_min(eps)",
+        ),
+        Kind(
+            "var",
+            "GRIST112",
+            "variance/standard deviation of a single element (correction 1)",
+            Region("one element along the reduced dimensions", shape="single-element"),
+            "pass correction=0 (unbiased=False), or guard the element count",
+        ),
+        Kind(
+            "mean",
+            "GRIST113",
+            "mean over an empty dimension",
+            Region("zero elements along the reduced dimensions", shape="empty"),
+            "guard against an empty selection",
+        ),
+        Kind(
+            "logit",
+            "GRIST114",
+            "logit at or outside 0 and 1",
+            Region("x <= 0 or x >= 1", lo=0.0, lo_inclusive=True, hi=1.0, hi_inclusive=True),
+            "pass eps=: torch.logit(x, eps=1e-6)",
+        ),
+        Kind(
+            "softmax",
+            "GRIST115",
+            "softmax of a row that is entirely -inf (fully masked)",
+            Region("a row that is entirely -inf", shape="all -inf row", allows_neg_inf_operand=True),
+            "mask with torch.finfo(dtype).min instead of -inf, or keep one unmasked entry per row",
+        ),
     ]
 }
 
@@ -182,6 +252,7 @@ ERROR_CODE = "GRIST000"  # a file that could not be analysed or run
 
 
 # --- ops -----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Op:
@@ -213,8 +284,17 @@ class Op:
         return self.operand_keyword
 
 
-def _forms(kind: str, base: str, *, function: bool = True, method: bool = True, inplace: bool = True,
-           special: bool = False, math_mod: bool = False, **kw: Any) -> list[Op]:
+def _forms(
+    kind: str,
+    base: str,
+    *,
+    function: bool = True,
+    method: bool = True,
+    inplace: bool = True,
+    special: bool = False,
+    math_mod: bool = False,
+    **kw: Any,
+) -> list[Op]:
     """The usual spellings of one elementwise op: torch.f, Tensor.f, Tensor.f_, torch.special.f, math.f."""
     rows = []
     if function:
@@ -341,17 +421,29 @@ REFLECTED_OPERATORS: dict[str, str] = {
 # log(0) but not from a fully masked row: it is the "softmax" kind's row.)
 SAFE_FORMS: frozenset[str] = frozenset(
     {
-        "torch.nn.functional.logsigmoid", "torch.logsumexp",
-        "torch.Tensor.logsumexp", "torch.special.logsumexp", "torch.xlogy", "torch.special.xlogy",
-        "torch.Tensor.xlogy", "torch.nn.functional.normalize", "torch.nn.functional.cross_entropy",
-        "torch.nn.functional.binary_cross_entropy_with_logits", "torch.nn.functional.nll_loss",
-        "torch.nn.functional.kl_div", "torch.special.entr", "torch.special.log_ndtr",
-        "torch.nn.functional.cosine_similarity", "torch.logaddexp", "torch.logaddexp2",
+        "torch.nn.functional.logsigmoid",
+        "torch.logsumexp",
+        "torch.Tensor.logsumexp",
+        "torch.special.logsumexp",
+        "torch.xlogy",
+        "torch.special.xlogy",
+        "torch.Tensor.xlogy",
+        "torch.nn.functional.normalize",
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.functional.binary_cross_entropy_with_logits",
+        "torch.nn.functional.nll_loss",
+        "torch.nn.functional.kl_div",
+        "torch.special.entr",
+        "torch.special.log_ndtr",
+        "torch.nn.functional.cosine_similarity",
+        "torch.logaddexp",
+        "torch.logaddexp2",
     }
 )
 
 
 # --- empty tensors ---------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class EmptySource:
@@ -380,16 +472,41 @@ EMPTY_SOURCES: dict[str, EmptySource] = {
     "nonzero": EmptySource("nonzero indices (none when everything is zero)"),
     "argwhere": EmptySource("argwhere indices (none when everything is zero)"),
     "where": EmptySource("torch.where(cond) indices (none when cond is all False)", max_args=1),
-    **{name: EmptySource(f"{name} of a list built at run time", runtime_list=True)
-       for name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "tensor", "as_tensor")},
+    **{
+        name: EmptySource(f"{name} of a list built at run time", runtime_list=True)
+        for name in ("cat", "concat", "concatenate", "stack", "hstack", "vstack", "tensor", "as_tensor")
+    },
 }
 
 # Producers of boolean masks (comparisons and logical ops are masks by syntax):
 # indexing with one selects nothing when every entry is False.
 MASK_PRODUCERS: frozenset[str] = frozenset(
-    {"gt", "ge", "lt", "le", "eq", "ne", "greater", "greater_equal", "less", "less_equal", "not_equal",
-     "logical_and", "logical_or", "logical_xor", "logical_not", "isfinite", "isnan", "isinf", "isposinf",
-     "isneginf", "isclose", "isin", "signbit", "bool"}
+    {
+        "gt",
+        "ge",
+        "lt",
+        "le",
+        "eq",
+        "ne",
+        "greater",
+        "greater_equal",
+        "less",
+        "less_equal",
+        "not_equal",
+        "logical_and",
+        "logical_or",
+        "logical_xor",
+        "logical_not",
+        "isfinite",
+        "isnan",
+        "isinf",
+        "isposinf",
+        "isneginf",
+        "isclose",
+        "isin",
+        "signbit",
+        "bool",
+    }
 )
 
 

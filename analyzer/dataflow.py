@@ -32,8 +32,9 @@ this expression".
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -217,11 +218,18 @@ def _guarded_names(part: ast.expr) -> list[ast.Name]:
         f = part.func
         if isinstance(f, ast.Attribute) and f.attr in ("all", "any"):
             return _guarded_names(f.value)
-    if isinstance(part, ast.Call) and len(part.args) == 1 and isinstance(part.func, ast.Attribute) \
-            and part.func.attr in ("all", "any"):
+    if (
+        isinstance(part, ast.Call)
+        and len(part.args) == 1
+        and isinstance(part.func, ast.Attribute)
+        and part.func.attr in ("all", "any")
+    ):
         return _guarded_names(part.args[0])  # torch.all(d > 0)
-    if not isinstance(part, ast.Compare) or len(part.ops) != 1 or not isinstance(
-            part.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq)):
+    if (
+        not isinstance(part, ast.Compare)
+        or len(part.ops) != 1
+        or not isinstance(part.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE, ast.Eq, ast.NotEq))
+    ):
         return []  # `is None`, `in` ... say nothing about a value's range
     out = []
     for side in (part.left, part.comparators[0]):
@@ -229,11 +237,21 @@ def _guarded_names(part: ast.expr) -> list[ast.Name]:
             if isinstance(side, ast.Name):
                 out.append(side)
                 break
-            if isinstance(side, ast.Call) and isinstance(side.func, ast.Attribute) and \
-                    side.func.attr in _REDUCTIONS and not side.args and not side.keywords:
+            if (
+                isinstance(side, ast.Call)
+                and isinstance(side.func, ast.Attribute)
+                and side.func.attr in _REDUCTIONS
+                and not side.args
+                and not side.keywords
+            ):
                 side = side.func.value  # d.min(), d.abs().min()
-            elif isinstance(side, ast.Call) and isinstance(side.func, ast.Attribute) and \
-                    side.func.attr in _REDUCTIONS and len(side.args) == 1 and not side.keywords:
+            elif (
+                isinstance(side, ast.Call)
+                and isinstance(side.func, ast.Attribute)
+                and side.func.attr in _REDUCTIONS
+                and len(side.args) == 1
+                and not side.keywords
+            ):
                 side = side.args[0]  # torch.min(d)
             else:
                 break
@@ -311,7 +329,9 @@ class _Builder:
                 self.flow.functions[id(method)].escapes = True
         for info in self.flow.functions.values():
             decorators = getattr(info.node, "decorator_list", [])
-            if any(not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")) for d in decorators):
+            if any(
+                not (isinstance(d, ast.Name) and d.id in ("staticmethod", "classmethod")) for d in decorators
+            ):
                 info.escapes = True
 
     def _lookup_outer(self, name: str, scope: Scope) -> list[int]:
@@ -327,8 +347,16 @@ class _Builder:
 
     # --- definitions ----------------------------------------------------------
 
-    def _new_def(self, scope: Scope, name: str, how: str, value: ast.AST | None, node: ast.AST,
-                 deps: list[tuple] | None = None, **kw: object) -> int:
+    def _new_def(
+        self,
+        scope: Scope,
+        name: str,
+        how: str,
+        value: ast.AST | None,
+        node: ast.AST,
+        deps: list[tuple] | None = None,
+        **kw: object,
+    ) -> int:
         ident = (id(node), name, how, bool(kw.get("truth", True)))
         key = self._def_for.get(ident)
         if key is None:  # a loop body is walked twice: one definition per statement
@@ -343,8 +371,16 @@ class _Builder:
             self._edge(dep, ("def", key))  # the value depends on these uses and calls
         return key
 
-    def _bind(self, target: ast.AST, env: Env, scope: Scope, how: str, value: ast.AST | None,
-              path: tuple[int, ...] = (), deps: list[tuple] | None = None) -> None:
+    def _bind(
+        self,
+        target: ast.AST,
+        env: Env,
+        scope: Scope,
+        how: str,
+        value: ast.AST | None,
+        path: tuple[int, ...] = (),
+        deps: list[tuple] | None = None,
+    ) -> None:
         if isinstance(target, ast.Name):
             kind = how if not path or how == "for" else "unpack"  # a loop target keeps "for"
             key = self._new_def(scope, target.id, kind, value, target, deps, path=path)
@@ -359,10 +395,19 @@ class _Builder:
             self._bind(target.value, env, scope, "unknown", None)
         elif isinstance(target, ast.Attribute):
             self._expr(target.value, env, scope)
-            if (scope.class_node is not None and isinstance(target.value, ast.Name)
-                    and target.value.id == scope.self_name):
-                key = self._new_def(Scope(target, "attr", None, None), target.attr,
-                                    "attr" if not path else "unknown", value if not path else None, target, deps)
+            if (
+                scope.class_node is not None
+                and isinstance(target.value, ast.Name)
+                and target.value.id == scope.self_name
+            ):
+                key = self._new_def(
+                    Scope(target, "attr", None, None),
+                    target.attr,
+                    "attr" if not path else "unknown",
+                    value if not path else None,
+                    target,
+                    deps,
+                )
                 self.flow.class_attrs.setdefault((id(scope.class_node), target.attr), []).append(key)
         elif isinstance(target, ast.Subscript):
             self._expr(target, env, scope)
@@ -418,8 +463,11 @@ class _Builder:
                 env[t.id] = frozenset({key})
             elif isinstance(t, ast.Attribute):
                 self._expr(t, env, scope)
-                if (scope.class_node is not None and isinstance(t.value, ast.Name)
-                        and t.value.id == scope.self_name):
+                if (
+                    scope.class_node is not None
+                    and isinstance(t.value, ast.Name)
+                    and t.value.id == scope.self_name
+                ):
                     key = self._new_def(Scope(t, "attr", None, None), t.attr, "aug", s, t, deps)
                     self.flow.class_attrs.setdefault((id(scope.class_node), t.attr), []).append(key)
             else:
@@ -565,8 +613,9 @@ class _Builder:
         for part in parts:
             for side in _guarded_names(part):
                 if side.id in env and ("use", id(side)) in self.flow.attrs:
-                    key = self._new_def(scope, side.id, "refine", test, side, [("use", id(side))],
-                                        truth=truth)
+                    key = self._new_def(
+                        scope, side.id, "refine", test, side, [("use", id(side))], truth=truth
+                    )
                     env[side.id] = frozenset({key})
         return env
 
@@ -581,8 +630,9 @@ class _Builder:
         while isinstance(root, ast.Attribute):
             root = root.value
         # a module path (torch.nn.init.zeros_) or an imported function, not a value's method
-        module_path = isinstance(root, ast.Name) and (root.id not in env or all(
-            self.flow.defs[k].how == "import" for k in env[root.id]))
+        module_path = isinstance(root, ast.Name) and (
+            root.id not in env or all(self.flow.defs[k].how == "import" for k in env[root.id])
+        )
         if isinstance(e.func, ast.Attribute) and not module_path:
             if not isinstance(e.func.value, ast.Name):
                 return  # f(x).add_(y): a temporary changes
@@ -624,9 +674,15 @@ class _Builder:
         qual = f"{parent.qualname}.{name}" if parent.qualname else name
         cls = self.flow.method_class.get(id(node)) if parent.kind == "class" else None
         is_static = isinstance(node, _FUNCS) and any(
-            isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list)
-        scope = Scope(node, "function" if isinstance(node, _FUNCS) else "lambda", parent, qual,
-                      globals=_declared_names(body))
+            isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list
+        )
+        scope = Scope(
+            node,
+            "function" if isinstance(node, _FUNCS) else "lambda",
+            parent,
+            qual,
+            globals=_declared_names(body),
+        )
         if cls is not None and positional and not is_static:
             scope.class_node = cls
             scope.self_name = positional[0].arg
@@ -638,13 +694,15 @@ class _Builder:
         n_pos = len(positional)
         defaults: list[ast.expr | None] = [None] * (n_pos - len(args.defaults)) + list(args.defaults)
         for i, p in enumerate(positional):
-            key = self._new_def(scope, p.arg, "param", defaults[i], p, owner=node, param_index=i,
-                                annotation=p.annotation)
+            key = self._new_def(
+                scope, p.arg, "param", defaults[i], p, owner=node, param_index=i, annotation=p.annotation
+            )
             params.append(self.flow.defs[key])
             env[p.arg] = frozenset({key})
         for p, d in zip(args.kwonlyargs, args.kw_defaults):
-            key = self._new_def(scope, p.arg, "param", d, p, owner=node, param_index=-1,
-                                annotation=p.annotation)
+            key = self._new_def(
+                scope, p.arg, "param", d, p, owner=node, param_index=-1, annotation=p.annotation
+            )
             params.append(self.flow.defs[key])
             env[p.arg] = frozenset({key})
         for p in (args.vararg, args.kwarg):
@@ -697,8 +755,11 @@ class _Builder:
                 deps.append(("def", key))
                 continue
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
-                if (scope.class_node is not None and isinstance(n.value, ast.Name)
-                        and n.value.id == scope.self_name):
+                if (
+                    scope.class_node is not None
+                    and isinstance(n.value, ast.Name)
+                    and n.value.id == scope.self_name
+                ):
                     self._node(("use", id(n)))
                     self.attr_uses.append((n, id(scope.class_node)))
                     deps.append(("use", id(n)))
@@ -758,12 +819,18 @@ class _Builder:
                 return d.value, False
             init = self.flow.class_methods.get((id(d.value), "__init__"))
             return init, True
-        if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and scope.class_node is not None
-                and f.value.id == scope.self_name):
+        if (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and scope.class_node is not None
+            and f.value.id == scope.self_name
+        ):
             m = self.flow.class_methods.get((id(scope.class_node), f.attr))
             if m is not None:
-                return m, not any(isinstance(d, ast.Name) and d.id == "staticmethod"
-                                  for d in getattr(m, "decorator_list", []))
+                return m, not any(
+                    isinstance(d, ast.Name) and d.id == "staticmethod"
+                    for d in getattr(m, "decorator_list", [])
+                )
         return None, False
 
     def _link_call(self, call: ast.Call, scope: Scope) -> None:

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import PositionProvider, QualifiedNameProvider, QualifiedNameSource
-
 from grist_lsp.analyzer.analysis import file_dtype
 from grist_lsp.analyzer.catalogue import KINDS, OP_TABLE, DtypeLimits, dtype_limits
+from libcst.metadata import PositionProvider, QualifiedNameProvider, QualifiedNameSource
+
 from grist_lsp.model import Fix, Span, TextEdit, Verdict
 
 # Mantissa bits per dtype: clamps next to +-1 (acos, atanh, log1p, logit) need an eps that
@@ -37,18 +37,54 @@ _SUM_NAMES = {"torch.sum"}
 # Producers whose value is >= 0: a divisor built from them only needs clamp_min, not a
 # sign-preserving guard. Matched on the function's last name so methods count too.
 _NONNEG_PRODUCERS = {
-    "abs", "exp", "exp2", "sqrt", "softmax", "sigmoid", "relu", "relu6", "softplus", "norm",
-    "vector_norm", "matrix_norm", "square", "numel", "count_nonzero", "cosh", "len", "absolute",
+    "abs",
+    "exp",
+    "exp2",
+    "sqrt",
+    "softmax",
+    "sigmoid",
+    "relu",
+    "relu6",
+    "softplus",
+    "norm",
+    "vector_norm",
+    "matrix_norm",
+    "square",
+    "numel",
+    "count_nonzero",
+    "cosh",
+    "len",
+    "absolute",
 }
 # Reductions and casts that keep a non-negative operand non-negative.
 _NONNEG_PRESERVING = {
-    "sum", "mean", "amax", "amin", "max", "min", "float", "double", "half", "to", "detach",
-    "clone", "contiguous", "squeeze", "unsqueeze", "view", "reshape", "flatten", "type_as",
-    "expand_as", "prod", "cumsum",
+    "sum",
+    "mean",
+    "amax",
+    "amin",
+    "max",
+    "min",
+    "float",
+    "double",
+    "half",
+    "to",
+    "detach",
+    "clone",
+    "contiguous",
+    "squeeze",
+    "unsqueeze",
+    "view",
+    "reshape",
+    "flatten",
+    "type_as",
+    "expand_as",
+    "prod",
+    "cumsum",
 }
 
 
 # --- public API ----------------------------------------------------------------
+
 
 def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
     """Candidate rewrites for ``verdict``'s site in ``text``, best first; [] when none applies.
@@ -71,10 +107,18 @@ def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
         dtype = verdict.witness.operand.dtype
     else:  # no witness: the precision the static pass assumed for the file (float16 if it says so)
         dtype = file_dtype(text)
-    ctx = _Context(module=module, text=text, index=index, limits=dtype_limits(dtype),
-                   op=site.op, kind=site.kind, node=node, span=site.span,
-                   integer_operand=_is_integer_dtype(dtype),
-                   operand_nonnegative=_reason_says_nonnegative(verdict.reason))
+    ctx = _Context(
+        module=module,
+        text=text,
+        index=index,
+        limits=dtype_limits(dtype),
+        op=site.op,
+        kind=site.kind,
+        node=node,
+        span=site.span,
+        integer_operand=_is_integer_dtype(dtype),
+        operand_nonnegative=_reason_says_nonnegative(verdict.reason),
+    )
     builder = _BUILDERS.get(site.kind)
     if builder is None:
         return []
@@ -100,6 +144,7 @@ def eps_near_one(dtype: str | None) -> float:
 
 # --- locating the site -----------------------------------------------------------
 
+
 @dataclass
 class _Index(cst.CSTVisitor):
     """Positions, parents and resolved call names of one parsed module."""
@@ -116,7 +161,7 @@ class _Index(cst.CSTVisitor):
         cst.CSTVisitor.__init__(self)
 
     @staticmethod
-    def build(module: cst.Module) -> "_Index":
+    def build(module: cst.Module) -> _Index:
         wrapper = cst.MetadataWrapper(module, unsafe_skip_copy=True)
         index = _Index(module=module)
         wrapper.visit(index)
@@ -126,15 +171,28 @@ class _Index(cst.CSTVisitor):
         if self.stack:
             self.parents[node] = self.stack[-1]
         self.stack.append(node)
-        if isinstance(node, (cst.Call, cst.BinaryOperation, cst.AugAssign, cst.UnaryOperation,
-                             cst.Attribute, cst.Name, cst.Subscript)) or isinstance(self.parents.get(node), cst.Module):
+        if isinstance(
+            node,
+            (
+                cst.Call,
+                cst.BinaryOperation,
+                cst.AugAssign,
+                cst.UnaryOperation,
+                cst.Attribute,
+                cst.Name,
+                cst.Subscript,
+            ),
+        ) or isinstance(self.parents.get(node), cst.Module):
             r = self.get_metadata(PositionProvider, node, None)
             if r is not None:
                 self.spans[node] = Span(r.start.line, r.start.column, r.end.line, r.end.column)
         if isinstance(node, (cst.Name, cst.Attribute)):
             qnames = self.get_metadata(QualifiedNameProvider, node, set())
-            self.names[node] = {q.name for q in qnames if q.source in (QualifiedNameSource.IMPORT,
-                                                                        QualifiedNameSource.BUILTIN)}
+            self.names[node] = {
+                q.name
+                for q in qnames
+                if q.source in (QualifiedNameSource.IMPORT, QualifiedNameSource.BUILTIN)
+            }
         return True
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
@@ -155,8 +213,11 @@ class _Index(cst.CSTVisitor):
             return exact[0]
         # Spans from an older parse can differ by the parentheses: take the smallest
         # preferred node that starts where the site starts.
-        starting = [n for n, s in self.spans.items() if isinstance(n, preferred)
-                    and (s.start_line, s.start_col) == (span.start_line, span.start_col)]
+        starting = [
+            n
+            for n, s in self.spans.items()
+            if isinstance(n, preferred) and (s.start_line, s.start_col) == (span.start_line, span.start_col)
+        ]
         if not starting:
             return None
         return min(starting, key=lambda n: (self.spans[n].end_line, self.spans[n].end_col))
@@ -167,7 +228,8 @@ class _Index(cst.CSTVisitor):
             return None
         func = call.func
         if isinstance(func, cst.Attribute) and not (
-                isinstance(func.value, (cst.Name, cst.Attribute)) and self.names.get(func.value)):
+            isinstance(func.value, (cst.Name, cst.Attribute)) and self.names.get(func.value)
+        ):
             # `th.exp(x).sum` resolves to "torch.exp.sum" but is a method of a tensor: only a
             # chain of imported names is a module function
             return ("method", func.attr.value)
@@ -188,6 +250,7 @@ class _Index(cst.CSTVisitor):
 
 
 # --- proposals -------------------------------------------------------------------
+
 
 @dataclass
 class _Proposal:
@@ -224,7 +287,9 @@ class _Context:
                         dotted = _dotted(alias.name)
                         if alias.asname is not None and dotted == qualified:
                             return _dotted(alias.asname.name)
-                        if alias.asname is None and (dotted == qualified or dotted.startswith(qualified + ".")):
+                        if alias.asname is None and (
+                            dotted == qualified or dotted.startswith(qualified + ".")
+                        ):
                             # `import torch.nn.functional` binds `torch`: the full path works
                             return qualified
                 elif isinstance(small, cst.ImportFrom) and small.module is not None:
@@ -283,8 +348,9 @@ class _Context:
         new_code = _reindent(self.module.code_for_node(replacement), self.text, span)
         edits = [TextEdit(span=span, new_text=new_code)]
         for line in proposal.imports:
-            edits.insert(0, TextEdit(span=_import_position(self.index, self.module, self.text),
-                                    new_text=line + "\n"))
+            edits.insert(
+                0, TextEdit(span=_import_position(self.index, self.module, self.text), new_text=line + "\n")
+            )
         return Fix(title=proposal.title, edits=edits)
 
 
@@ -318,7 +384,9 @@ def _top_level_names(module: cst.Module) -> set[str]:
             names.add(stmt.name.value)
         elif isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
-                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(
+                    small.names, cst.ImportStar
+                ):
                     for alias in small.names:
                         bound = alias.asname.name if alias.asname else alias.name
                         names.add(_dotted(bound).split(".")[0])
@@ -329,7 +397,7 @@ def _top_level_names(module: cst.Module) -> set[str]:
     return names
 
 
-def _import_position(index: "_Index", module: cst.Module, text: str) -> Span:
+def _import_position(index: _Index, module: cst.Module, text: str) -> Span:
     """Where a new import line goes: after the last top-level import of the leading block.
 
     With no imports, after the module docstring; with neither, after the header comments
@@ -342,10 +410,15 @@ def _import_position(index: "_Index", module: cst.Module, text: str) -> Span:
         if span is None:
             break
         if isinstance(stmt, cst.SimpleStatementLine) and all(
-                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body
+        ):
             last_import = span.end_line
-        elif i == 0 and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
-                and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        elif (
+            i == 0
+            and isinstance(stmt, cst.SimpleStatementLine)
+            and isinstance(stmt.body[0], cst.Expr)
+            and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+        ):
             docstring_end = span.end_line
         elif last_import is not None or not isinstance(stmt, (cst.If, cst.Try)):
             # the leading import block ends at the first other statement (imports guarded by
@@ -362,12 +435,13 @@ def _import_position(index: "_Index", module: cst.Module, text: str) -> Span:
 
 # --- small builders ------------------------------------------------------------
 
+
 def _num(value: float) -> str:
     """A float literal people write: 1e-8, 88.7, 1.0."""
     if float(value).is_integer() and abs(value) < 1e6:
         return f"{value:.1f}"
     exponent = round(math.log10(abs(value)))
-    if exponent <= -3 and abs(abs(value) - 10.0 ** exponent) <= 1e-9 * abs(value):
+    if exponent <= -3 and abs(abs(value) - 10.0**exponent) <= 1e-9 * abs(value):
         return f"{'-' if value < 0 else ''}1e{exponent}"  # 1e-4, not 0.0001
     text = repr(value)
     if "e" in text:
@@ -392,12 +466,18 @@ def _paren(node: cst.BaseExpression) -> cst.BaseExpression:
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
-def _method(node: cst.BaseExpression, name: str, *args: str | cst.BaseExpression,
-            **kwargs: str) -> cst.Call:
+def _method(node: cst.BaseExpression, name: str, *args: str | cst.BaseExpression, **kwargs: str) -> cst.Call:
     call_args = [cst.Arg(_expr(a) if isinstance(a, str) else a) for a in args]
-    call_args += [cst.Arg(_expr(v), keyword=cst.Name(k), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
-        for k, v in kwargs.items()]
+    call_args += [
+        cst.Arg(
+            _expr(v),
+            keyword=cst.Name(k),
+            equal=cst.AssignEqual(
+                whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+            ),
+        )
+        for k, v in kwargs.items()
+    ]
     return cst.Call(func=cst.Attribute(value=_atom(node), attr=cst.Name(name)), args=_commas(call_args))
 
 
@@ -407,8 +487,12 @@ def _call(func: str, *args: str | cst.BaseExpression) -> cst.Call:
 
 
 def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
-    return [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            if i < len(args) - 1 else a for i, a in enumerate(args)]
+    return [
+        a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        if i < len(args) - 1
+        else a
+        for i, a in enumerate(args)
+    ]
 
 
 def _strip(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -423,12 +507,23 @@ def _needs_parens(target: cst.CSTNode, replacement: cst.CSTNode, parent: cst.CST
     parent is a place where any expression fits (an argument, an assignment, a return)."""
     if isinstance(replacement, _TIGHT) or not isinstance(target, _TIGHT):
         return False
-    loose_ok = (cst.Assign, cst.AnnAssign, cst.Return, cst.Expr, cst.Call, cst.Element,
-                cst.DictElement, cst.AugAssign, cst.Index, cst.SubscriptElement)
+    loose_ok = (
+        cst.Assign,
+        cst.AnnAssign,
+        cst.Return,
+        cst.Expr,
+        cst.Call,
+        cst.Element,
+        cst.DictElement,
+        cst.AugAssign,
+        cst.Index,
+        cst.SubscriptElement,
+    )
     return not isinstance(parent, loose_ok)
 
 
 # --- operand plumbing ----------------------------------------------------------------
+
 
 @dataclass
 class _Operand:
@@ -499,14 +594,22 @@ def _arg(call: cst.Call, index: int, keyword: str | None) -> cst.Arg | None:
     return positional[index] if index < len(positional) else None
 
 
-def _replace(ctx: _Context, old: cst.CSTNode, new: cst.CSTNode, within: cst.CSTNode | None = None) -> cst.CSTNode:
+def _replace(
+    ctx: _Context, old: cst.CSTNode, new: cst.CSTNode, within: cst.CSTNode | None = None
+) -> cst.CSTNode:
     """``within`` (the site's node by default) with the child ``old`` swapped for ``new``."""
     within = within if within is not None else ctx.node
     return within.deep_replace(old, new)  # type: ignore[return-value]
 
 
-def _guard_operand(ctx: _Context, operand: _Operand, lo: float | None, hi: float | None,
-                   lo_text: str | None = None, hi_text: str | None = None) -> cst.CSTNode | None:
+def _guard_operand(
+    ctx: _Context,
+    operand: _Operand,
+    lo: float | None,
+    hi: float | None,
+    lo_text: str | None = None,
+    hi_text: str | None = None,
+) -> cst.CSTNode | None:
     """The site's node with its operand clamped to [lo, hi], in the form the code used.
 
     Tensor methods chain the clamp before the op (``x.clamp_min(eps).log()``, in place for
@@ -532,7 +635,9 @@ def _guard_operand(ctx: _Context, operand: _Operand, lo: float | None, hi: float
         else:
             guarded = _call(f"{ns}.minimum", _strip(x), hi_s)  # type: ignore[arg-type]
     else:
-        suffix = "_" if operand.form == "inplace" or (operand.form == "augassign" and ctx.kind != "div") else ""
+        suffix = (
+            "_" if operand.form == "inplace" or (operand.form == "augassign" and ctx.kind != "div") else ""
+        )
         if lo_s is not None and hi_s is not None:
             guarded = _method(x, "clamp" + suffix, lo_s, hi_s)
         elif lo_s is not None:
@@ -562,8 +667,12 @@ def _sign_preserving_guard(ctx: _Context, x: cst.BaseExpression) -> cst.BaseExpr
     torch_ns = ctx.torch_namespace()
     bare = _strip(x)
     if torch_ns is not None and isinstance(bare, (cst.Name, cst.Attribute)):
-        return _call(f"{torch_ns}.where", _expr(f"{ctx.module.code_for_node(bare)} < 0"),
-                     _method(bare, "clamp_max", f"-{eps}"), _method(bare, "clamp_min", eps))
+        return _call(
+            f"{torch_ns}.where",
+            _expr(f"{ctx.module.code_for_node(bare)} < 0"),
+            _method(bare, "clamp_max", f"-{eps}"),
+            _method(bare, "clamp_min", eps),
+        )
     return _method(_method(_method(x, "abs"), "clamp_min", eps), "copysign", bare)
 
 
@@ -577,7 +686,9 @@ def _nonnegative(ctx: _Context, node: cst.BaseExpression) -> bool:
         if op == "Power" and isinstance(node.right, cst.Integer) and int(node.right.value) % 2 == 0:
             return True
         if op in ("Add", "Multiply", "Divide"):
-            if op == "Multiply" and ctx.module.code_for_node(_strip(node.left)) == ctx.module.code_for_node(_strip(node.right)):
+            if op == "Multiply" and ctx.module.code_for_node(_strip(node.left)) == ctx.module.code_for_node(
+                _strip(node.right)
+            ):
                 return True
             return _nonnegative(ctx, node.left) and _nonnegative(ctx, node.right)
         return False
@@ -625,10 +736,15 @@ def _is_integer_dtype(dtype: str | None) -> bool:
 def _op_label(ctx: _Context) -> str:
     if isinstance(ctx.node, cst.BinaryOperation):
         return {"Divide": "/", "FloorDivide": "//", "Modulo": "%", "Power": "**"}.get(
-            type(ctx.node.operator).__name__, ctx.op)
+            type(ctx.node.operator).__name__, ctx.op
+        )
     if isinstance(ctx.node, cst.AugAssign):
-        return {"DivideAssign": "/=", "FloorDivideAssign": "//=", "ModuloAssign": "%=",
-                "PowerAssign": "**="}.get(type(ctx.node.operator).__name__, ctx.op)
+        return {
+            "DivideAssign": "/=",
+            "FloorDivideAssign": "//=",
+            "ModuloAssign": "%=",
+            "PowerAssign": "**=",
+        }.get(type(ctx.node.operator).__name__, ctx.op)
     if isinstance(ctx.node, cst.Call):
         spelled = _spelled_name(ctx, ctx.node)
         if spelled:
@@ -638,8 +754,16 @@ def _op_label(ctx: _Context) -> str:
 
 # --- per-kind builders ---------------------------------------------------------------
 
-def _clamp_fix(ctx: _Context, lo: float | None = None, hi: float | None = None, *,
-               lo_text: str | None = None, hi_text: str | None = None, words: str) -> list[_Proposal]:
+
+def _clamp_fix(
+    ctx: _Context,
+    lo: float | None = None,
+    hi: float | None = None,
+    *,
+    lo_text: str | None = None,
+    hi_text: str | None = None,
+    words: str,
+) -> list[_Proposal]:
     operand = _operand(ctx)
     if operand is None:
         return []
@@ -671,15 +795,21 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
         # `probs = softmax(z)` ... `log(probs)`: the same rewrite, through the variable
         inner = _single_assignment(ctx, inner) or inner
     negate = False
-    if isinstance(inner, cst.BinaryOperation) and isinstance(inner.operator, cst.Subtract) \
-            and isinstance(_strip(inner.left), (cst.Integer, cst.Float)) and float(_strip(inner.left).value) == 1.0:
+    if (
+        isinstance(inner, cst.BinaryOperation)
+        and isinstance(inner.operator, cst.Subtract)
+        and isinstance(_strip(inner.left), (cst.Integer, cst.Float))
+        and float(_strip(inner.left).value) == 1.0
+    ):
         # log(1 - sigmoid(x)) == logsigmoid(-x)
         inner, negate = _strip(inner.right), True
     callee = ctx.index.callee(inner)
     if callee is None or not isinstance(inner, cst.Call):
         return []
     kind, name = callee
-    if negate and not ((kind == "function" and name in _SIGMOID_NAMES) or (kind == "method" and name == "sigmoid")):
+    if negate and not (
+        (kind == "function" and name in _SIGMOID_NAMES) or (kind == "method" and name == "sigmoid")
+    ):
         return []
     if (kind == "function" and name in _SOFTMAX_NAMES) or (kind == "method" and name == "softmax"):
         assert isinstance(inner.func, (cst.Attribute, cst.Name))
@@ -690,8 +820,14 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
             alias = ctx.module_alias(module)
             func = _expr(f"{alias}.log_softmax") if alias else cst.Name("log_softmax")
             if alias is None:
-                return [_Proposal("Use log_softmax", ctx.node, inner.with_changes(func=func),
-                                  [f"from {module} import log_softmax"])]
+                return [
+                    _Proposal(
+                        "Use log_softmax",
+                        ctx.node,
+                        inner.with_changes(func=func),
+                        [f"from {module} import log_softmax"],
+                    )
+                ]
         return [_Proposal("Use log_softmax", ctx.node, inner.with_changes(func=func, lpar=[], rpar=[]))]
     if (kind == "function" and name in _SIGMOID_NAMES) or (kind == "method" and name == "sigmoid"):
         if kind == "method":
@@ -707,8 +843,14 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
         ns, imports = ctx.functional()
         if negate:
             x = cst.UnaryOperation(operator=cst.Minus(), expression=_atom(_strip(x)))
-        return [_Proposal("Use F.logsigmoid" if ns == "F" else f"Use {ns}.logsigmoid", ctx.node,
-                          _call(f"{ns}.logsigmoid", x), imports)]
+        return [
+            _Proposal(
+                "Use F.logsigmoid" if ns == "F" else f"Use {ns}.logsigmoid",
+                ctx.node,
+                _call(f"{ns}.logsigmoid", x),
+                imports,
+            )
+        ]
     lse = _logsumexp_of(ctx, inner)
     if lse is not None:
         return [_Proposal("Use logsumexp", ctx.node, lse)]
@@ -816,7 +958,12 @@ def _logsumexp_of(ctx: _Context, total: cst.BaseExpression) -> cst.BaseExpressio
         if not dims:
             return _method(_method(x, "flatten"), "logsumexp", "0")
         return cst.Call(func=cst.Attribute(value=_atom(x), attr=cst.Name("logsumexp")), args=dims)
-    if ikind == "function" and iname in _EXP_NAMES and len(summed.args) == 1 and isinstance(summed.func, cst.Attribute):
+    if (
+        ikind == "function"
+        and iname in _EXP_NAMES
+        and len(summed.args) == 1
+        and isinstance(summed.func, cst.Attribute)
+    ):
         x = summed.args[0].value
         ns = _dotted(summed.func.value)
         if not rest:
@@ -862,7 +1009,9 @@ def _div_guard(ctx: _Context) -> list[_Proposal]:
         guarded = _sign_preserving_guard(ctx, x)
         if operand.form == "inplace" and ctx.op.endswith("reciprocal_"):
             return []  # an in-place reciprocal of a signed tensor has no in-place guard spelling
-        title = f"Keep the {label} of {_op_label(ctx)} at least {eps} away from 0 (sign kept){ctx.dtype_note()}"
+        title = (
+            f"Keep the {label} of {_op_label(ctx)} at least {eps} away from 0 (sign kept){ctx.dtype_note()}"
+        )
     return [_Proposal(title, ctx.node, _replace(ctx, x, guarded))]
 
 
@@ -924,8 +1073,12 @@ def _exp_patterns(ctx: _Context) -> list[_Proposal]:
         if lse is not None and outer_callee in (("function", "torch.log"), ("method", "log")):
             return [_Proposal("Use logsumexp", outer, lse)]
     # log(1 + exp(x)) -> softplus(x)
-    if isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Add) \
-            and isinstance(_strip(parent.left), cst.Integer) and _strip(parent.left).value == "1":
+    if (
+        isinstance(parent, cst.BinaryOperation)
+        and isinstance(parent.operator, cst.Add)
+        and isinstance(_strip(parent.left), cst.Integer)
+        and _strip(parent.left).value == "1"
+    ):
         outer = ctx.index.parent(parent)
         outer_callee = ctx.index.callee(outer) if outer is not None else None
         if outer_callee == ("function", "torch.log") and isinstance(outer, cst.Call) and len(outer.args) == 1:
@@ -940,7 +1093,11 @@ def _manual_softmax(ctx: _Context, div: cst.BinaryOperation) -> _Proposal | None
         return None
     numerator, total = _strip(div.left), _strip(div.right)
     num_callee, total_callee = ctx.index.callee(numerator), ctx.index.callee(total)
-    if not isinstance(numerator, cst.Call) or not isinstance(total, cst.Call) or total_callee != ("method", "sum"):
+    if (
+        not isinstance(numerator, cst.Call)
+        or not isinstance(total, cst.Call)
+        or total_callee != ("method", "sum")
+    ):
         return None
     assert isinstance(total.func, cst.Attribute)
     code = ctx.module.code_for_node
@@ -950,13 +1107,22 @@ def _manual_softmax(ctx: _Context, div: cst.BinaryOperation) -> _Proposal | None
     if dim is None:
         return None
     # keep `dim=` when the code wrote it
-    dim_arg = cst.Arg(_strip(dim.value), keyword=dim.keyword, equal=dim.equal if dim.keyword else cst.MaybeSentinel.DEFAULT)
+    dim_arg = cst.Arg(
+        _strip(dim.value), keyword=dim.keyword, equal=dim.equal if dim.keyword else cst.MaybeSentinel.DEFAULT
+    )
     if num_callee == ("method", "exp") and isinstance(numerator.func, cst.Attribute) and not numerator.args:
-        new: cst.BaseExpression = cst.Call(func=cst.Attribute(value=_atom(numerator.func.value), attr=cst.Name("softmax")),
-                                           args=[dim_arg])
-    elif num_callee == ("function", "torch.exp") and len(numerator.args) == 1 and isinstance(numerator.func, cst.Attribute):
+        new: cst.BaseExpression = cst.Call(
+            func=cst.Attribute(value=_atom(numerator.func.value), attr=cst.Name("softmax")), args=[dim_arg]
+        )
+    elif (
+        num_callee == ("function", "torch.exp")
+        and len(numerator.args) == 1
+        and isinstance(numerator.func, cst.Attribute)
+    ):
         ns = _dotted(numerator.func.value)
-        new = cst.Call(func=_expr(f"{ns}.softmax"), args=_commas([cst.Arg(_strip(numerator.args[0].value)), dim_arg]))
+        new = cst.Call(
+            func=_expr(f"{ns}.softmax"), args=_commas([cst.Arg(_strip(numerator.args[0].value)), dim_arg])
+        )
     else:
         return None
     return _Proposal("Use softmax", div, new)
@@ -967,14 +1133,23 @@ def _pow_fixes(ctx: _Context) -> list[_Proposal]:
     if operand is None:
         return []
     exponent = _exponent(ctx)
-    if exponent is not None and exponent < 0 and float(exponent).is_integer() \
-            and operand.form in ("function", "method", "binary"):
+    if (
+        exponent is not None
+        and exponent < 0
+        and float(exponent).is_integer()
+        and operand.form in ("function", "method", "binary")
+    ):
         # a negative integer power is only undefined at 0; clamping would flip odd powers of
         # negative bases, so keep the sign like a divisor guard
         guarded = _sign_preserving_guard(ctx, operand.node)
         eps = _num(ctx.eps)
-        return [_Proposal(f"Keep the base of {_op_label(ctx)} at least {eps} away from 0 (sign kept)",
-                          ctx.node, _replace(ctx, operand.node, guarded))]
+        return [
+            _Proposal(
+                f"Keep the base of {_op_label(ctx)} at least {eps} away from 0 (sign kept)",
+                ctx.node,
+                _replace(ctx, operand.node, guarded),
+            )
+        ]
     return _clamp_fix(ctx, ctx.eps, words=f"to >= {_num(ctx.eps)}")
 
 
@@ -1020,8 +1195,13 @@ def _logit_fixes(ctx: _Context) -> list[_Proposal]:
         return []
     e = _num(ctx.eps1)
     existing = _arg(node, 0 if _is_method_call(ctx, node) else 1, "eps")
-    new_arg = cst.Arg(_expr(e), keyword=cst.Name("eps"), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    new_arg = cst.Arg(
+        _expr(e),
+        keyword=cst.Name("eps"),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
     if existing is not None:
         if not (isinstance(existing.value, cst.Name) and existing.value.value == "None"):
             return []
@@ -1035,7 +1215,9 @@ def _softmax_fixes(ctx: _Context) -> list[_Proposal]:
     # -inf -> the dtype's lowest finite value: a fully masked row becomes uniform instead of NaN,
     # and every other row is unchanged (exp underflows to exactly 0 either way).
     lowest = _num(-ctx.limits.max)
-    return _clamp_fix(ctx, lo_text=lowest, words=f"to >= {lowest} (mask with the lowest finite value, not -inf)")
+    return _clamp_fix(
+        ctx, lo_text=lowest, words=f"to >= {lowest} (mask with the lowest finite value, not -inf)"
+    )
 
 
 def _var_fixes(ctx: _Context) -> list[_Proposal]:
@@ -1057,7 +1239,9 @@ def _var_fixes(ctx: _Context) -> list[_Proposal]:
     older_style = "unbiased=" in ctx.text
     keyword, value = ("unbiased", "False") if older_style else ("correction", "0")
     new = node.with_changes(args=_commas([*node.args, _kwarg(keyword, value)]))
-    proposals = [_Proposal(f"Use {keyword}={value} (population variance: defined for one element)", node, new)]
+    proposals = [
+        _Proposal(f"Use {keyword}={value} (population variance: defined for one element)", node, new)
+    ]
     # The same estimator wherever it was defined, 0 for a single element. It goes first: the
     # output does not change for inputs that did not hit the bug, while correction=0 silently
     # scales every result by (n-1)/n, which a program whose output cannot be compared (a
@@ -1066,14 +1250,21 @@ def _var_fixes(ctx: _Context) -> list[_Proposal]:
     if count is not None:
         guard = f"bool({count} > 1)" if older_style else f"int({count} > 1)"
         kept = node.with_changes(args=_commas([*node.args, _kwarg(keyword, guard)]))
-        proposals.insert(0, _Proposal(f"Keep the unbiased estimate; {keyword}={value} only for a single element",
-                                      node, kept))
+        proposals.insert(
+            0,
+            _Proposal(f"Keep the unbiased estimate; {keyword}={value} only for a single element", node, kept),
+        )
     return proposals
 
 
 def _kwarg(keyword: str, value: str) -> cst.Arg:
-    return cst.Arg(_expr(value), keyword=cst.Name(keyword), equal=cst.AssignEqual(
-        whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")))
+    return cst.Arg(
+        _expr(value),
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
 
 
 def _reduced_count(ctx: _Context, node: cst.Call) -> str | None:
@@ -1089,8 +1280,12 @@ def _reduced_count(ctx: _Context, node: cst.Call) -> str | None:
     if not isinstance(_strip(x), (cst.Name, cst.Attribute)):
         return None  # the operand would be evaluated twice
     code = ctx.module.code_for_node(_strip(x))
-    dims = [a for a in rest if (a.keyword is None and not isinstance(a.value, cst.Name)) or
-            (a.keyword is not None and a.keyword.value == "dim")]
+    dims = [
+        a
+        for a in rest
+        if (a.keyword is None and not isinstance(a.value, cst.Name))
+        or (a.keyword is not None and a.keyword.value == "dim")
+    ]
     if not dims:
         return f"{code}.numel()"
     dim = _strip(dims[0].value)
@@ -1108,7 +1303,9 @@ def _mean_fixes(ctx: _Context) -> list[_Proposal]:
         if not isinstance(node.func, cst.Attribute):
             return []
         x, rest = node.func.value, list(node.args)
-        total_func = lambda args: cst.Call(func=cst.Attribute(value=_atom(x), attr=cst.Name("sum")), args=args)  # noqa: E731
+        total_func = lambda args: cst.Call(  # noqa: E731
+            func=cst.Attribute(value=_atom(x), attr=cst.Name("sum")), args=args
+        )
     else:
         if not node.args or not isinstance(node.func, cst.Attribute):
             return []
@@ -1125,9 +1322,13 @@ def _mean_fixes(ctx: _Context) -> list[_Proposal]:
     else:
         return []
     args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in rest]
-    new = cst.BinaryOperation(left=total_func(_commas(args)), operator=cst.Divide(
-        whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")),
-        right=_call("max", count, "1"))
+    new = cst.BinaryOperation(
+        left=total_func(_commas(args)),
+        operator=cst.Divide(
+            whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
+        ),
+        right=_call("max", count, "1"),
+    )
     return [_Proposal("Divide the sum by max(count, 1) (0 for an empty selection)", node, new)]
 
 

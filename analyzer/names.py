@@ -42,7 +42,11 @@ class Resolver:
                     names.add(d.qualified)
                 elif d.how == "refine" and d.node is not expr:
                     names.add(self.qualified_name(d.node))  # a guard does not change what a name is
-                elif d.how == "assign" and isinstance(d.value, (ast.Name, ast.Attribute)) and d.value is not expr:
+                elif (
+                    d.how == "assign"
+                    and isinstance(d.value, (ast.Name, ast.Attribute))
+                    and d.value is not expr
+                ):
                     # `F = torch.nn.functional`, `log = torch.log`: an alias by assignment
                     self._memo[id(expr)] = None  # cut cycles such as `x = x`
                     names.add(self.qualified_name(d.value))

@@ -51,10 +51,10 @@ class SourceLines:
 
     def text_of(self, span: Span) -> str:
         if span.start_line == span.end_line:
-            return self.line(span.start_line)[span.start_col:span.end_col]
-        parts = [self.line(span.start_line)[span.start_col:]]
+            return self.line(span.start_line)[span.start_col : span.end_col]
+        parts = [self.line(span.start_line)[span.start_col :]]
         parts += [self.line(n) for n in range(span.start_line + 1, span.end_line)]
-        parts.append(self.line(span.end_line)[:span.end_col])
+        parts.append(self.line(span.end_line)[: span.end_col])
         return "\n".join(parts)
 
 
@@ -72,7 +72,11 @@ def int_literal(e: ast.AST | None) -> int | None:
     """An integer literal (-1 included), else None."""
     if isinstance(e, ast.Constant) and type(e.value) is int:
         return e.value
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub) and isinstance(e.operand, ast.Constant) \
-            and type(e.operand.value) is int:
+    if (
+        isinstance(e, ast.UnaryOp)
+        and isinstance(e.op, ast.USub)
+        and isinstance(e.operand, ast.Constant)
+        and type(e.operand.value) is int
+    ):
         return -e.operand.value
     return None

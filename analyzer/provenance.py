@@ -44,9 +44,33 @@ from grist_lsp.analyzer.ranges import INF, NOT_TENSOR, RangeAnalysis
 
 _TENSOR_ROOTS = ("torch.", "numpy.")
 # Called with no arguments these reduce everything to one value (or a number): never empty.
-_FULL_REDUCTIONS = frozenset({"sum", "nansum", "prod", "mean", "nanmean", "max", "min", "amax", "amin", "std",
-                              "var", "norm", "all", "any", "count_nonzero", "logsumexp", "median", "nanmedian",
-                              "numel", "item", "size", "dim", "tolist"})
+_FULL_REDUCTIONS = frozenset(
+    {
+        "sum",
+        "nansum",
+        "prod",
+        "mean",
+        "nanmean",
+        "max",
+        "min",
+        "amax",
+        "amin",
+        "std",
+        "var",
+        "norm",
+        "all",
+        "any",
+        "count_nonzero",
+        "logsumexp",
+        "median",
+        "nanmedian",
+        "numel",
+        "item",
+        "size",
+        "dim",
+        "tolist",
+    }
+)
 _MASK_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor)
 _DEPTH = 40  # dataflow hops before giving up (as "not known to be empty")
 
@@ -147,8 +171,11 @@ class Provenance:
         if how == "unpack":
             v = d.value
             for i in d.path:  # `a, b = x[m], y`: the element; `rows, cols = torch.where(c)`: the call
-                if isinstance(v, (ast.Tuple, ast.List)) and i < len(v.elts) and not any(
-                        isinstance(x, ast.Starred) for x in v.elts):
+                if (
+                    isinstance(v, (ast.Tuple, ast.List))
+                    and i < len(v.elts)
+                    and not any(isinstance(x, ast.Starred) for x in v.elts)
+                ):
                     v = v.elts[i]
                 else:
                     break
@@ -241,8 +268,10 @@ class Provenance:
         if isinstance(e, (ast.ListComp, ast.GeneratorExp)):
             return any(g.ifs for g in e.generators)
         if isinstance(e, ast.Name) and self.flow.is_use(e):
-            return any(d.how in ("assign", "attr") and isinstance(d.value, ast.List)
-                       for d in self.flow.defs_reaching(e))
+            return any(
+                d.how in ("assign", "attr") and isinstance(d.value, ast.List)
+                for d in self.flow.defs_reaching(e)
+            )
         return False
 
     # --- -inf entries ----------------------------------------------------------------
@@ -251,8 +280,11 @@ class Provenance:
         fact = self.ranges.fact(e)
         if fact.is_point and fact.hi == -INF:
             return f"a -inf constant: {_words(e)}"
-        if fact.lo == -INF and fact.hi < 0 and all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd))
-                                                   for n in ast.walk(e)):
+        if (
+            fact.lo == -INF
+            and fact.hi < 0
+            and all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd)) for n in ast.walk(e))
+        ):
             # -1e9 is a safe fill in float32 but rounds to -inf in float16 (the range is rounded
             # outward to the file's dtype, so a literal beyond its max has no finite lower end)
             return f"{_words(e)}, which is -inf in {self.ranges.dtype}"
@@ -267,8 +299,11 @@ class Provenance:
         if isinstance(e, ast.Call):
             callee = self.flow.callee(e)
             if callee is not None:
-                return None if getattr(callee, "name", None) == "__init__" else self._first_of(
-                    self.flow.returns_of(callee), self.may_hold_neg_inf)
+                return (
+                    None
+                    if getattr(callee, "name", None) == "__init__"
+                    else self._first_of(self.flow.returns_of(callee), self.may_hold_neg_inf)
+                )
             qn = self.resolver.qualified_name(e.func)
             if qn is None and self.ranges.method_receiver(e) is None:
                 return None  # self.fc(x): a module's output
@@ -277,9 +312,12 @@ class Provenance:
             # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand
             receiver = [e.func.value] if qn is None else []  # type: ignore[union-attr]
             parts = [*receiver, *e.args, *(k.value for k in e.keywords)]
-            return self._first_of((a.value if isinstance(a, ast.Starred) else a for a in parts),
-                                  self.may_hold_neg_inf)
-        if isinstance(e, (ast.BinOp, ast.UnaryOp, ast.IfExp, ast.List, ast.Tuple, ast.Subscript, ast.NamedExpr)):
+            return self._first_of(
+                (a.value if isinstance(a, ast.Starred) else a for a in parts), self.may_hold_neg_inf
+            )
+        if isinstance(
+            e, (ast.BinOp, ast.UnaryOp, ast.IfExp, ast.List, ast.Tuple, ast.Subscript, ast.NamedExpr)
+        ):
             children = [c for c in ast.iter_child_nodes(e) if isinstance(c, ast.expr)]
             if isinstance(e, ast.Subscript):
                 children = [e.value]  # the index says where, not what
@@ -357,8 +395,12 @@ class Provenance:
             return self._spares_row(inner, dim, depth + 1)
         if isinstance(mask, ast.Name) and self.flow.is_use(mask):
             defs = self.flow.defs_reaching(mask)
-            return bool(defs) and all(d.how in ("assign", "walrus") and d.value is not None
-                                      and self._spares_row(d.value, dim, depth + 1) for d in defs)
+            return bool(defs) and all(
+                d.how in ("assign", "walrus")
+                and d.value is not None
+                and self._spares_row(d.value, dim, depth + 1)
+                for d in defs
+            )
         return False
 
     def _has_true_per_row(self, mask: ast.AST, dim: int, depth: int) -> bool:
@@ -387,11 +429,22 @@ class Provenance:
             return all(self._def_has_true_per_row(p, dim, depth + 1) for p in self.flow.defs_reaching(d.node))
         # keep[..., 0] = True: one column along the last dimension set in every row
         node = d.node
-        if d.how == "mutate" and isinstance(node, ast.Subscript) and isinstance(d.value, ast.Constant) \
-                and d.value.value is True and isinstance(node.slice, ast.Tuple) and dim == -1:
+        if (
+            d.how == "mutate"
+            and isinstance(node, ast.Subscript)
+            and isinstance(d.value, ast.Constant)
+            and d.value.value is True
+            and isinstance(node.slice, ast.Tuple)
+            and dim == -1
+        ):
             elts = node.slice.elts
-            return len(elts) == 2 and isinstance(elts[0], ast.Constant) and elts[0].value is Ellipsis \
-                and isinstance(elts[1], ast.Constant) and type(elts[1].value) is int
+            return (
+                len(elts) == 2
+                and isinstance(elts[0], ast.Constant)
+                and elts[0].value is Ellipsis
+                and isinstance(elts[1], ast.Constant)
+                and type(elts[1].value) is int
+            )
         return False
 
     def _or_keeps_row(self, a: ast.AST, b: ast.AST, dim: int, depth: int) -> bool:
@@ -408,13 +461,20 @@ class Provenance:
             return False
         if isinstance(s, ast.UnaryOp) and isinstance(s.op, ast.Invert):
             return self._row_reduction(s.operand, m, dim, ("any",))
-        if isinstance(s, ast.Call) and isinstance(s.func, ast.Attribute) and s.func.attr == "logical_not" \
-                and not s.args:
+        if (
+            isinstance(s, ast.Call)
+            and isinstance(s.func, ast.Attribute)
+            and s.func.attr == "logical_not"
+            and not s.args
+        ):
             return self._row_reduction(s.func.value, m, dim, ("any",))
         if isinstance(s, ast.Compare) and len(s.ops) == 1 and isinstance(s.ops[0], ast.Eq):
             zero = s.comparators[0]
-            return isinstance(zero, ast.Constant) and zero.value == 0 and self._row_reduction(
-                s.left, m, dim, ("sum", "count_nonzero"))
+            return (
+                isinstance(zero, ast.Constant)
+                and zero.value == 0
+                and self._row_reduction(s.left, m, dim, ("sum", "count_nonzero"))
+            )
         return False
 
     def _row_reduction(self, r: ast.AST, m: ast.Name, dim: int, names: tuple[str, ...]) -> bool:
@@ -429,8 +489,13 @@ class Provenance:
         kw = {k.arg: k.value for k in r.keywords}
         d = kw.get("dim", args[0] if args else None)
         keep = kw.get("keepdim", args[1] if len(args) > 1 else None)
-        return (isinstance(receiver, ast.Name) and receiver.id == m.id and int_literal(d) == dim
-                and isinstance(keep, ast.Constant) and keep.value is True)
+        return (
+            isinstance(receiver, ast.Name)
+            and receiver.id == m.id
+            and int_literal(d) == dim
+            and isinstance(keep, ast.Constant)
+            and keep.value is True
+        )
 
     def _same_rows(self, e: ast.AST, dim: int) -> ast.AST | None:
         """The tensor whose rows along ``dim`` (negative) are ``e``'s rows, unchanged or
@@ -438,11 +503,19 @@ class Provenance:
         full slices (``m[:, None, None, :]``). None when ``e`` is none of those."""
         if isinstance(e, ast.Subscript):
             elts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
-            simple = all(isinstance(x, ast.Constant) and x.value in (None, Ellipsis) or _full_slice(x)
-                         or int_literal(x) is not None for x in elts)
-            tail = elts[len(elts) + dim:] if len(elts) >= -dim else []
-            if simple and (tail and all(_full_slice(x) for x in tail) or (
-                    isinstance(elts[-1], ast.Constant) and elts[-1].value is Ellipsis)):
+            simple = all(
+                isinstance(x, ast.Constant)
+                and x.value in (None, Ellipsis)
+                or _full_slice(x)
+                or int_literal(x) is not None
+                for x in elts
+            )
+            tail = elts[len(elts) + dim :] if len(elts) >= -dim else []
+            if simple and (
+                tail
+                and all(_full_slice(x) for x in tail)
+                or (isinstance(elts[-1], ast.Constant) and elts[-1].value is Ellipsis)
+            ):
                 return e.value
             return None
         if not isinstance(e, ast.Call):
@@ -450,8 +523,21 @@ class Provenance:
         name, receiver, args = self._tensor_call(e)
         if receiver is None:
             return None
-        if name in ("float", "bool", "to", "detach", "contiguous", "expand", "expand_as", "type_as", "half",
-                    "double", "int", "long", "byte"):
+        if name in (
+            "float",
+            "bool",
+            "to",
+            "detach",
+            "contiguous",
+            "expand",
+            "expand_as",
+            "type_as",
+            "half",
+            "double",
+            "int",
+            "long",
+            "byte",
+        ):
             return receiver
         at = int_literal(args[0]) if name == "unsqueeze" and len(args) == 1 else None
         if at is not None and (at == 0 or at < dim):  # a new dimension in front of the rows
@@ -470,9 +556,11 @@ class Provenance:
             return self._first_of(s.elts, self.may_select_nothing)
         if isinstance(s, ast.Constant) or self.ranges.fact(s).pytype in ("num", "str", "none"):
             return None  # x[0], x[i] with i a number, x[None]
-        if isinstance(s, (ast.Compare, ast.BoolOp)) or (
-                isinstance(s, ast.UnaryOp) and isinstance(s.op, (ast.Not, ast.Invert))) or (
-                isinstance(s, ast.BinOp) and isinstance(s.op, _MASK_OPERATORS)):
+        if (
+            isinstance(s, (ast.Compare, ast.BoolOp))
+            or (isinstance(s, ast.UnaryOp) and isinstance(s.op, (ast.Not, ast.Invert)))
+            or (isinstance(s, ast.BinOp) and isinstance(s.op, _MASK_OPERATORS))
+        ):
             return f"boolean-mask indexing with {_words(s)}"
         if isinstance(s, ast.Starred):
             return None
@@ -502,7 +590,9 @@ class Provenance:
                 for d in self.flow.defs_reaching(s):
                     got = self._def(d, self.may_select_nothing)
                     if got is not None:
-                        return got if got != "unknown" else f"indexing with {_words(s)} (maybe a boolean mask)"
+                        return (
+                            got if got != "unknown" else f"indexing with {_words(s)} (maybe a boolean mask)"
+                        )
                 return None
             if self.resolver.qualified_name(s) is None:
                 return f"indexing with {_words(s)} (maybe a boolean mask)"  # batch.mask

@@ -34,8 +34,9 @@ from __future__ import annotations
 import ast
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from grist_lsp.analyzer.catalogue import Region, dtype_limits
 from grist_lsp.analyzer.dataflow import DataFlow, Def
@@ -52,9 +53,8 @@ UNIT_SLOP = 1e-6
 MAX_DEPTH = 60  # evaluation depth before giving up with TOP (never a RecursionError)
 
 # machine epsilon (torch.finfo(dtype).eps), distinct from the catalogue's fix eps
-_MACHINE_EPS = {"float16": 2.0 ** -10, "bfloat16": 2.0 ** -7, "float32": 2.0 ** -23, "float64": 2.0 ** -52}
-_SMALLEST_SUBNORMAL = {"float16": 2.0 ** -24, "bfloat16": 2.0 ** -133, "float32": 2.0 ** -149,
-                       "float64": 5e-324}
+_MACHINE_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
+_SMALLEST_SUBNORMAL = {"float16": 2.0**-24, "bfloat16": 2.0**-133, "float32": 2.0**-149, "float64": 5e-324}
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,9 @@ def join(facts: list[Fact], why: str | None = None) -> Fact:
         if f.why and f.why not in whys:
             whys.append(f.why)
     return Fact(
-        min(f.lo for f in live), max(f.hi for f in live), all(f.nonzero for f in live),
+        min(f.lo for f in live),
+        max(f.hi for f in live),
+        all(f.nonzero for f in live),
         types.pop() if len(types) == 1 else "unknown",
         why if why is not None else (whys[0] if len(whys) == 1 else " or ".join(whys[:3])),
     )
@@ -132,8 +134,11 @@ def round_down(v: float, dtype: str) -> float:
         return v
     if dtype == "bfloat16":
         o = _ordinal(round_down(v, "float32"), "float32")
-        r = _from_ordinal((o // 65536) * 65536, "float32") if o >= 0 else -_from_ordinal(
-            -((o // 65536) * 65536), "float32")
+        r = (
+            _from_ordinal((o // 65536) * 65536, "float32")
+            if o >= 0
+            else -_from_ordinal(-((o // 65536) * 65536), "float32")
+        )
         return r
     r = _nearest(v, dtype)
     if r > v:
@@ -150,6 +155,7 @@ def round_up(v: float, dtype: str) -> float:
 
 
 # --- arithmetic ----------------------------------------------------------------------
+
 
 def _safe(fn, *args: float, default: float = math.nan) -> float:
     try:
@@ -180,7 +186,9 @@ def pow_interval(base: Fact, c: float) -> tuple[float, float] | None:
         n = int(c)
         if n > 0 and n % 2 == 0:
             lo, hi = _square(base)
-            return (p(math.sqrt(lo)) if lo > 0 else 0.0), (INF if hi == INF else p(max(abs(base.lo), abs(base.hi))))
+            return (p(math.sqrt(lo)) if lo > 0 else 0.0), (
+                INF if hi == INF else p(max(abs(base.lo), abs(base.hi)))
+            )
         if n > 0:
             return p(base.lo) if base.lo != -INF else -INF, p(base.hi) if base.hi != INF else INF
         # negative integer power: 1 / x**|n|
@@ -259,31 +267,84 @@ def static_safe(f: Fact, region: Region, dtype: str) -> bool:
 
 # --- short names of the calls we know, by what they do to a range --------------------
 
-_IDENTITY = frozenset("""detach clone contiguous float double half bfloat16 to cpu cuda view reshape flatten
+_IDENTITY = frozenset(
+    """detach clone contiguous float double half bfloat16 to cpu cuda view reshape flatten
 squeeze unsqueeze permute transpose t expand expand_as repeat view_as reshape_as type_as
 flip roll narrow select index_select gather masked_select movedim unflatten repeat_interleave
 squeeze_ unsqueeze_ detach_ max min amax amin median nanmedian mean nanmean quantile nanquantile
 sort msort topk kthvalue cummax cummin mode take take_along_dim diagonal tile broadcast_to
-expand_copy chunk split unbind tensor_split hsplit vsplit""".split())
+expand_copy chunk split unbind tensor_split hsplit vsplit""".split()
+)
 _STACK = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
-_WITH_INDICES = frozenset({"max", "min", "median", "nanmedian", "mode", "sort", "topk", "kthvalue",
-                           "cummax", "cummin"})
-_UNIT = {"softmax": "softmax", "sigmoid": "sigmoid", "expit": "sigmoid", "softmin": "softmin",
-         "hardsigmoid": "hardsigmoid", "gumbel_softmax": "gumbel_softmax", "rand": "rand",
-         "rand_like": "rand", "bernoulli": "bernoulli", "one_hot": "one_hot", "eye": "eye",
-         "dropout_mask": "mask"}
-_SYMMETRIC_UNIT = {"tanh": "tanh", "sin": "sin", "cos": "cos", "softsign": "softsign", "sign": "sign",
-                   "sgn": "sign", "erf": "erf"}
-_NORMS = frozenset({"norm", "vector_norm", "matrix_norm", "dist", "cdist", "pairwise_distance",
-                    "frobenius_norm", "nuclear_norm", "std", "var", "hypot"})
-_NONNEG_LOSSES = frozenset({"mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "cross_entropy",
-                            "binary_cross_entropy", "binary_cross_entropy_with_logits", "soft_margin_loss",
-                            "multilabel_soft_margin_loss", "hinge_embedding_loss"})
+_WITH_INDICES = frozenset(
+    {"max", "min", "median", "nanmedian", "mode", "sort", "topk", "kthvalue", "cummax", "cummin"}
+)
+_UNIT = {
+    "softmax": "softmax",
+    "sigmoid": "sigmoid",
+    "expit": "sigmoid",
+    "softmin": "softmin",
+    "hardsigmoid": "hardsigmoid",
+    "gumbel_softmax": "gumbel_softmax",
+    "rand": "rand",
+    "rand_like": "rand",
+    "bernoulli": "bernoulli",
+    "one_hot": "one_hot",
+    "eye": "eye",
+    "dropout_mask": "mask",
+}
+_SYMMETRIC_UNIT = {
+    "tanh": "tanh",
+    "sin": "sin",
+    "cos": "cos",
+    "softsign": "softsign",
+    "sign": "sign",
+    "sgn": "sign",
+    "erf": "erf",
+}
+_NORMS = frozenset(
+    {
+        "norm",
+        "vector_norm",
+        "matrix_norm",
+        "dist",
+        "cdist",
+        "pairwise_distance",
+        "frobenius_norm",
+        "nuclear_norm",
+        "std",
+        "var",
+        "hypot",
+    }
+)
+_NONNEG_LOSSES = frozenset(
+    {
+        "mse_loss",
+        "l1_loss",
+        "smooth_l1_loss",
+        "huber_loss",
+        "cross_entropy",
+        "binary_cross_entropy",
+        "binary_cross_entropy_with_logits",
+        "soft_margin_loss",
+        "multilabel_soft_margin_loss",
+        "hinge_embedding_loss",
+    }
+)
 _NUM_RESULT = frozenset({"numel", "dim", "ndimension", "nelement", "size", "element_size", "__len__"})
 _TORCH_ROOTS = ("torch.", "numpy.", "math.", "builtins.", "np.")
-CONSTANTS = {"math.pi": math.pi, "math.e": math.e, "math.tau": math.tau, "math.inf": INF,
-              "numpy.pi": math.pi, "numpy.e": math.e, "numpy.inf": INF, "torch.pi": math.pi,
-              "torch.e": math.e, "torch.inf": INF}
+CONSTANTS = {
+    "math.pi": math.pi,
+    "math.e": math.e,
+    "math.tau": math.tau,
+    "math.inf": INF,
+    "numpy.pi": math.pi,
+    "numpy.e": math.e,
+    "numpy.inf": INF,
+    "torch.pi": math.pi,
+    "torch.e": math.e,
+    "torch.inf": INF,
+}
 _INT_TYPES = frozenset({"int", "float", "bool"})
 # Python types whose methods are not Tensor methods, whatever they are called.
 NOT_TENSOR = frozenset({"num", "str", "module", "object", "none"})
@@ -471,8 +532,11 @@ class RangeAnalysis:
         if how == "unpack":
             v = d.value
             for i in d.path:
-                if isinstance(v, (ast.Tuple, ast.List)) and i < len(v.elts) and not any(
-                        isinstance(x, ast.Starred) for x in v.elts):
+                if (
+                    isinstance(v, (ast.Tuple, ast.List))
+                    and i < len(v.elts)
+                    and not any(isinstance(x, ast.Starred) for x in v.elts)
+                ):
                     v = v.elts[i]
                 else:
                     return TOP
@@ -502,7 +566,11 @@ class RangeAnalysis:
         pytype = self._annotation_type(d.annotation)
         if info is None:
             return Fact(pytype=pytype)
-        if info.class_node is not None and d.param_index == 0 and self.flow.self_names.get(id(d.owner)) == d.name:
+        if (
+            info.class_node is not None
+            and d.param_index == 0
+            and self.flow.self_names.get(id(d.owner)) == d.name
+        ):
             tensor_class = any(self._is_tensor_base(b) for b in info.class_node.bases)
             return Fact(pytype="tensor" if tensor_class else "object", why="self")
         if info.open_params or info.escapes:
@@ -511,7 +579,9 @@ class RangeAnalysis:
         name = getattr(d.owner, "name", "<lambda>")
         # Callers outside this file can pass anything to a public function; a
         # private or nested one is only called from here.
-        private = name.startswith("_") and not name.startswith("__") or self._nested(d.owner) or name == "<lambda>"
+        private = (
+            name.startswith("_") and not name.startswith("__") or self._nested(d.owner) or name == "<lambda>"
+        )
         if d.value is not None:
             sources.append(d.value)
         elif not private or not sources:
@@ -553,8 +623,12 @@ class RangeAnalysis:
                 return self._loop_target(it.args[0], path[1:])
             if qn == "builtins.zip" and isinstance(it, ast.Call) and path[0] < len(it.args):
                 return self._loop_target(it.args[path[0]], path[1:])
-            if isinstance(it, (ast.List, ast.Tuple)) and it.elts and len(path) == 1 and all(
-                    isinstance(e, (ast.Tuple, ast.List)) and len(e.elts) > path[0] for e in it.elts):
+            if (
+                isinstance(it, (ast.List, ast.Tuple))
+                and it.elts
+                and len(path) == 1
+                and all(isinstance(e, (ast.Tuple, ast.List)) and len(e.elts) > path[0] for e in it.elts)
+            ):
                 return join([self.fact(e.elts[path[0]]) for e in it.elts])
             return TOP
         if isinstance(it, ast.Call) and qn == "builtins.range":
@@ -600,8 +674,17 @@ class RangeAnalysis:
         if qn is not None:
             if qn in CONSTANTS:
                 return self._num(CONSTANTS[qn], qn.split(".")[-1])
-            if qn.startswith("torch.") and qn.split(".")[-1] in ("float16", "float32", "float64", "bfloat16",
-                                                                  "half", "double", "float", "long", "int"):
+            if qn.startswith("torch.") and qn.split(".")[-1] in (
+                "float16",
+                "float32",
+                "float64",
+                "bfloat16",
+                "half",
+                "double",
+                "float",
+                "long",
+                "int",
+            ):
                 return Fact(pytype="object", why=qn)
             return Fact(pytype=_imported_type(qn))
         if self.flow.is_use(e):  # self.x in a method
@@ -611,7 +694,9 @@ class RangeAnalysis:
             f = join([self.def_fact(d) for d in defs])
             return f
         if isinstance(e.value, ast.Call) and self.resolver.qualified_name(e.value.func) in (
-                "torch.finfo", "numpy.finfo"):
+            "torch.finfo",
+            "numpy.finfo",
+        ):
             dtype = self._dtype_arg(e.value)
             if e.attr == "eps":
                 v = _MACHINE_EPS.get(dtype, _MACHINE_EPS["float32"])
@@ -630,7 +715,11 @@ class RangeAnalysis:
                 return join([self.def_fact(self.flow.defs[k]) for k in keys]) if keys else TOP
         if e.attr in ("T", "mT", "H", "mH", "data", "real"):
             return self.fact(e.value)
-        if e.attr == "values" and isinstance(e.value, ast.Call) and self._call_short(e.value) in _WITH_INDICES:
+        if (
+            e.attr == "values"
+            and isinstance(e.value, ast.Call)
+            and self._call_short(e.value) in _WITH_INDICES
+        ):
             return self._first_input(e.value)
         if e.attr in ("shape", "dtype", "device"):
             return Fact(pytype="object")
@@ -671,8 +760,16 @@ class RangeAnalysis:
         ptype = self._result_type(a, b, op)
         if ptype == "str":
             return Fact(pytype="str")
-        why_op = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**", ast.Mod: "%",
-                  ast.FloorDiv: "//", ast.MatMult: "@"}.get(type(op), "?")
+        why_op = {
+            ast.Add: "+",
+            ast.Sub: "-",
+            ast.Mult: "*",
+            ast.Div: "/",
+            ast.Pow: "**",
+            ast.Mod: "%",
+            ast.FloorDiv: "//",
+            ast.MatMult: "@",
+        }.get(type(op), "?")
         left_why = a.why or (self._text(node.left) if isinstance(node, ast.BinOp) else "?")
         right_why = b.why or (self._text(node.right) if isinstance(node, ast.BinOp) else "?")
         why = f"{_wrap(left_why)} {why_op} {_wrap(right_why)}"
@@ -683,7 +780,13 @@ class RangeAnalysis:
                 return self._iv(0.0, 0.0, why, ptype)
             if isinstance(node, ast.BinOp) and self._bounds_above(node.right, node.left):
                 # x - x.amax(-1, keepdim=True) <= 0 (+-inf in x are an upstream failure)
-                return Fact(-INF, min(0.0, _nan_to(a.hi - b.lo, INF)), False, ptype, f"{_wrap(left_why)} minus its maximum")
+                return Fact(
+                    -INF,
+                    min(0.0, _nan_to(a.hi - b.lo, INF)),
+                    False,
+                    ptype,
+                    f"{_wrap(left_why)} minus its maximum",
+                )
             return self._iv(_nan_to(a.lo - b.hi, -INF), _nan_to(a.hi - b.lo, INF), why, ptype)
         if isinstance(op, ast.Mult):
             if node is not None and isinstance(node, ast.BinOp) and self.same(node.left, node.right):
@@ -700,7 +803,9 @@ class RangeAnalysis:
                     return self._iv(r[0], r[1], why, ptype)
             if a.lo > 0 and b.lo > -INF and b.hi < INF:
                 # x ** e is monotone in x and in e separately (x > 0): the box's corners bound it
-                lo, hi = _corners([_safe(math.pow, x, e, default=INF) for x in (a.lo, a.hi) for e in (b.lo, b.hi)])
+                lo, hi = _corners(
+                    [_safe(math.pow, x, e, default=INF) for x in (a.lo, a.hi) for e in (b.lo, b.hi)]
+                )
                 return self._iv(lo, hi, why, ptype)
             if a.lo >= 1 and b.lo >= 0:
                 return self._iv(1.0, INF, why, ptype)
@@ -723,7 +828,12 @@ class RangeAnalysis:
         their .detach(). ``x`` must be a name or self.name (a call could differ between reads)."""
         if not (isinstance(x, ast.Name) or (isinstance(x, ast.Attribute) and isinstance(x.value, ast.Name))):
             return False
-        if isinstance(r, ast.Call) and isinstance(r.func, ast.Attribute) and r.func.attr == "detach" and not r.args:
+        if (
+            isinstance(r, ast.Call)
+            and isinstance(r.func, ast.Attribute)
+            and r.func.attr == "detach"
+            and not r.args
+        ):
             return self._bounds_above(r.func.value, x)
         tuple_result = False
         if isinstance(r, ast.Attribute) and r.attr == "values":
@@ -750,8 +860,10 @@ class RangeAnalysis:
 
     def _divide(self, a: Fact, b: Fact, why: str, ptype: str) -> Fact:
         if b.lo > 0 or b.hi < 0:
-            inv = [1.0 / b.lo if b.lo not in (0.0, -INF, INF) else 0.0,
-                   1.0 / b.hi if b.hi not in (0.0, -INF, INF) else 0.0]
+            inv = [
+                1.0 / b.lo if b.lo not in (0.0, -INF, INF) else 0.0,
+                1.0 / b.hi if b.hi not in (0.0, -INF, INF) else 0.0,
+            ]
             lo, hi = _corners([x * y for x in (a.lo, a.hi) for y in inv])
             return self._iv(lo, hi, why, ptype)
         if a.lo >= 0 and b.lo >= 0:
@@ -784,13 +896,19 @@ class RangeAnalysis:
     def _apply(self, f: Fact, expr: ast.AST, cond: ast.AST, truth: bool) -> Fact:
         if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, (ast.Not, ast.Invert)):
             return self._apply(f, expr, cond.operand, not truth)
-        if isinstance(cond, ast.Call) and isinstance(cond.func, ast.Attribute) and cond.func.attr in (
-                "logical_not", "bitwise_not") and not cond.args:
+        if (
+            isinstance(cond, ast.Call)
+            and isinstance(cond.func, ast.Attribute)
+            and cond.func.attr in ("logical_not", "bitwise_not")
+            and not cond.args
+        ):
             return self._apply(f, expr, cond.func.value, not truth)
         conj = (truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitAnd)) or (
-            truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.And))
+            truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.And)
+        )
         disj = (not truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitOr)) or (
-            not truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.Or))
+            not truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.Or)
+        )
         if conj or disj:
             parts = cond.values if isinstance(cond, ast.BoolOp) else [cond.left, cond.right]
             for p in parts:
@@ -810,8 +928,14 @@ class RangeAnalysis:
         if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
             return f
         left, op, right = cond.left, cond.ops[0], cond.comparators[0]
-        flip = {ast.Gt: ast.Lt, ast.Lt: ast.Gt, ast.GtE: ast.LtE, ast.LtE: ast.GtE, ast.Eq: ast.Eq,
-                ast.NotEq: ast.NotEq}
+        flip = {
+            ast.Gt: ast.Lt,
+            ast.Lt: ast.Gt,
+            ast.GtE: ast.LtE,
+            ast.LtE: ast.GtE,
+            ast.Eq: ast.Eq,
+            ast.NotEq: ast.NotEq,
+        }
         if type(op) not in flip:
             return f
         if self.same(right, expr) and not self.same(left, expr):
@@ -827,13 +951,27 @@ class RangeAnalysis:
                 left, right, op = right, left, flip[type(op)]()
         if reduced is not None:
             kind, through_abs = reduced
-            eff = type(op) if truth else {ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Lt: ast.GtE, ast.LtE: ast.Gt,
-                                          ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}[type(op)]
+            eff = (
+                type(op)
+                if truth
+                else {
+                    ast.Gt: ast.LtE,
+                    ast.GtE: ast.Lt,
+                    ast.Lt: ast.GtE,
+                    ast.LtE: ast.Gt,
+                    ast.Eq: ast.NotEq,
+                    ast.NotEq: ast.Eq,
+                }[type(op)]
+            )
             c = self.fact(right)
             why = f"guarded by {self._text(cond)}"
             if kind == "min" and eff in (ast.Gt, ast.GtE):
                 if through_abs:
-                    return replace(f, nonzero=True, why=why) if (c.lo > 0 or (eff is ast.Gt and c.lo >= 0)) else f
+                    return (
+                        replace(f, nonzero=True, why=why)
+                        if (c.lo > 0 or (eff is ast.Gt and c.lo >= 0))
+                        else f
+                    )
                 return self._constrain(f, eff, c, True, why)
             if kind == "max" and eff in (ast.Lt, ast.LtE) and not through_abs:
                 return self._constrain(f, eff, c, True, why)
@@ -866,7 +1004,12 @@ class RangeAnalysis:
         return None
 
     def _is_abs_of(self, e: ast.AST, expr: ast.AST) -> bool:
-        if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr == "abs" and not e.args:
+        if (
+            isinstance(e, ast.Call)
+            and isinstance(e.func, ast.Attribute)
+            and e.func.attr == "abs"
+            and not e.args
+        ):
             return self.same(e.func.value, expr)
         if isinstance(e, ast.Call) and len(e.args) == 1 and self._call_short(e) in ("abs", "absolute"):
             return self.same(e.args[0], expr)
@@ -876,8 +1019,14 @@ class RangeAnalysis:
     def _constrain(f: Fact, op: type, c: Fact, truth: bool, why: str) -> Fact:
         lo, hi, nz = f.lo, f.hi, f.nonzero
         if not truth:
-            op = {ast.Gt: ast.LtE, ast.GtE: ast.Lt, ast.Lt: ast.GtE, ast.LtE: ast.Gt, ast.Eq: ast.NotEq,
-                  ast.NotEq: ast.Eq}[op]
+            op = {
+                ast.Gt: ast.LtE,
+                ast.GtE: ast.Lt,
+                ast.Lt: ast.GtE,
+                ast.LtE: ast.Gt,
+                ast.Eq: ast.NotEq,
+                ast.NotEq: ast.Eq,
+            }[op]
         if op in (ast.Gt, ast.GtE):
             lo = max(lo, c.lo)
             nz = nz or c.lo > 0 or (op is ast.Gt and c.lo >= 0)
@@ -941,7 +1090,9 @@ class RangeAnalysis:
             for k in call.keywords:
                 if k.arg == keyword:
                     return k.value
-        if 0 <= index < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        if 0 <= index < len(call.args) and not any(
+            isinstance(a, ast.Starred) for a in call.args[: index + 1]
+        ):
             return call.args[index]
         return None
 
@@ -961,18 +1112,34 @@ class RangeAnalysis:
             if qn.startswith(_TORCH_ROOTS):
                 short = qn.rsplit(".", 1)[-1]
                 root = qn.split(".")[0]
-                if any(k.arg == "requires_grad" and not (isinstance(k.value, ast.Constant) and not k.value.value)
-                       for k in e.keywords):
-                    return Fact(pytype="tensor", why="a trainable tensor")  # an optimizer may move it anywhere
-                if short in ("Tensor", "FloatTensor", "DoubleTensor", "tensor", "as_tensor", "from_numpy",
-                             "asarray", "array") and root in ("torch", "numpy"):
+                if any(
+                    k.arg == "requires_grad" and not (isinstance(k.value, ast.Constant) and not k.value.value)
+                    for k in e.keywords
+                ):
+                    return Fact(
+                        pytype="tensor", why="a trainable tensor"
+                    )  # an optimizer may move it anywhere
+                if short in (
+                    "Tensor",
+                    "FloatTensor",
+                    "DoubleTensor",
+                    "tensor",
+                    "as_tensor",
+                    "from_numpy",
+                    "asarray",
+                    "array",
+                ) and root in ("torch", "numpy"):
                     return self._arg_fact(e, 0, "data").with_type("tensor")
                 args = list(e.args[1:])
                 inp = self._arg_fact(e, 0, "input") if e.args or e.keywords else TOP
                 got = self._known_call(short, inp, e, args, method=False, root=root)
                 if got is not None:
-                    if root in ("math",) or (root == "builtins" and got.pytype == "unknown" and
-                                             inp.pytype == "num" and short in ("abs", "max", "min", "round", "sum", "pow")):
+                    if root in ("math",) or (
+                        root == "builtins"
+                        and got.pytype == "unknown"
+                        and inp.pytype == "num"
+                        and short in ("abs", "max", "min", "round", "sum", "pow")
+                    ):
                         return got.with_type("num")
                     return got
                 if root == "builtins":
@@ -1002,8 +1169,9 @@ class RangeAnalysis:
             return got if got is not None else TOP
         return TOP
 
-    def _known_call(self, name: str, inp: Fact, call: ast.Call, args: list[ast.expr], *, method: bool,
-                    root: str = "torch") -> Fact | None:
+    def _known_call(
+        self, name: str, inp: Fact, call: ast.Call, args: list[ast.expr], *, method: bool, root: str = "torch"
+    ) -> Fact | None:
         """Transfer function of a known torch function/method by its short name, else None.
 
         ``inp`` is the range of the tensor operated on (the receiver of a method,
@@ -1044,15 +1212,25 @@ class RangeAnalysis:
         if name in _SYMMETRIC_UNIT:
             if name in ("sin", "cos") and (inp.lo == -INF or inp.hi == INF):
                 return Fact(-1.0, 1.0, False, T, f"{name} output")  # sin(inf) is NaN: upstream's NaN
-            return Fact(-1.0, 1.0, inp.nonzero and name in ("tanh", "sign", "softsign", "erf"), T,
-                        f"{_SYMMETRIC_UNIT[name]} output")
+            return Fact(
+                -1.0,
+                1.0,
+                inp.nonzero and name in ("tanh", "sign", "softsign", "erf"),
+                T,
+                f"{_SYMMETRIC_UNIT[name]} output",
+            )
         if name in _NORMS:
-            return Fact(0.0, INF, False, T, "std" if name == "std" else "variance" if name == "var" else "norm")
+            return Fact(
+                0.0, INF, False, T, "std" if name == "std" else "variance" if name == "var" else "norm"
+            )
         if name == "normalize":
-            return Fact(-1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T, "F.normalize output (|x| <= 1 up to rounding)")
+            return Fact(
+                -1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T, "F.normalize output (|x| <= 1 up to rounding)"
+            )
         if name == "cosine_similarity":
-            return Fact(-1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T,
-                        "cosine similarity (can exceed 1 by rounding)")
+            return Fact(
+                -1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T, "cosine similarity (can exceed 1 by rounding)"
+            )
         if name in ("triu", "tril", "diag", "diag_embed", "block_diag"):  # zeros fill the rest
             return join([inp, self._num(0.0)]).with_type(T)
         if name == "nansum":
@@ -1074,7 +1252,9 @@ class RangeAnalysis:
         if name in _NONNEG_LOSSES:
             return Fact(0.0, INF, False, T, name)
         if name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
-            return Fact(0.0, INF, False, T, "dropout of a non-negative value") if inp.lo >= 0 else Fact(pytype=T)
+            return (
+                Fact(0.0, INF, False, T, "dropout of a non-negative value") if inp.lo >= 0 else Fact(pytype=T)
+            )
         if name.endswith("_") and not name.startswith("_"):  # x.sqrt_() returns what x.sqrt() does
             return self._known_call(name[:-1], inp, call, args, method=method, root=root)
         return None
@@ -1086,14 +1266,22 @@ class RangeAnalysis:
         if name in ("max", "min") and len(call.args) >= 2:
             facts = [self.fact(a) for a in call.args]
             pick = max if name == "max" else min
-            f = Fact(pick(x.lo for x in facts), pick(x.hi for x in facts), False,
-                     "num" if all(x.pytype == "num" for x in facts) else "unknown",
-                     f"{name}({', '.join(x.why or '?' for x in facts)})")
+            f = Fact(
+                pick(x.lo for x in facts),
+                pick(x.hi for x in facts),
+                False,
+                "num" if all(x.pytype == "num" for x in facts) else "unknown",
+                f"{name}({', '.join(x.why or '?' for x in facts)})",
+            )
             return replace(f, nonzero=f.lo > 0 or f.hi < 0)
         if name in ("max", "min") and len(call.args) == 1:
             return replace(self.fact(call.args[0]), pytype="unknown")
-        if name in ("float", "int") and call.args and isinstance(call.args[0], ast.Constant) and isinstance(
-                call.args[0].value, str):
+        if (
+            name in ("float", "int")
+            and call.args
+            and isinstance(call.args[0], ast.Constant)
+            and isinstance(call.args[0].value, str)
+        ):
             v = _safe(float, call.args[0].value)
             return self._num(v) if not math.isnan(v) else Fact(pytype="num")
         if name in ("float", "int"):
@@ -1140,7 +1328,9 @@ class RangeAnalysis:
         if hi_c is not None:
             lo, hi = min(lo, hi_c.lo), min(hi, hi_c.hi)
             parts.append(f"max={hi_c.why or '?'}")
-        nz = (lo > 0 or hi < 0) or (inp.nonzero and (lo_c is None or lo_c.hi <= 0) and (hi_c is None or hi_c.lo >= 0))
+        nz = (lo > 0 or hi < 0) or (
+            inp.nonzero and (lo_c is None or lo_c.hi <= 0) and (hi_c is None or hi_c.lo >= 0)
+        )
         return Fact(lo, hi, nz, T, f"{name}({', '.join(parts)})")
 
 
@@ -1160,6 +1350,7 @@ def _nan_to(v: float, default: float) -> float:
 
 
 # --- transfer functions of library calls, one per family, keyed by short name ----------
+
 
 @dataclass(frozen=True)
 class CallSite:
@@ -1233,15 +1424,18 @@ def _sum(c: CallSite) -> Fact | None:
     return c.ranges._sum(c.inp, c.T)
 
 
-_EXP = {"exp": math.exp, "exp2": lambda v: 2.0 ** v, "expm1": math.expm1}
+_EXP = {"exp": math.exp, "exp2": lambda v: 2.0**v, "expm1": math.expm1}
 _LOG = {"log": math.log, "log2": math.log2, "log10": math.log10, "log1p": math.log1p}
 
 
 def _exponential(c: CallSite) -> Fact:
     """exp, exp2, expm1 (torch and math): monotone, from 0 (-1 for expm1) up."""
     inp, base = c.inp, _EXP[c.name]
-    lo = _safe(base, inp.lo, default=0.0 if inp.lo < 0 else INF) if inp.lo != -INF else (
-        -1.0 if c.name == "expm1" else 0.0)
+    lo = (
+        _safe(base, inp.lo, default=0.0 if inp.lo < 0 else INF)
+        if inp.lo != -INF
+        else (-1.0 if c.name == "expm1" else 0.0)
+    )
     hi = _safe(base, inp.hi, default=INF) if inp.hi != INF else INF
     return c.ranges._iv(lo, hi, f"{c.name} of {inp.why or 'a value'}", c.T)
 
@@ -1267,8 +1461,9 @@ def _root(c: CallSite) -> Fact:
         lo = math.sqrt(inp.lo) if inp.lo > 0 else 0.0
         return c.ranges._iv(lo, hi, f"sqrt of {inp.why or 'a value'}", c.T, nonzero=inp.lo > 0)
     if inp.lo > 0:
-        return c.ranges._iv(1.0 / math.sqrt(inp.hi) if inp.hi != INF else 0.0, 1.0 / math.sqrt(inp.lo),
-                            "rsqrt", c.T)
+        return c.ranges._iv(
+            1.0 / math.sqrt(inp.hi) if inp.hi != INF else 0.0, 1.0 / math.sqrt(inp.lo), "rsqrt", c.T
+        )
     return Fact(0.0, INF, False, c.T, "rsqrt")
 
 
@@ -1307,7 +1502,11 @@ def _activation(c: CallSite) -> Fact:
         return Fact(0.0, INF, False, T, "softplus output")
     if inp.lo >= 0:
         return Fact(0.0, INF, False, T, f"{name} output")
-    if name in ("gelu", "silu", "mish", "hardswish", "elu", "celu") and not c.call.args[1:] and not c.call.keywords:
+    if (
+        name in ("gelu", "silu", "mish", "hardswish", "elu", "celu")
+        and not c.call.args[1:]
+        and not c.call.keywords
+    ):
         return Fact(-1.0, INF, False, T, f"{name} output")
     return Fact(pytype=T)
 
@@ -1357,8 +1556,11 @@ def _factory(c: CallSite) -> Fact:
         a, b = r.fact(call.args[0]), r.fact(call.args[1])
         return Fact(min(a.lo, b.lo), max(a.hi, b.hi), False, "tensor", "linspace")
     if name in ("randint", "randint_like"):
-        ints = [r.fact(a) for a in call.args[(1 if c.method or name == "randint_like" else 0):]
-                if r.fact(a).pytype == "num"][:2]
+        ints = [
+            r.fact(a)
+            for a in call.args[(1 if c.method or name == "randint_like" else 0) :]
+            if r.fact(a).pytype == "num"
+        ][:2]
         if len(ints) == 1:
             return Fact(0.0, max(ints[0].hi - 1, 0.0), False, "tensor", "randint")
         if len(ints) == 2:
@@ -1367,9 +1569,18 @@ def _factory(c: CallSite) -> Fact:
     return Fact(pytype=c.T)  # a method form the family has no rule for (x.arange does not exist)
 
 
-_ARITHMETIC = {"pow": ast.Pow(), "float_power": ast.Pow(), "mul": ast.Mult(), "multiply": ast.Mult(),
-               "add": ast.Add(), "sub": ast.Sub(), "subtract": ast.Sub(), "div": ast.Div(),
-               "divide": ast.Div(), "true_divide": ast.Div()}
+_ARITHMETIC = {
+    "pow": ast.Pow(),
+    "float_power": ast.Pow(),
+    "mul": ast.Mult(),
+    "multiply": ast.Mult(),
+    "add": ast.Add(),
+    "sub": ast.Sub(),
+    "subtract": ast.Sub(),
+    "div": ast.Div(),
+    "divide": ast.Div(),
+    "true_divide": ast.Div(),
+}
 
 
 def _arithmetic(c: CallSite) -> Fact | None:
@@ -1397,12 +1608,58 @@ TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
     **dict.fromkeys(_LOG, _logarithm),
     **dict.fromkeys(("sqrt", "rsqrt"), _root),
     **dict.fromkeys(("abs", "absolute", "fabs", "square"), _magnitude),
-    **dict.fromkeys(("clamp", "clip", "clamp_", "clip_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_",
-                     "hardtanh"), _bounded),
-    **dict.fromkeys(("relu", "relu_", "relu6", "threshold", "softplus", "elu", "selu", "celu", "gelu", "silu",
-                     "mish", "hardswish", "leaky_relu", "prelu", "rrelu"), _activation),
+    **dict.fromkeys(
+        (
+            "clamp",
+            "clip",
+            "clamp_",
+            "clip_",
+            "clamp_min",
+            "clamp_min_",
+            "clamp_max",
+            "clamp_max_",
+            "hardtanh",
+        ),
+        _bounded,
+    ),
+    **dict.fromkeys(
+        (
+            "relu",
+            "relu_",
+            "relu6",
+            "threshold",
+            "softplus",
+            "elu",
+            "selu",
+            "celu",
+            "gelu",
+            "silu",
+            "mish",
+            "hardswish",
+            "leaky_relu",
+            "prelu",
+            "rrelu",
+        ),
+        _activation,
+    ),
     **dict.fromkeys(("where", "masked_fill", "masked_fill_", "nan_to_num"), _select),
-    **dict.fromkeys(("ones", "ones_like", "new_ones", "zeros", "zeros_like", "new_zeros", "full", "full_like",
-                     "new_full", "arange", "linspace", "randint", "randint_like"), _factory),
+    **dict.fromkeys(
+        (
+            "ones",
+            "ones_like",
+            "new_ones",
+            "zeros",
+            "zeros_like",
+            "new_zeros",
+            "full",
+            "full_like",
+            "new_full",
+            "arange",
+            "linspace",
+            "randint",
+            "randint_like",
+        ),
+        _factory,
+    ),
     **dict.fromkeys((*_ARITHMETIC, "neg", "negative", "reciprocal"), _arithmetic),
 }

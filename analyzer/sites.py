@@ -34,18 +34,30 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from grist_lsp.analyzer.catalogue import (AUGMENTED_OPERATORS, BINARY_OPERATORS, KINDS, OP_TABLE,
-                                          REFLECTED_OPERATORS, SAFE_FORMS, Op)
+from grist_lsp.analyzer.catalogue import (
+    AUGMENTED_OPERATORS,
+    BINARY_OPERATORS,
+    KINDS,
+    OP_TABLE,
+    REFLECTED_OPERATORS,
+    SAFE_FORMS,
+    Op,
+)
 from grist_lsp.analyzer.dataflow import DataFlow
-from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
+from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
+
 from grist_lsp.model import Site
 
 _OPERATOR_NAMES = {ast.Div: "Divide", ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power"}
-_AUG_NAMES = {ast.Div: "DivideAssign", ast.FloorDiv: "FloorDivideAssign", ast.Mod: "ModuloAssign",
-              ast.Pow: "PowerAssign"}
+_AUG_NAMES = {
+    ast.Div: "DivideAssign",
+    ast.FloorDiv: "FloorDivideAssign",
+    ast.Mod: "ModuloAssign",
+    ast.Pow: "PowerAssign",
+}
 
 
 @dataclass
@@ -73,15 +85,25 @@ def _is_const(e: ast.AST) -> bool:
     return False
 
 
-_ARITH = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-          ast.Div: lambda a, b: a / b, ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
-          ast.Pow: lambda a, b: a ** b}
+_ARITH = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: a**b,
+}
 
 
 def _const_value(e: ast.AST) -> float | None:
     """The value of a numeric constant expression, or None."""
     try:
-        if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        if (
+            isinstance(e, ast.Constant)
+            and isinstance(e.value, (int, float))
+            and not isinstance(e.value, bool)
+        ):
             return float(e.value)
         if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
             v = _const_value(e.operand)
@@ -105,8 +127,9 @@ def _nonneg_int_literal(e: ast.AST) -> bool:
 class SiteFinder:
     """Decides, operation by operation, what is a site; ``find_sites`` is the entry point."""
 
-    def __init__(self, path: str, lines: SourceLines, flow: DataFlow, resolver: Resolver,
-                 ranges: RangeAnalysis) -> None:
+    def __init__(
+        self, path: str, lines: SourceLines, flow: DataFlow, resolver: Resolver, ranges: RangeAnalysis
+    ) -> None:
         self.path = path
         self.lines = lines
         self.flow = flow
@@ -119,8 +142,15 @@ class SiteFinder:
 
     # --- sites -----------------------------------------------------------------
 
-    def _add(self, node: ast.AST, op: Op, operand: ast.AST | None, exponent: ast.AST | None = None,
-             safe_keyword: str | None = None, clamp: ast.AST | None = None) -> None:
+    def _add(
+        self,
+        node: ast.AST,
+        op: Op,
+        operand: ast.AST | None,
+        exponent: ast.AST | None = None,
+        safe_keyword: str | None = None,
+        clamp: ast.AST | None = None,
+    ) -> None:
         why = None
         region = KINDS[op.kind].region
         # Kinds that are NaN only for operands programs make on purpose are sites only
@@ -135,8 +165,15 @@ class SiteFinder:
             if why is None:
                 return
         span = self.lines.span(node)
-        site = Site(file=self.path, span=span, op=op.name, kind=op.kind, operand=op.operand_label,
-                    text=self.lines.text_of(span), function=self.function)
+        site = Site(
+            file=self.path,
+            span=span,
+            op=op.name,
+            kind=op.kind,
+            operand=op.operand_label,
+            text=self.lines.text_of(span),
+            function=self.function,
+        )
         self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp, why))
 
     @staticmethod
@@ -153,8 +190,12 @@ class SiteFinder:
     def _safe_keyword(op: Op, call: ast.Call) -> str | None:
         for k in call.keywords:
             for key, value in op.safe_when:
-                if k.arg == key and isinstance(k.value, ast.Constant) and type(k.value.value) is type(value) \
-                        and k.value.value == value:
+                if (
+                    k.arg == key
+                    and isinstance(k.value, ast.Constant)
+                    and type(k.value.value) is type(value)
+                    and k.value.value == value
+                ):
                     return f"{key}={value!r}"
         return None
 
@@ -188,7 +229,9 @@ class SiteFinder:
         if self._elementwise(op) and (node.args or any(k.arg != "out" for k in node.keywords)):
             return  # logger.log("msg", x): Tensor.log takes no arguments
         # For methods, argument index 0 is the tensor itself.
-        operand = receiver if op.operand_index == 0 else self._arg(node, op.operand_index - 1, op.operand_keyword)
+        operand = (
+            receiver if op.operand_index == 0 else self._arg(node, op.operand_index - 1, op.operand_keyword)
+        )
         exponent = None
         if op.aux_index is not None:
             exponent = self._arg(node, op.aux_index - 1, op.aux_keyword)
@@ -201,7 +244,9 @@ class SiteFinder:
     def _elementwise(op: Op) -> bool:
         """Unary elementwise Tensor methods take no arguments (an eps-clamp argument aside)."""
         region = KINDS[op.kind].region
-        return op.operand_index == 0 and op.aux_index is None and region.shape is None and op.clamp_index is None
+        return (
+            op.operand_index == 0 and op.aux_index is None and region.shape is None and op.clamp_index is None
+        )
 
     def _constant(self, e: ast.AST) -> bool:
         """A numeric constant expression: literals, math.pi, math.sqrt(2 * math.pi) ..."""
@@ -264,8 +309,12 @@ class SiteFinder:
                 self._add(node, op, node.right)
         elif isinstance(node, ast.AugAssign) and type(node.op) in _AUG_NAMES:
             op = OP_TABLE[AUGMENTED_OPERATORS[_AUG_NAMES[type(node.op)]]]
-            self._add(node, op, node.target if op.kind == "pow" else node.value,
-                      node.value if op.kind == "pow" else None)
+            self._add(
+                node,
+                op,
+                node.target if op.kind == "pow" else node.value,
+                node.value if op.kind == "pow" else None,
+            )
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         name = _AUG_NAMES.get(type(node.op))
@@ -283,8 +332,9 @@ class SiteFinder:
             self._add(node, op, node.value)
 
 
-def find_sites(path: str, lines: SourceLines, tree: ast.Module, flow: DataFlow, resolver: Resolver,
-               ranges: RangeAnalysis) -> list[Candidate]:
+def find_sites(
+    path: str, lines: SourceLines, tree: ast.Module, flow: DataFlow, resolver: Resolver, ranges: RangeAnalysis
+) -> list[Candidate]:
     """Every candidate site of the module, in source order."""
     finder = SiteFinder(path, lines, flow, resolver, ranges)
     # The dataflow walk already listed every call/binary operation/augmented

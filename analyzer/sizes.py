@@ -41,8 +41,9 @@ tensor in place (``resize_`` on x itself is a definition, so it is seen).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from grist_lsp.analyzer.dataflow import DataFlow, Def, _terminates
 from grist_lsp.analyzer.names import Resolver
@@ -120,14 +121,25 @@ class SizeProofs:
                 return None
             if isinstance(v, ast.Attribute) and v.attr == "shape" and isinstance(v.value, ast.Name):
                 return SizeUse(v.value, k, "shape")
-            if isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "size" \
-                    and not v.args and not v.keywords and isinstance(v.func.value, ast.Name):
+            if (
+                isinstance(v, ast.Call)
+                and isinstance(v.func, ast.Attribute)
+                and v.func.attr == "size"
+                and not v.args
+                and not v.keywords
+                and isinstance(v.func.value, ast.Name)
+            ):
                 return SizeUse(v.func.value, k, "shape")
             return None
         if not isinstance(e, ast.Call):
             return None
-        if isinstance(e.func, ast.Name) and len(e.args) == 1 and not e.keywords and isinstance(e.args[0], ast.Name) \
-                and self.resolver.qualified_name(e.func) == "builtins.len":
+        if (
+            isinstance(e.func, ast.Name)
+            and len(e.args) == 1
+            and not e.keywords
+            and isinstance(e.args[0], ast.Name)
+            and self.resolver.qualified_name(e.func) == "builtins.len"
+        ):
             return SizeUse(e.args[0], 0, "len")
         f = e.func
         if not isinstance(f, ast.Attribute) or not isinstance(f.value, ast.Name):
@@ -135,8 +147,15 @@ class SizeProofs:
         if f.attr in ("numel", "nelement") and not e.args and not e.keywords:
             return SizeUse(f.value, ALL, "numel")
         if f.attr == "size":
-            arg = e.args[0] if len(e.args) == 1 and not e.keywords else (
-                e.keywords[0].value if not e.args and len(e.keywords) == 1 and e.keywords[0].arg == "dim" else None)
+            arg = (
+                e.args[0]
+                if len(e.args) == 1 and not e.keywords
+                else (
+                    e.keywords[0].value
+                    if not e.args and len(e.keywords) == 1 and e.keywords[0].arg == "dim"
+                    else None
+                )
+            )
             k = int_literal(arg) if arg is not None else None
             return SizeUse(f.value, k, "shape") if k is not None else None
         return None
@@ -156,8 +175,14 @@ class SizeProofs:
         while parent is not None:
             if isinstance(parent, ast.Lambda) or isinstance(parent, ast.ClassDef):
                 return  # a lambda runs later; a class body is its own scope
-            block = next((getattr(parent, f) for f in _BODIES
-                          if isinstance(getattr(parent, f, None), list) and node in getattr(parent, f)), None)
+            block = next(
+                (
+                    getattr(parent, f)
+                    for f in _BODIES
+                    if isinstance(getattr(parent, f, None), list) and node in getattr(parent, f)
+                ),
+                None,
+            )
             if block is not None:
                 for s in reversed(block[: block.index(node)]):
                     yield from self._statement_facts(s)
@@ -236,7 +261,7 @@ class SizeProofs:
                 return frozenset()  # a tensor or mask index: which dimension is which is unknown
         split = ellipsis[0] if ellipsis else len(elts)
         before = [x for x in elts[:split] if not (isinstance(x, ast.Constant) and x.value is None)]
-        after = [x for x in elts[split + 1:] if not (isinstance(x, ast.Constant) and x.value is None)]
+        after = [x for x in elts[split + 1 :] if not (isinstance(x, ast.Constant) and x.value is None)]
         for i, x in enumerate(before):
             if int_literal(x) is not None:
                 dims.add(i)
@@ -258,7 +283,9 @@ class SizeProofs:
             return
         bare = self.size_use(cond)
         if bare is not None and truth:  # `len(xs) and ...`: a size that is truthy is not 0
-            yield _Fact(bare.base, frozenset({ALL, 0}) if bare.dim == ALL else frozenset({bare.dim}), anchor, words)
+            yield _Fact(
+                bare.base, frozenset({ALL, 0}) if bare.dim == ALL else frozenset({bare.dim}), anchor, words
+            )
             return
         if isinstance(cond, ast.Name) and truth:
             yield _Fact(cond, frozenset({0, ALL}), anchor, words)  # truthy: non-empty (a tensor: one element)
@@ -267,8 +294,10 @@ class SizeProofs:
             return
         from grist_lsp.analyzer.ranges import Fact, RangeAnalysis  # cycle: ranges uses this module
 
-        for side, other, op in ((cond.left, cond.comparators[0], type(cond.ops[0])),
-                                (cond.comparators[0], cond.left, _FLIP.get(type(cond.ops[0])))):
+        for side, other, op in (
+            (cond.left, cond.comparators[0], type(cond.ops[0])),
+            (cond.comparators[0], cond.left, _FLIP.get(type(cond.ops[0]))),
+        ):
             use = self.size_use(side)
             if use is None or op is None:
                 continue
@@ -320,16 +349,25 @@ class SizeProofs:
                 continue
             if isinstance(n, ast.Call):
                 f = n.func
-                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == name \
-                        and f.attr in _SHRINKING:
+                if (
+                    isinstance(f, ast.Attribute)
+                    and isinstance(f.value, ast.Name)
+                    and f.value.id == name
+                    and f.attr in _SHRINKING
+                ):
                     return True
                 if use.form == "len" and self._may_mutate_arguments(n):
                     return True
-            elif isinstance(n, ast.Delete) and any(isinstance(x, ast.Name) and x.id == name
-                                                   for t in n.targets for x in ast.walk(t)):
+            elif isinstance(n, ast.Delete) and any(
+                isinstance(x, ast.Name) and x.id == name for t in n.targets for x in ast.walk(t)
+            ):
                 return True
-            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name) \
-                    and n.value.id == name:
+            elif (
+                isinstance(n, ast.Attribute)
+                and isinstance(n.ctx, ast.Store)
+                and isinstance(n.value, ast.Name)
+                and n.value.id == name
+            ):
                 return True  # x.data = ...
         return False
 
@@ -344,11 +382,18 @@ class SizeProofs:
 
     def _imports_pandas(self) -> bool:
         if self._pandas is None:
-            self._pandas = any(d.how == "import" and (d.qualified or "").split(".")[0] == "pandas"
-                               for d in self.flow.defs)
+            self._pandas = any(
+                d.how == "import" and (d.qualified or "").split(".")[0] == "pandas" for d in self.flow.defs
+            )
         return self._pandas
 
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-_FLIP: dict[type, type] = {ast.Gt: ast.Lt, ast.Lt: ast.Gt, ast.GtE: ast.LtE, ast.LtE: ast.GtE, ast.Eq: ast.Eq,
-                           ast.NotEq: ast.NotEq}
+_FLIP: dict[type, type] = {
+    ast.Gt: ast.Lt,
+    ast.Lt: ast.Gt,
+    ast.GtE: ast.LtE,
+    ast.LtE: ast.GtE,
+    ast.Eq: ast.Eq,
+    ast.NotEq: ast.NotEq,
+}

@@ -46,9 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "corpus"))
 
 import corpus_markers as cm  # noqa: E402
-
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
 from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
+
 from grist_lsp.model import Status  # noqa: E402
 
 
@@ -91,7 +91,9 @@ def entries_for(path: Path) -> list[str]:
 
 def options_for(path: Path, seed: int, budget: float, jobs: int = 1) -> EngineOptions:
     """What a user checking ``path`` from the repository root would pass."""
-    return EngineOptions(budget=budget, seed=seed, jobs=jobs, project_root=str(REPO), entries=entries_for(path))
+    return EngineOptions(
+        budget=budget, seed=seed, jobs=jobs, project_root=str(REPO), entries=entries_for(path)
+    )
 
 
 def run_file(path: Path, seed: int, budget: float, jobs: int) -> FileRun:
@@ -105,9 +107,14 @@ def run_file(path: Path, seed: int, budget: float, jobs: int) -> FileRun:
     static_by_key = {v.site.key: str(v.status) for v in static if v.site.op}
     for m in cm.match_markers(path, final):
         v = m.verdict
-        row = Row(rel(path), m.line, m.kind, m.marker.status if m.marker else None,
-                  static_by_key.get(v.site.key) if v is not None else None,
-                  str(v.status) if v is not None else None)
+        row = Row(
+            rel(path),
+            m.line,
+            m.kind,
+            m.marker.status if m.marker else None,
+            static_by_key.get(v.site.key) if v is not None else None,
+            str(v.status) if v is not None else None,
+        )
         if v is not None and v.witness is None:
             row.reason = v.reason
         if v is not None and v.witness is not None:
@@ -140,13 +147,22 @@ def summarise(runs: list[FileRun]) -> dict:
         "possible": finals.count("possible"),
         "safe": finals.count("safe"),
         "marked_confirmed": sum(r.marker == "confirmed" for r in rows),
-        "misses": [f"{r.file}:{r.line} {r.kind}" for r in rows if r.marker == "confirmed" and r.final != "confirmed"],
-        "miss_reasons": {f"{r.file}:{r.line} {r.kind}": r.reason for r in rows
-                         if r.marker == "confirmed" and r.final != "confirmed"},
-        "false_positives": [f"{r.file}:{r.line} {r.kind}" for r in rows
-                            if r.marker in ("safe", "unproven", None) and r.final == "confirmed"],
-        "possible_confirmed": [f"{r.file}:{r.line} {r.kind}" for r in rows
-                               if r.marker == "possible" and r.final == "confirmed"],
+        "misses": [
+            f"{r.file}:{r.line} {r.kind}" for r in rows if r.marker == "confirmed" and r.final != "confirmed"
+        ],
+        "miss_reasons": {
+            f"{r.file}:{r.line} {r.kind}": r.reason
+            for r in rows
+            if r.marker == "confirmed" and r.final != "confirmed"
+        },
+        "false_positives": [
+            f"{r.file}:{r.line} {r.kind}"
+            for r in rows
+            if r.marker in ("safe", "unproven", None) and r.final == "confirmed"
+        ],
+        "possible_confirmed": [
+            f"{r.file}:{r.line} {r.kind}" for r in rows if r.marker == "possible" and r.final == "confirmed"
+        ],
         "median_seconds": statistics.median(exposed) if exposed else None,
         "p90_seconds": pct(exposed, 0.9),
         "wall_seconds": sum(run.wall for run in runs),
@@ -155,26 +171,38 @@ def summarise(runs: list[FileRun]) -> dict:
 
 
 def print_rows(runs: list[FileRun]) -> None:
-    print(f"{'site':44s} {'kind':6s} {'marker':9s} {'static':8s} {'final':9s} {'iters':>6s} {'secs':>6s}  entry")
+    print(
+        f"{'site':44s} {'kind':6s} {'marker':9s} {'static':8s} {'final':9s} {'iters':>6s} {'secs':>6s}  entry"
+    )
     for run in runs:
         for r in run.rows:
             if r.final is None and r.marker == "safe":
                 continue  # a safe marker on an expression the static pass does not even list
-            print(f"{r.file + ':' + str(r.line):44s} {r.kind:6s} {r.marker or '-':9s} {r.static or '-':8s} "
-                  f"{r.final or '-':9s} {r.iterations if r.iterations is not None else '-':>6} "
-                  f"{fmt(r.seconds):>6s}  {r.entry}")
+            print(
+                f"{r.file + ':' + str(r.line):44s} {r.kind:6s} {r.marker or '-':9s} {r.static or '-':8s} "
+                f"{r.final or '-':9s} {r.iterations if r.iterations is not None else '-':>6} "
+                f"{fmt(r.seconds):>6s}  {r.entry}"
+            )
 
 
 def print_summary(s: dict, title: str) -> None:
     print(f"\n== {title}")
     print(f"sites {s['sites']}: confirmed {s['confirmed']}, possible {s['possible']}, safe {s['safe']}")
-    print(f"marked confirmed {s['marked_confirmed']}, engine confirmed {s['marked_confirmed'] - len(s['misses'])}; "
-          f"misses {len(s['misses'])}, false positives {len(s['false_positives'])}, "
-          f"possible markers confirmed {len(s['possible_confirmed'])}")
-    print(f"seconds to expose: median {fmt(s['median_seconds'])}, p90 {fmt(s['p90_seconds'])}; "
-          f"engine wall clock over all files {fmt(s['wall_seconds'], 1)} s")
-    for label, word in (("misses", "miss"), ("false_positives", "false positive"),
-                        ("possible_confirmed", "possible marker confirmed"), ("errors", "error")):
+    print(
+        f"marked confirmed {s['marked_confirmed']}, engine confirmed {s['marked_confirmed'] - len(s['misses'])}; "
+        f"misses {len(s['misses'])}, false positives {len(s['false_positives'])}, "
+        f"possible markers confirmed {len(s['possible_confirmed'])}"
+    )
+    print(
+        f"seconds to expose: median {fmt(s['median_seconds'])}, p90 {fmt(s['p90_seconds'])}; "
+        f"engine wall clock over all files {fmt(s['wall_seconds'], 1)} s"
+    )
+    for label, word in (
+        ("misses", "miss"),
+        ("false_positives", "false positive"),
+        ("possible_confirmed", "possible marker confirmed"),
+        ("errors", "error"),
+    ):
         for item in s[label]:
             why = s["miss_reasons"].get(item, "") if label == "misses" else ""
             print(f"  {word}: {item}" + (f"\n      engine: {why}" if why else ""))
@@ -196,8 +224,14 @@ def time_to_nan_on_its_own(path: Path, limit: float, cwd: Path = REPO) -> tuple[
 
     A script that prints nothing while it loops is stopped by a timer at ``limit``."""
     t0 = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-u", str(path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, cwd=cwd, env=_one_thread_env())
+    proc = subprocess.Popen(
+        [sys.executable, "-u", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=cwd,
+        env=_one_thread_env(),
+    )
     timer = threading.Timer(limit, proc.kill)
     timer.start()
     found, line = None, ""
@@ -215,11 +249,20 @@ def time_to_nan_on_its_own(path: Path, limit: float, cwd: Path = REPO) -> tuple[
 
 def first_nan_op(path: Path, limit: float) -> tuple[int, str, str, str] | None:
     """(line, kind, op, result) of the first NaN/INF the unmodified script produces, via the corpus oracle."""
-    code = ("import json, sys; sys.path.insert(0, %r); import corpus_markers as cm; "
-            "print('FIRST', json.dumps(cm.first_nonfinite(%r)))") % (str(REPO / "tests" / "corpus"), str(path))
+    corpus = str(REPO / "tests" / "corpus")
+    code = (
+        f"import json, sys; sys.path.insert(0, {corpus!r}); import corpus_markers as cm; "
+        f"print('FIRST', json.dumps(cm.first_nonfinite({str(path)!r})))"
+    )
     try:
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=limit, cwd=REPO,
-                             env=_one_thread_env())
+        out = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=limit,
+            cwd=REPO,
+            env=_one_thread_env(),
+        )
     except subprocess.TimeoutExpired:
         return None
     for line in out.stdout.splitlines():
@@ -235,8 +278,12 @@ def start_up_seconds(repeat: int = 3) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.monotonic()
-        subprocess.run([sys.executable, "-c", "import torch, grist_lsp.dynamic.worker"], check=True, cwd=REPO,
-                       env=_one_thread_env())
+        subprocess.run(
+            [sys.executable, "-c", "import torch, grist_lsp.dynamic.worker"],
+            check=True,
+            cwd=REPO,
+            env=_one_thread_env(),
+        )
         times.append(time.monotonic() - t0)
     return statistics.median(times)
 
@@ -249,8 +296,10 @@ def targeted_wall(path: Path, line: int, kind: str, budget: float) -> tuple[floa
     keep = [v for v in static if v.site.op and v.site.span.start_line == line and v.site.kind == kind]
     if not keep:
         return float("nan"), None
-    only = [v if v is keep[0] or str(v.status) != "possible" else dataclasses.replace(v, status=Status.SAFE)
-            for v in static]
+    only = [
+        v if v is keep[0] or str(v.status) != "possible" else dataclasses.replace(v, status=Status.SAFE)
+        for v in static
+    ]
     options = options_for(path, 0, budget)
     t0 = time.monotonic()
     final = confirm(str(path), path.read_text(), only, options)
@@ -268,36 +317,60 @@ def headline(runs: list[FileRun], scripts: list[Path], limit: float, budget: flo
         first = first_nan_op(script, limit)
         run = by_path.get(rel(script))
         step = re.search(r"at step (\d+)", said)
-        entry = {"script": rel(script), "natural_seconds": natural, "natural_report": said,
-                 "natural_steps": int(step.group(1)) if step and natural else None,
-                 "first_op": first, "engine_seconds": None, "engine_file_wall": run.wall if run else None,
-                 "engine_status": None, "engine_iterations": None, "start_up_seconds": start,
-                 "targeted_wall": None, "targeted_status": None}
+        entry = {
+            "script": rel(script),
+            "natural_seconds": natural,
+            "natural_report": said,
+            "natural_steps": int(step.group(1)) if step and natural else None,
+            "first_op": first,
+            "engine_seconds": None,
+            "engine_file_wall": run.wall if run else None,
+            "engine_status": None,
+            "engine_iterations": None,
+            "start_up_seconds": start,
+            "targeted_wall": None,
+            "targeted_status": None,
+        }
         if first and run:
             for r in run.rows:
                 if r.line == first[0] and r.kind == first[1]:
                     entry["engine_seconds"], entry["engine_status"] = r.seconds, r.final
                     entry["engine_iterations"] = r.iterations
         if first:
-            entry["targeted_wall"], entry["targeted_status"] = targeted_wall(script, first[0], first[1], budget)
+            entry["targeted_wall"], entry["targeted_status"] = targeted_wall(
+                script, first[0], first[1], budget
+            )
         out.append(entry)
-    print("\n== headline: time for the program to hit NaN on its own vs time for the engine to expose that op")
+    print(
+        "\n== headline: time for the program to hit NaN on its own vs time for the engine to expose that op"
+    )
     print(f"start-up (a fresh interpreter importing torch and the worker), paid by both sides: {start:.2f} s")
-    print(f"{'script':46s} {'first NaN op':13s} {'own steps':>9s} {'own (s)':>8s} {'site (s)':>9s} "
-          f"{'iters':>6s} {'op alone (s)':>12s} {'file (s)':>9s} {'site':>6s} {'op alone':>8s} {'file':>5s}")
+    print(
+        f"{'script':46s} {'first NaN op':13s} {'own steps':>9s} {'own (s)':>8s} {'site (s)':>9s} "
+        f"{'iters':>6s} {'op alone (s)':>12s} {'file (s)':>9s} {'site':>6s} {'op alone':>8s} {'file':>5s}"
+    )
     for e in out:
         op = f"{e['first_op'][0]} {e['first_op'][1]}" if e["first_op"] else "-"
-        nat, eng, wall, alone = e["natural_seconds"], e["engine_seconds"], e["engine_file_wall"], e["targeted_wall"]
+        nat, eng, wall, alone = (
+            e["natural_seconds"],
+            e["engine_seconds"],
+            e["engine_file_wall"],
+            e["targeted_wall"],
+        )
         r1 = f"{nat / eng:.0f}x" if nat and eng else "-"
         # Start-up taken off both sides: the program's own run and the engine's worker pay it alike.
         r3 = f"{(nat - start) / (alone - start):.1f}x" if nat and alone and alone > start else "-"
         r2 = f"{nat / wall:.1f}x" if nat and wall else "-"
         steps = e["natural_steps"] if e["natural_steps"] is not None else "-"
-        print(f"{e['script']:46s} {op:13s} {steps:>9} {fmt(nat, 1):>8s} {fmt(eng):>9s} "
-              f"{e['engine_iterations'] if e['engine_iterations'] is not None else '-':>6} {fmt(alone, 1):>12s} "
-              f"{fmt(wall, 1):>9s} {r1:>6s} {r3:>8s} {r2:>5s}   ({e['engine_status']}, alone: {e['targeted_status']})")
-    print("ratios: site = own time / the witness's search seconds; op alone = (own - start-up) / "
-          "(one confirm call for that op alone - start-up); file = own time / confirm of every site of the file")
+        print(
+            f"{e['script']:46s} {op:13s} {steps:>9} {fmt(nat, 1):>8s} {fmt(eng):>9s} "
+            f"{e['engine_iterations'] if e['engine_iterations'] is not None else '-':>6} {fmt(alone, 1):>12s} "
+            f"{fmt(wall, 1):>9s} {r1:>6s} {r3:>8s} {r2:>5s}   ({e['engine_status']}, alone: {e['targeted_status']})"
+        )
+    print(
+        "ratios: site = own time / the witness's search seconds; op alone = (own - start-up) / "
+        "(one confirm call for that op alone - start-up); file = own time / confirm of every site of the file"
+    )
     return out
 
 
@@ -309,7 +382,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="engine workers per file")
     ap.add_argument("--parallel", type=int, default=2, help="files checked at once")
     ap.add_argument("--no-headline", action="store_true", help="skip the time-to-NaN-on-its-own comparison")
-    ap.add_argument("--nan-limit", type=float, default=NATURAL_NAN_LIMIT, help="seconds a script may run on its own")
+    ap.add_argument(
+        "--nan-limit", type=float, default=NATURAL_NAN_LIMIT, help="seconds a script may run on its own"
+    )
     ap.add_argument("--json", help="write every row and summary here")
     args = ap.parse_args(argv)
 
@@ -329,9 +404,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\n== stability over seeds")
         for seed, s in per_seed.items():
             ok = not s["misses"] and not s["false_positives"]
-            print(f"seed {seed}: {'every bug confirmed, no false positive' if ok else 'NOT stable'} "
-                  f"(misses {len(s['misses'])}, false positives {len(s['false_positives'])}, "
-                  f"median {fmt(s['median_seconds'])} s, p90 {fmt(s['p90_seconds'])} s)")
+            print(
+                f"seed {seed}: {'every bug confirmed, no false positive' if ok else 'NOT stable'} "
+                f"(misses {len(s['misses'])}, false positives {len(s['false_positives'])}, "
+                f"median {fmt(s['median_seconds'])} s, p90 {fmt(s['p90_seconds'])} s)"
+            )
         always_missed = set.intersection(*(set(s["misses"]) for s in per_seed.values()))
         sometimes = set.union(*(set(s["misses"]) for s in per_seed.values())) - always_missed
         print(f"missed on every seed: {len(always_missed)}; missed on some seeds only: {sorted(sometimes)}")
@@ -343,11 +420,27 @@ def main(argv: list[str] | None = None) -> int:
             heads = headline(all_runs, scripts, args.nan_limit, args.budget)
 
     if args.json:
-        Path(args.json).write_text(json.dumps({
-            "budget": args.budget, "seeds": args.seeds,
-            "runs": [{"path": r.path, "seed": r.seed, "wall": r.wall, "errors": r.errors,
-                      "rows": [vars(x) for x in r.rows]} for r in all_runs],
-            "summary": per_seed, "headline": heads}, indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "budget": args.budget,
+                    "seeds": args.seeds,
+                    "runs": [
+                        {
+                            "path": r.path,
+                            "seed": r.seed,
+                            "wall": r.wall,
+                            "errors": r.errors,
+                            "rows": [vars(x) for x in r.rows],
+                        }
+                        for r in all_runs
+                    ],
+                    "summary": per_seed,
+                    "headline": heads,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

@@ -21,10 +21,18 @@ from pathlib import Path
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.engine import EngineOptions, confirm
+
 from grist_lsp.model import Status
 
 ROOT = Path(__file__).resolve().parent.parent
-BROKEN = {"hang.py", "hang_native.py", "segfault.py", "raises.py", "oom.py", "importerr.py"}  # error-verdict programs
+BROKEN = {
+    "hang.py",
+    "hang_native.py",
+    "segfault.py",
+    "raises.py",
+    "oom.py",
+    "importerr.py",
+}  # error-verdict programs
 
 
 def default_files() -> list[Path]:
@@ -37,7 +45,9 @@ def run(path: Path, budget: float) -> tuple[Path, list, float]:
     text = path.read_text(encoding="utf-8")
     verdicts = analyze_source(str(path), text)
     t0 = time.monotonic()
-    out = confirm(str(path), text, verdicts, EngineOptions(budget=budget, timeout=30.0, project_root=str(path.parent)))
+    out = confirm(
+        str(path), text, verdicts, EngineOptions(budget=budget, timeout=30.0, project_root=str(path.parent))
+    )
     return path, out, time.monotonic() - t0
 
 
@@ -61,8 +71,10 @@ def main(argv: list[str] | None = None) -> int:
                     times.append(w.seconds)
                     iters.append(w.iterations)
                     how = v.reason.rsplit("[", 1)[-1].split(",")[0]
-                    print(f"{path.name}:{v.site.span.start_line} {v.site.kind:7} {w.seconds:7.3f} s "
-                          f"{w.iterations:5d} runs  {w.entry.split(':')[0]:6} {how}")
+                    print(
+                        f"{path.name}:{v.site.span.start_line} {v.site.kind:7} {w.seconds:7.3f} s "
+                        f"{w.iterations:5d} runs  {w.entry.split(':')[0]:6} {how}"
+                    )
                 elif v.status is Status.POSSIBLE:
                     possible += 1
                 elif v.status is Status.ERROR:
@@ -73,9 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     times.sort()
     p90 = times[min(len(times) - 1, int(0.9 * len(times)))]
     print(f"\nconfirmed {len(times)} sites ({possible} left possible) in {len(files)} files")
-    print(f"time to expose (search only): median {statistics.median(times):.3f} s, p90 {p90:.3f} s, "
-          f"max {times[-1]:.3f} s; median {statistics.median(iters):.0f} runs")
-    print(f"wall clock per file (start-up, recording, search, shrink, replay): median {statistics.median(walls):.1f} s")
+    print(
+        f"time to expose (search only): median {statistics.median(times):.3f} s, p90 {p90:.3f} s, "
+        f"max {times[-1]:.3f} s; median {statistics.median(iters):.0f} runs"
+    )
+    print(
+        f"wall clock per file (start-up, recording, search, shrink, replay): median {statistics.median(walls):.1f} s"
+    )
     return 0
 
 

@@ -36,11 +36,30 @@ MODES = {  # name -> (extra CLI arguments, extra environment)
 
 def run_check(files: list[str], budget: float, extra: list[str], env: dict[str, str]) -> tuple[float, list]:
     script = Path(sys.executable).parent / "grist-lsp"
-    argv = [str(script), "--check", "--budget", str(budget), "--seed", "0", "--jobs", "2", "--format", "json",
-            *extra, *files]
+    argv = [
+        str(script),
+        "--check",
+        "--budget",
+        str(budget),
+        "--seed",
+        "0",
+        "--jobs",
+        "2",
+        "--format",
+        "json",
+        *extra,
+        *files,
+    ]
     started = time.monotonic()
-    proc = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, env={**os.environ, **env},
-                          stdin=subprocess.DEVNULL, timeout=3600)
+    proc = subprocess.run(
+        argv,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+        stdin=subprocess.DEVNULL,
+        timeout=3600,
+    )
     seconds = time.monotonic() - started
     if proc.returncode not in (0, 1):
         raise SystemExit(f"grist-lsp failed ({proc.returncode}): {proc.stderr[-2000:]}")
@@ -65,10 +84,15 @@ def child_startup(command: list[str], rounds: int) -> dict[str, float]:
 
 def print_startup() -> None:
     bare = child_startup(["/bin/true"], 20)
-    print("child start-up, /bin/true (median of 20): " + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in bare.items()))
+    print(
+        "child start-up, /bin/true (median of 20): "
+        + ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in bare.items())
+    )
     torch_child = child_startup([sys.executable, "-c", "import torch"], 5)
-    print("child start-up, python -c 'import torch' (median of 5): "
-          + ", ".join(f"{k} {v:.2f} s" for k, v in torch_child.items()))
+    print(
+        "child start-up, python -c 'import torch' (median of 5): "
+        + ", ".join(f"{k} {v:.2f} s" for k, v in torch_child.items())
+    )
 
 
 def main() -> None:

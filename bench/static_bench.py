@@ -17,7 +17,7 @@ import ast
 import time
 import tracemalloc
 
-BLOCK = '''
+BLOCK = """
 class Block{i}(nn.Module):
     def __init__(self, dim, eps=1e-6):
         super().__init__()
@@ -50,7 +50,7 @@ def loss_{i}(logits, y, mu, logvar):
 def _inter_{i}(a, b):
     w = (a - b).clamp(min=0)
     return w[..., 0] * w[..., 1] / math.sqrt(2.0)
-'''
+"""
 HEAD = '''"""Generated benchmark module."""
 import math
 
@@ -85,6 +85,7 @@ def main() -> None:
     t0 = time.perf_counter()
     from grist_lsp.analyzer.analysis import analyze_source
     from grist_lsp.analyzer.dataflow import build_dataflow
+
     verdicts = analyze_source("bench.py", text)
     first = time.perf_counter() - t0
     counts: dict[str, int] = {}
@@ -106,15 +107,22 @@ def main() -> None:
         t = time.process_time()
         build_dataflow(tree)
         flow_t = min(flow_t, time.process_time() - t)
-    print(f"  warm, best of {args.repeat}:             {best * 1000:8.1f} ms wall, {cpu * 1000:.1f} ms CPU  "
-          f"({2000 / best:,.0f} lines/s wall)")
+    print(
+        f"  warm, best of {args.repeat}:             {best * 1000:8.1f} ms wall, {cpu * 1000:.1f} ms CPU  "
+        f"({2000 / best:,.0f} lines/s wall)"
+    )
     try:
         import os
-        print(f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall time includes waiting)")
+
+        print(
+            f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall time includes waiting)"
+        )
     except OSError:
         pass
-    print(f"    CPU: parse (ast) {parse_t * 1000:.1f} ms, dataflow {flow_t * 1000:.1f} ms, "
-          f"sites + ranges + verdicts {max(cpu - parse_t - flow_t, 0) * 1000:.1f} ms")
+    print(
+        f"    CPU: parse (ast) {parse_t * 1000:.1f} ms, dataflow {flow_t * 1000:.1f} ms, "
+        f"sites + ranges + verdicts {max(cpu - parse_t - flow_t, 0) * 1000:.1f} ms"
+    )
 
     print("peak traced memory (tracemalloc) by file size:")
     for lines in (1_000, 2_000, 5_000, 10_000, 50_000):
@@ -125,8 +133,10 @@ def main() -> None:
         elapsed = time.perf_counter() - t
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        print(f"  {lines:>6,} lines: peak {peak / 2**20:7.1f} MiB  ({peak / lines / 1024:5.1f} KiB/line), "
-              f"{len(out):>6,} sites, {elapsed:6.2f} s under tracemalloc")
+        print(
+            f"  {lines:>6,} lines: peak {peak / 2**20:7.1f} MiB  ({peak / lines / 1024:5.1f} KiB/line), "
+            f"{len(out):>6,} sites, {elapsed:6.2f} s under tracemalloc"
+        )
 
 
 if __name__ == "__main__":

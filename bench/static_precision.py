@@ -37,7 +37,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "corpus"))
 
 import corpus_markers as cm  # noqa: E402
-
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
 
 STATIC = REPO / "tests" / "corpus" / "static"
@@ -88,8 +87,10 @@ def _marked(fig: Figures) -> None:
 def _static_corpus(fig: Figures) -> None:
     """tests/corpus/static: the `possible` sites of its *_bug.py programs stay possible."""
     for path in sorted(STATIC.glob("*_bug.py")):
-        got = {(v.site.span.start_line, v.site.span.start_col, v.site.op): str(v.status)
-               for v in analyze_file(str(path))}
+        got = {
+            (v.site.span.start_line, v.site.span.start_col, v.site.op): str(v.status)
+            for v in analyze_file(str(path))
+        }
         for lineno, line in enumerate(path.read_text().splitlines(), 1):
             if "# expect:" not in line:
                 continue
@@ -99,7 +100,9 @@ def _static_corpus(fig: Figures) -> None:
                 fig.bug_sites += 1
                 status = got.get((lineno, int(m["col"]), m["op"]), "no site")
                 if status != "possible":
-                    fig.bugs_called_safe.append(f"{_rel(path)}:{lineno} {m['op']}@{m['col']} static says {status}")
+                    fig.bugs_called_safe.append(
+                        f"{_rel(path)}:{lineno} {m['op']}@{m['col']} static says {status}"
+                    )
 
 
 def measure() -> Figures:
@@ -115,14 +118,18 @@ def _share(a: int, b: int) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--verbose", "-v", action="store_true", help="list the fixed sites still reported possible")
+    ap.add_argument(
+        "--verbose", "-v", action="store_true", help="list the fixed sites still reported possible"
+    )
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     fig = measure()
     print(f"fixed twins quiet with --static-only: {_share(len(fig.fixed_files_quiet), len(fig.fixed_files))}")
     for f in fig.fixed_files:
         print(f"  {'quiet ' if f in fig.fixed_files_quiet else 'noisy '} {f}")
-    print(f"fixed lines quiet (marked safe/unproven, proved safe): {_share(fig.fixed_sites_quiet, fig.fixed_sites)}")
+    print(
+        f"fixed lines quiet (marked safe/unproven, proved safe): {_share(fig.fixed_sites_quiet, fig.fixed_sites)}"
+    )
     print(f"bug lines called safe: {len(fig.bugs_called_safe)} of {fig.bug_sites}")
     for b in fig.bugs_called_safe:
         print(f"  {b}")

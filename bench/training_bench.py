@@ -51,7 +51,9 @@ class Result:
     own_steps: int | None
     check_seconds: list[float] = field(default_factory=list)  # per seed
     confirmed_labelled: list[int] = field(default_factory=list)  # per seed: how many labelled lines confirmed
-    false_confirmed: list[list[int]] = field(default_factory=list)  # per seed: confirmed lines marked safe/unproven
+    false_confirmed: list[list[int]] = field(
+        default_factory=list
+    )  # per seed: confirmed lines marked safe/unproven
     exit_codes: list[int] = field(default_factory=list)
 
     @property
@@ -101,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", type=Path, help="programs (default: bench/training/*.py)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--cap", type=float, default=120.0, help="seconds a program may run on its own")
-    ap.add_argument("--budget", type=float, default=None, help="--budget passed to the check (default: its own)")
+    ap.add_argument(
+        "--budget", type=float, default=None, help="--budget passed to the check (default: its own)"
+    )
     ap.add_argument("--no-own", action="store_true", help="skip the programs' own runs (check times only)")
     ap.add_argument("--json", type=Path, help="write the rows here too")
     args = ap.parse_args(argv)
@@ -110,25 +114,42 @@ def main(argv: list[str] | None = None) -> int:
         print("grist-lsp is not on PATH: pip install -e . first", file=sys.stderr)
         return 2
     rows = []
-    print(f"{'program':32} {'own s':>8} {'steps':>8} {'check s':>8} {'ratio':>7}  labelled confirmed per seed")
+    print(
+        f"{'program':32} {'own s':>8} {'steps':>8} {'check s':>8} {'ratio':>7}  labelled confirmed per seed"
+    )
     for path in files:
         r = bench_one(path, args.seeds, args.cap, args.budget, not args.no_own)
         rows.append(r)
-        own = f"{r.own_seconds:.1f}" if r.own_seconds is not None else f">{args.cap:.0f}" if not args.no_own else "-"
+        own = (
+            f"{r.own_seconds:.1f}"
+            if r.own_seconds is not None
+            else f">{args.cap:.0f}"
+            if not args.no_own
+            else "-"
+        )
         ratio = f"{r.ratio:.1f}x" if r.ratio is not None else "-"
         per_seed = " ".join(f"{c}/{len(r.labelled)}" for c in r.confirmed_labelled)
         bad = [x for x in r.false_confirmed if x]
-        print(f"{r.program:32} {own:>8} {r.own_steps or '-':>8} {r.check_seconds[0]:>8.2f} {ratio:>7}  {per_seed}"
-              + (f"  FALSE CONFIRMED {bad}" if bad else ""), flush=True)
+        print(
+            f"{r.program:32} {own:>8} {r.own_steps or '-':>8} {r.check_seconds[0]:>8.2f} {ratio:>7}  {per_seed}"
+            + (f"  FALSE CONFIRMED {bad}" if bad else ""),
+            flush=True,
+        )
     checks = [r.check_seconds[0] for r in rows]
     ratios = [r.ratio for r in rows if r.ratio is not None]
     every = sum(1 for r in rows if all(c == len(r.labelled) for c in r.confirmed_labelled))
-    print(f"\nprograms: {len(rows)}; confirmed at every labelled line on every seed: {every}/{len(rows)}; "
-          f"false confirmations: {sum(len(x) for r in rows for x in r.false_confirmed)}")
-    print(f"whole-file check, median: {statistics.median(checks):.2f} s (min {min(checks):.2f}, max {max(checks):.2f})")
+    print(
+        f"\nprograms: {len(rows)}; confirmed at every labelled line on every seed: {every}/{len(rows)}; "
+        f"false confirmations: {sum(len(x) for r in rows for x in r.false_confirmed)}"
+    )
+    print(
+        f"whole-file check, median: {statistics.median(checks):.2f} s (min {min(checks):.2f}, max {max(checks):.2f})"
+    )
     if ratios:
-        print(f"own time / check time, median over the {len(ratios)} programs that reach NaN by themselves "
-              f"within {args.cap:.0f} s: {statistics.median(ratios):.1f}x (min {min(ratios):.1f}x, max {max(ratios):.1f}x)")
+        print(
+            f"own time / check time, median over the {len(ratios)} programs that reach NaN by themselves "
+            f"within {args.cap:.0f} s: {statistics.median(ratios):.1f}x (min {min(ratios):.1f}x, max {max(ratios):.1f}x)"
+        )
     if args.json:
         args.json.write_text(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=1))
     return 0

@@ -20,10 +20,12 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, TextIO
+from typing import Protocol, TextIO
 
 from grist_lsp.analyzer.programs import has_training_loop
+
 from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
@@ -110,8 +112,15 @@ def open_child_channel() -> TextIO:
 
 def _worker_env() -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONFAULTHANDLER": "1",
-                "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "PYTHONFAULTHANDLER": "1",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -126,7 +135,9 @@ def _views(options: EngineOptions, path: str | None) -> list[str]:
     return [p for p in (project, os.getcwd()) if p]
 
 
-def child_confinement(options: EngineOptions, path: str, writable: tuple[str, ...] = ()) -> Confinement | None:
+def child_confinement(
+    options: EngineOptions, path: str, writable: tuple[str, ...] = ()
+) -> Confinement | None:
     """How a child running ``path``'s program is confined (None: sandbox off); grist's own cache
     and ``writable`` (a fix check's output folder) are really written."""
     return sandbox_of(options).confine(_views(options, path), [cache_folder(), *writable])
@@ -169,9 +180,16 @@ class Subprocess:
         self.child_pid: int | None = None  # the Python child's own pid, from its ready line
         # A session of its own: the whole process group (the user's children too) is killed at the end.
         # bwrap keeps its child in that group (no --new-session), so the group kill reaches it too.
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=self.err,
-                                     stderr=self.err, pass_fds=(wfd,), env=env, start_new_session=True,
-                                     close_fds=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=self.err,
+            stderr=self.err,
+            pass_fds=(wfd,),
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
         os.close(wfd)
         self.rfd = rfd
         self.res = WorkerResult()
@@ -286,8 +304,13 @@ class Subprocess:
             return -(code - 128)
         return code
 
-    def communicate(self, request: dict, seconds: float, on_line: Callable[[dict], None] | None = None,
-                    cancel: threading.Event | None = None) -> WorkerResult:
+    def communicate(
+        self,
+        request: dict,
+        seconds: float,
+        on_line: Callable[[dict], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> WorkerResult:
         """One request, then ``finish``."""
         self.start(on_line)
         self.send(request)
@@ -307,8 +330,9 @@ class Subprocess:
         self.err.close()
 
 
-def with_blocked_note(verdicts: list[Verdict], errors: list[Verdict],
-                      note: str | None) -> tuple[list[Verdict], list[Verdict]]:
+def with_blocked_note(
+    verdicts: list[Verdict], errors: list[Verdict], note: str | None
+) -> tuple[list[Verdict], list[Verdict]]:
     """``note`` (what the sandbox blocked) added to the reason of the verdicts the engine ran,
     or of the file's errors when no site was reached."""
     if not note:
@@ -320,10 +344,15 @@ def with_blocked_note(verdicts: list[Verdict], errors: list[Verdict],
     return [swap.get(id(v), v) for v in verdicts], [swap.get(id(v), v) for v in errors]
 
 
-def run_subprocess(module: str, request: dict, seconds: float, memory_mb: int,
-                   on_line: Callable[[dict], None] | None = None,
-                   cancel: threading.Event | None = None,
-                   confinement: Confinement | None = None) -> WorkerResult:
+def run_subprocess(
+    module: str,
+    request: dict,
+    seconds: float,
+    memory_mb: int,
+    on_line: Callable[[dict], None] | None = None,
+    cancel: threading.Event | None = None,
+    confinement: Confinement | None = None,
+) -> WorkerResult:
     """Run ``python -m module`` with ``request`` on stdin; JSON lines come back on a pipe."""
     return Subprocess(module, memory_mb, confinement).communicate(request, seconds, on_line, cancel)
 
@@ -344,8 +373,10 @@ def _worker_failure(path: str, res: WorkerResult, options: EngineOptions, second
     if res.finished and not res.timed_out:
         return None  # killed after its last result, or exited normally
     if res.timed_out:
-        msg = (f"{path}: the program did not finish within {seconds:.0f} s{where} (a hang?): "
-               "give a lighter entry with --entry file.py:function or raise the timeout")
+        msg = (
+            f"{path}: the program did not finish within {seconds:.0f} s{where} (a hang?): "
+            "give a lighter entry with --entry file.py:function or raise the timeout"
+        )
     elif rc is not None and rc < 0:
         sig = -rc
         if sig == signal.SIGSEGV:
@@ -383,8 +414,14 @@ class WitnessReplays:
     import overlaps their search), or in the caller's warm child, which then goes on to the fix
     checks without a start-up of its own."""
 
-    def __init__(self, path: str, text: str, options: EngineOptions, confinement: Confinement | None,
-                 warm: WarmChild | None) -> None:
+    def __init__(
+        self,
+        path: str,
+        text: str,
+        options: EngineOptions,
+        confinement: Confinement | None,
+        warm: WarmChild | None,
+    ) -> None:
         self.path, self.text, self.warm = path, text, warm
         self.seconds = options.timeout + 10.0
         self.own: Subprocess | None = None
@@ -403,8 +440,9 @@ class WitnessReplays:
         assert self.warm is not None
         while (item := self._queue.get()) is not None:
             key, request = item
-            self.answers[key] = self.warm.run({"task": "replay", "path": self.path, "text": self.text, **request},
-                                              self.seconds)
+            self.answers[key] = self.warm.run(
+                {"task": "replay", "path": self.path, "text": self.text, **request}, self.seconds
+            )
 
     def submit(self, key: str, site: Site, witness: dict) -> None:
         request = {"site": to_json(site), "witness": witness}
@@ -433,9 +471,15 @@ class WitnessReplays:
         return [self.own.res] if self.own is not None else []
 
 
-def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOptions,
-            progress: Callable[[str, float], None] | None = None,
-            cancel: threading.Event | None = None, warm: WarmChild | None = None) -> list[Verdict]:
+def confirm(
+    path: str,
+    text: str,
+    verdicts: list[Verdict],
+    options: EngineOptions,
+    progress: Callable[[str, float], None] | None = None,
+    cancel: threading.Event | None = None,
+    warm: WarmChild | None = None,
+) -> list[Verdict]:
     """Possible verdicts -> confirmed (with a replayed Witness) where the search succeeds.
 
     Safe verdicts are untouched; a program that cannot run adds one ``error``
@@ -476,18 +520,28 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
     def run_group(i: int) -> None:
         group = groups[i]
         request = {
-            "path": path, "text": text, "targets": [to_json(v.site) for v in group],
-            "sites": [to_json(s) for s in sites], "budget": options.budget, "seed": options.seed,
-            "entries": list(options.entries or []), "project_root": options.project_root, "via": options.via,
-            "record_timeout": options.timeout, "memory_mb": options.memory_mb,
+            "path": path,
+            "text": text,
+            "targets": [to_json(v.site) for v in group],
+            "sites": [to_json(s) for s in sites],
+            "budget": options.budget,
+            "seed": options.seed,
+            "entries": list(options.entries or []),
+            "project_root": options.project_root,
+            "via": options.via,
+            "record_timeout": options.timeout,
+            "memory_mb": options.memory_mb,
         }
         # Shrinking and start-up cost about one more budget plus a few seconds.
         seconds[i] = options.timeout + options.budget * (len(group) + 1) + 10.0
         request["worker_seconds"] = seconds[i] - 5.0
-        results[i] = run_subprocess("grist_lsp.dynamic.worker", request, seconds[i], options.memory_mb, on_line, cancel,
-                                    confinement)
+        results[i] = run_subprocess(
+            "grist_lsp.dynamic.worker", request, seconds[i], options.memory_mb, on_line, cancel, confinement
+        )
 
-    threads = [threading.Thread(target=run_group, args=(i,), name=f"grist-worker-{i}") for i in range(len(groups))]
+    threads = [
+        threading.Thread(target=run_group, args=(i,), name=f"grist-worker-{i}") for i in range(len(groups))
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -526,7 +580,11 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
             continue
         if not m.get("witness"):
             note = m.get("note") or ""
-            out.append(dataclasses.replace(v, reason=f"{v.reason}; dynamic: {note}" if v.reason else f"dynamic: {note}"))
+            out.append(
+                dataclasses.replace(
+                    v, reason=f"{v.reason}; dynamic: {note}" if v.reason else f"dynamic: {note}"
+                )
+            )
             continue
         witness = witness_from_json(m["witness"])
         rep = replays.get(v.site.key)
@@ -538,10 +596,21 @@ def confirm(path: str, text: str, verdicts: list[Verdict], options: EngineOption
         witness.replayed = True
         message = _render_message(v.site, witness, m.get("message", ""))
         # The entry's kind in words too: a probe's inputs were made up, not passed by a caller.
-        entry = f"probe (synthesized inputs) {witness.entry}" if witness.entry.startswith("probe:") else witness.entry
-        out.append(dataclasses.replace(v, status=Status.CONFIRMED, witness=witness, message=message,
-                                       reason=f"{message} [{m.get('note', '')}, {witness.iterations} runs, "
-                                              f"{witness.seconds:.2f} s, {entry}]"))
+        entry = (
+            f"probe (synthesized inputs) {witness.entry}"
+            if witness.entry.startswith("probe:")
+            else witness.entry
+        )
+        out.append(
+            dataclasses.replace(
+                v,
+                status=Status.CONFIRMED,
+                witness=witness,
+                message=message,
+                reason=f"{message} [{m.get('note', '')}, {witness.iterations} runs, "
+                f"{witness.seconds:.2f} s, {entry}]",
+            )
+        )
     if options.write_reproducers and isinstance(options.write_reproducers, str):
         _write_reproducers(out, options.write_reproducers)
     # --- sandbox: what the program was refused goes on the file's verdicts, never silently ---

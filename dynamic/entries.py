@@ -30,22 +30,27 @@ import os
 import random
 import re
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
+from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
 
 BATCH = 4  # batch size of synthesized inputs
-LABEL_NAMES = frozenset({"y", "target", "targets", "label", "labels", "t", "y_true", "cls", "classes", "idx", "index", "indices"})
+LABEL_NAMES = frozenset(
+    {"y", "target", "targets", "label", "labels", "t", "y_true", "cls", "classes", "idx", "index", "indices"}
+)
 MASK_NAMES = frozenset({"mask", "attention_mask", "padding_mask", "attn_mask", "key_padding_mask"})
 LENGTH_NAMES = frozenset({"lengths", "length", "lens", "seq_lens", "seq_lengths", "x_lens"})
-_SKIP_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".tox", "build", "dist"})
+_SKIP_DIRS = frozenset(
+    {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".tox", "build", "dist"}
+)
 
 
 class EntryError(Exception):
@@ -67,6 +72,7 @@ def seed_everything(seed: int) -> None:
 
 
 # --- running the buffer's text as the target module ----------------------------
+
 
 class _TextLoader(importlib.abc.Loader):
     def __init__(self, filename: str, text: str) -> None:
@@ -135,6 +141,7 @@ def load_module_from_file(path: str, text: str | None = None) -> Any:
 
 # --- programs ---------------------------------------------------------------
 
+
 @dataclass
 class Program:
     """One way into the user's program. ``run`` executes it once under a Tracer."""
@@ -175,16 +182,29 @@ class Program:
         Tensors made there (module constants, buffers) are then known as the program's own,
         never mistaken for external inputs when they show up as operands later.
         """
-        cfg = TracerConfig(target_file=self.target_file, texts=self.texts, sites=[], user_files=frozenset(),
-                           produced=self.produced, local_backward=False)
+        cfg = TracerConfig(
+            target_file=self.target_file,
+            texts=self.texts,
+            sites=[],
+            user_files=frozenset(),
+            produced=self.produced,
+            local_backward=False,
+        )
         with Tracer(cfg):
             return fn()
 
     def tracer_config(self, **kw: Any) -> TracerConfig:
-        return TracerConfig(target_file=self.target_file, texts=self.texts, user_files=self.user_files,
-                            produced=self.produced, **kw)
+        return TracerConfig(
+            target_file=self.target_file,
+            texts=self.texts,
+            user_files=self.user_files,
+            produced=self.produced,
+            **kw,
+        )
 
-    def run(self, cfg: TracerConfig, grad_everywhere: bool = False) -> tuple[Tracer, SiteOutcome | None, BaseException | None]:
+    def run(
+        self, cfg: TracerConfig, grad_everywhere: bool = False
+    ) -> tuple[Tracer, SiteOutcome | None, BaseException | None]:
         """One run under a fresh Tracer. ``grad_everywhere``: the user's ``torch.no_grad`` blocks
         record the graph anyway (values are unchanged), so that the search has gradients in
         inference code."""
@@ -228,7 +248,7 @@ class _KeepGrad:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
-    def __enter__(self) -> "_KeepGrad":
+    def __enter__(self) -> _KeepGrad:
         return self
 
     def __exit__(self, *exc: Any) -> bool:
@@ -237,7 +257,7 @@ class _KeepGrad:
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn
 
-    def clone(self) -> "_KeepGrad":
+    def clone(self) -> _KeepGrad:
         return self
 
 
@@ -248,9 +268,14 @@ class _GradEverywhere:
     parameters need them.
     """
 
-    _NAMES = (("torch", "no_grad"), ("torch", "inference_mode"), ("torch.autograd", "no_grad"),
-              ("torch.autograd", "inference_mode"), ("torch.autograd.grad_mode", "no_grad"),
-              ("torch.autograd.grad_mode", "inference_mode"))
+    _NAMES = (
+        ("torch", "no_grad"),
+        ("torch", "inference_mode"),
+        ("torch.autograd", "no_grad"),
+        ("torch.autograd", "inference_mode"),
+        ("torch.autograd.grad_mode", "no_grad"),
+        ("torch.autograd.grad_mode", "inference_mode"),
+    )
 
     def __init__(self, user_files: frozenset[str]) -> None:
         self.user_files = user_files
@@ -302,6 +327,7 @@ def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple
 
 def _as_main(code: Any, file: str) -> Callable[[], None]:
     """A body that runs compiled ``code`` as ``python file`` would: ``__main__``, its argv."""
+
     def body() -> None:
         g = {"__name__": "__main__", "__file__": file, "__builtins__": builtins}
         sys.argv = [file]
@@ -345,20 +371,26 @@ class EntryProgram(Program):
     text: str = ""
 
     def setup(self) -> None:
-        mod = load_module_from_file(self.entry_file, self.text if self.entry_file == self.target_file else None)
+        mod = load_module_from_file(
+            self.entry_file, self.text if self.entry_file == self.target_file else None
+        )
         fn = mod
         for part in self.function.split("."):
             fn = getattr(fn, part, None)
         if not callable(fn):
-            raise EntryError(f"{self.entry_file}: no function {self.function!r} for the entry; "
-                             f"define it or fix the entry spec ({self.label})")
+            raise EntryError(
+                f"{self.entry_file}: no function {self.function!r} for the entry; "
+                f"define it or fix the entry spec ({self.label})"
+            )
         self.fn = fn
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
         res = self.fn()
         if not isinstance(res, tuple) or len(res) not in (2, 3) or not callable(res[0]):
-            raise EntryError(f"{self.entry_file}: entry {self.function}() must return (callable, args) "
-                             f"or (callable, args, kwargs), got {type(res).__name__}")
+            raise EntryError(
+                f"{self.entry_file}: entry {self.function}() must return (callable, args) "
+                f"or (callable, args, kwargs), got {type(res).__name__}"
+            )
         call, args = res[0], tuple(res[1]) if isinstance(res[1], (tuple, list)) else (res[1],)
         kwargs = dict(res[2]) if len(res) == 3 else {}
         return call, _named_args(call, args, kwargs)
@@ -414,12 +446,15 @@ class ProbeProgram(Program):
 
 # --- discovery ----------------------------------------------------------------
 
+
 def project_root_for(path: str, given: str | None) -> str:
     if given:
         return os.path.abspath(given)
     d = os.path.dirname(os.path.abspath(path))
     while True:
-        if any(os.path.exists(os.path.join(d, m)) for m in ("pyproject.toml", "setup.py", "setup.cfg", ".git")):
+        if any(
+            os.path.exists(os.path.join(d, m)) for m in ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+        ):
             return d
         parent = os.path.dirname(d)
         if parent == d:
@@ -434,7 +469,12 @@ def add_import_dirs(path: str, root: str) -> list[str]:
     (``import proj.heads`` for ``src/proj/heads.py``), the project's ``src/`` and the project
     root: tests and entries elsewhere in the project import the file by those names.
     """
-    folders = [os.path.dirname(os.path.abspath(path)), module_name_for(path)[0], os.path.join(root, "src"), root]
+    folders = [
+        os.path.dirname(os.path.abspath(path)),
+        module_name_for(path)[0],
+        os.path.join(root, "src"),
+        root,
+    ]
     added = []
     for d in folders:
         if os.path.isdir(d) and d not in sys.path:
@@ -482,8 +522,11 @@ def import_runs_loops(text: str) -> bool:
     for node in tree.body:
         if is_main_guard(node):
             continue
-        if any(isinstance(n, (ast.For, ast.While, ast.AsyncFor)) for n in ast.walk(node)
-               if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))):
+        if any(
+            isinstance(n, (ast.For, ast.While, ast.AsyncFor))
+            for n in ast.walk(node)
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        ):
             return True
     return False
 
@@ -504,7 +547,9 @@ def _python_files(root: str, tests: bool, limit: int = 300) -> list[str]:
 def _import_pattern(path: str) -> re.Pattern[str]:
     """Matches a line that imports the module of ``path`` (``import x.stem``, ``from x.stem import``)."""
     stem = os.path.splitext(os.path.basename(path))[0]
-    return re.compile(rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b[\w.]*\s+import|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M)
+    return re.compile(
+        rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b[\w.]*\s+import|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M
+    )
 
 
 def _importers(path: str, files: list[str]) -> Iterator[tuple[str, str]]:
@@ -550,7 +595,9 @@ def test_entries(path: str, root: str) -> list[tuple[str, str]]:
 def importer_scripts(path: str, root: str) -> list[str]:
     """The project's scripts (top-level code beyond definitions) that import the file's module:
     how the project itself runs it, to be preferred over probes with made-up inputs."""
-    return [os.path.abspath(f) for f, src in _importers(path, _python_files(root, tests=False)) if is_script(src)]
+    return [
+        os.path.abspath(f) for f, src in _importers(path, _python_files(root, tests=False)) if is_script(src)
+    ]
 
 
 def _shape_candidates(instance: Any) -> list[tuple[list[int], str]]:
@@ -575,7 +622,9 @@ def _shape_candidates(instance: Any) -> list[tuple[list[int], str]]:
             elif isinstance(m, nn.Embedding):
                 cands.append(([BATCH, 8], f"long:{m.num_embeddings}"))
             elif isinstance(m, nn.RNNBase):
-                cands.append(([BATCH, 8, m.input_size] if m.batch_first else [8, BATCH, m.input_size], "float"))
+                cands.append(
+                    ([BATCH, 8, m.input_size] if m.batch_first else [8, BATCH, m.input_size], "float")
+                )
             elif isinstance(m, nn.LayerNorm):
                 cands.append(([BATCH, 8, *m.normalized_shape], "float"))
                 cands.append(([BATCH, *m.normalized_shape], "float"))
@@ -598,7 +647,9 @@ def _classes_out(instance: Any) -> int:
     return max(2, last or 3)
 
 
-def synthesize(params: list[inspect.Parameter], instance: Any, seed: int) -> list[list[tuple[str, Any, bool]]]:
+def synthesize(
+    params: list[inspect.Parameter], instance: Any, seed: int
+) -> list[list[tuple[str, Any, bool]]]:
     """Candidate argument lists for the required parameters, most plausible first."""
     n_classes = _classes_out(instance)
     out = []
@@ -630,7 +681,9 @@ def synthesize(params: list[inspect.Parameter], instance: Any, seed: int) -> lis
 def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
     """Module classes then functions of the file, each with candidate inputs (several programs per object)."""
     target = os.path.abspath(path)
-    base = dict(target_file=target, texts={target: text}, user_files=frozenset({target}), seed=seed, text=text)
+    base = dict(
+        target_file=target, texts={target: text}, user_files=frozenset({target}), seed=seed, text=text
+    )
     mod = load_module_from_file(target, text)
     progs: list[ProbeProgram] = []
     funcs: list[ProbeProgram] = []
@@ -641,8 +694,12 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
             progs.extend(_probe_class(path, name, obj, base, seed))
         elif inspect.isfunction(obj) and not name.startswith("test"):
             try:
-                params = [p for p in inspect.signature(obj).parameters.values()
-                          if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                params = [
+                    p
+                    for p in inspect.signature(obj).parameters.values()
+                    if p.default is inspect.Parameter.empty
+                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                ]
             except (TypeError, ValueError):
                 continue
             if not params:
@@ -653,8 +710,14 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
             for flag in flags:
                 # Code behind a flag (``if sublinear:``) runs only with the other value.
                 for args in synthesize(params, None, seed)[:3]:
-                    funcs.append(ProbeProgram(label=f"probe:{path}:{name}", qualname=name,
-                                              inputs=args + [(flag.name, not flag.default, True)], **base))
+                    funcs.append(
+                        ProbeProgram(
+                            label=f"probe:{path}:{name}",
+                            qualname=name,
+                            inputs=args + [(flag.name, not flag.default, True)],
+                            **base,
+                        )
+                    )
     return progs + funcs
 
 
@@ -666,8 +729,12 @@ def _probe_class(path: str, name: str, cls: type, base: dict, seed: int) -> list
             if attempt == ():
                 ctor = ()
             else:
-                req = [p for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
-                       if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+                req = [
+                    p
+                    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+                    if p.default is inspect.Parameter.empty
+                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+                ]
                 ctor = tuple(16 if attempt == "fill16" else 8 for _ in req)
             seed_everything(seed)
             instance = cls(*ctor)
@@ -681,10 +748,21 @@ def _probe_class(path: str, name: str, cls: type, base: dict, seed: int) -> list
     example = getattr(instance, "example_input_array", None)
     if isinstance(example, torch.Tensor) or (isinstance(example, (tuple, list)) and example):
         ex = example if isinstance(example, (tuple, list)) else (example,)
-        out.append(ProbeProgram(label=label, qualname=name, ctor_args=ctor, inputs=_named_args(instance.forward, tuple(ex), {}), **base))
+        out.append(
+            ProbeProgram(
+                label=label,
+                qualname=name,
+                ctor_args=ctor,
+                inputs=_named_args(instance.forward, tuple(ex), {}),
+                **base,
+            )
+        )
     try:
-        params = [p for p in inspect.signature(instance.forward).parameters.values()
-                  if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        params = [
+            p
+            for p in inspect.signature(instance.forward).parameters.values()
+            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
     except (TypeError, ValueError):
         return out
     for args in synthesize(params, instance, seed):
@@ -704,27 +782,52 @@ def parse_entry(spec: str, root: str) -> tuple[str, str]:
     raise EntryError(f"entry {spec!r}: file {file} not found (relative paths are from {root})")
 
 
-def program_from_label(label: str, path: str, text: str, seed: int, inputs: dict[str, Any] | None = None) -> Program:
+def program_from_label(
+    label: str, path: str, text: str, seed: int, inputs: dict[str, Any] | None = None
+) -> Program:
     """Rebuild the Program a witness names (for replay). ``inputs``: name -> value, for probes."""
     target = os.path.abspath(path)
     kind, _, rest = label.partition(":")
     texts = {target: text}
     if kind == "script":
-        return ScriptProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed, text=text)
+        return ScriptProgram(
+            label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed, text=text
+        )
     if kind == "entry":
         file, _, func = rest.rpartition(":")
         file = os.path.abspath(file)
-        return EntryProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target, file}),
-                            seed=seed, entry_file=file, function=func, text=text)
+        return EntryProgram(
+            label=label,
+            target_file=target,
+            texts=texts,
+            user_files=frozenset({target, file}),
+            seed=seed,
+            entry_file=file,
+            function=func,
+            text=text,
+        )
     if kind == "test":
         file, _, func = rest.partition("::")
         file = os.path.abspath(file)
-        return TestProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target, file}),
-                           seed=seed, test_file=file, function=func)
+        return TestProgram(
+            label=label,
+            target_file=target,
+            texts=texts,
+            user_files=frozenset({target, file}),
+            seed=seed,
+            test_file=file,
+            function=func,
+        )
     if kind == "run":
         file = os.path.abspath(rest)
-        return RunProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target, file}),
-                          seed=seed, script_file=file)
+        return RunProgram(
+            label=label,
+            target_file=target,
+            texts=texts,
+            user_files=frozenset({target, file}),
+            seed=seed,
+            script_file=file,
+        )
     if kind == "probe":
         m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
         if not m:
@@ -733,8 +836,18 @@ def program_from_label(label: str, path: str, text: str, seed: int, inputs: dict
         # By name: a flag passed by keyword during probing may not be the next positional parameter.
         # Tensors the probed code makes itself (``torch.randn_like`` in a forward) are substituted
         # by key, not passed.
-        named = [(k, v, not re.fullmatch(r"arg\d+", k)) for k, v in (inputs or {}).items() if not is_factory_key(k)]
-        return ProbeProgram(label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed,
-                            qualname=m.group(2), ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
-                            text=text, inputs=named)
+        named = [
+            (k, v, not re.fullmatch(r"arg\d+", k)) for k, v in (inputs or {}).items() if not is_factory_key(k)
+        ]
+        return ProbeProgram(
+            label=label,
+            target_file=target,
+            texts=texts,
+            user_files=frozenset({target}),
+            seed=seed,
+            qualname=m.group(2),
+            ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
+            text=text,
+            inputs=named,
+        )
     raise EntryError(f"witness entry {label!r}: unknown kind {kind!r} (script, run, entry, test, probe)")

@@ -14,7 +14,8 @@ import importlib
 import re
 import sys
 import types
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 # A program (or a library it imports) that may compile needs the real module from the start:
 # its submodules cannot be imported through a stand-in.
@@ -27,8 +28,14 @@ class _EagerDynamo(types.ModuleType):
     def graph_break(self, *args: Any, **kwargs: Any) -> None:
         return None
 
-    def disable(self, fn: Callable[..., Any] | None = None, recursive: bool = True, *, wrapping: bool = True,
-                reason: str | None = None) -> Any:
+    def disable(
+        self,
+        fn: Callable[..., Any] | None = None,
+        recursive: bool = True,
+        *,
+        wrapping: bool = True,
+        reason: str | None = None,
+    ) -> Any:
         return fn if fn is not None else (lambda f: f)
 
     def is_compiling(self) -> bool:

@@ -37,8 +37,12 @@ def _site_text_unchanged(site: Site, text: str) -> bool:
     if not (1 <= sp.start_line <= sp.end_line <= len(lines)):
         return False
     if sp.start_line == sp.end_line:
-        return lines[sp.start_line - 1][sp.start_col:sp.end_col] == site.text
-    chunk = [lines[sp.start_line - 1][sp.start_col:]] + lines[sp.start_line:sp.end_line - 1] + [lines[sp.end_line - 1][:sp.end_col]]
+        return lines[sp.start_line - 1][sp.start_col : sp.end_col] == site.text
+    chunk = (
+        [lines[sp.start_line - 1][sp.start_col :]]
+        + lines[sp.start_line : sp.end_line - 1]
+        + [lines[sp.end_line - 1][: sp.end_col]]
+    )
     return "\n".join(chunk) == site.text
 
 
@@ -57,8 +61,12 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         inputs = {k: from_value(tv) for k, tv in witness.inputs.items()}
         deltas = {k: from_value(tv) for k, tv in (witness.weight_deltas or {}).items()}
     except (OSError, ValueError, RuntimeError) as e:
-        return ReplayResult(False, "not-reached", f"the witness values cannot be loaded: {e}",
-                            raised=f"{type(e).__name__}: {e}")
+        return ReplayResult(
+            False,
+            "not-reached",
+            f"the witness values cannot be loaded: {e}",
+            raised=f"{type(e).__name__}: {e}",
+        )
     threads = torch.get_num_threads()
     # Drops what this replay imported on the way out, so the next one sees fresh text.
     with E.program_imports(target, text):
@@ -67,29 +75,50 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         try:
             prog.produce_only(prog.setup)
         except BaseException as e:  # the program cannot even be set up any more
-            return ReplayResult(False, "not-reached", f"{witness.entry} cannot be set up: {type(e).__name__}: {e}",
-                                raised=f"{type(e).__name__}: {e}")
-        cfg = prog.tracer_config(sites=[site], target=site, subs=inputs, weight_subs=deltas,
-                                 loose_match=not _site_text_unchanged(site, text))
+            return ReplayResult(
+                False,
+                "not-reached",
+                f"{witness.entry} cannot be set up: {type(e).__name__}: {e}",
+                raised=f"{type(e).__name__}: {e}",
+            )
+        cfg = prog.tracer_config(
+            sites=[site],
+            target=site,
+            subs=inputs,
+            weight_subs=deltas,
+            loose_match=not _site_text_unchanged(site, text),
+        )
         try:
             tracer, outcome, error = prog.run(cfg)
         finally:
             torch.set_num_threads(threads)
     if outcome is None:
         why = f" (the program raised {type(error).__name__}: {error})" if error is not None else ""
-        return ReplayResult(False, "not-reached", f"{site.op} at line {site.span.start_line} was not evaluated{why}",
-                            raised=f"{type(error).__name__}: {error}" if error is not None else None)
+        return ReplayResult(
+            False,
+            "not-reached",
+            f"{site.op} at line {site.span.start_line} was not evaluated{why}",
+            raised=f"{type(error).__name__}: {error}" if error is not None else None,
+        )
     if outcome.result == "upstream":
-        return ReplayResult(False, "finite", "an operand was already NaN/INF when it reached the site (upstream)",
-                            upstream=True)
+        return ReplayResult(
+            False,
+            "finite",
+            "an operand was already NaN/INF when it reached the site (upstream)",
+            upstream=True,
+        )
     if outcome.found:
         where = " in the backward pass" if outcome.phase == "backward" else ""
         from grist_lsp.analyzer.catalogue import KINDS
 
         kind = KINDS.get(site.kind)
         # Masked scores hold -inf on purpose (softmax): only their NaN output is the bug.
-        operands = "masked (-inf) operands" if kind and kind.region.allows_neg_inf_operand else "finite operands"
-        return ReplayResult(True, outcome.result, f"{site.op} produced {outcome.result}{where} from {operands}")
+        operands = (
+            "masked (-inf) operands" if kind and kind.region.allows_neg_inf_operand else "finite operands"
+        )
+        return ReplayResult(
+            True, outcome.result, f"{site.op} produced {outcome.result}{where} from {operands}"
+        )
     return ReplayResult(False, "finite", f"{site.op} produced finite values with the witness inputs")
 
 
@@ -132,8 +161,18 @@ def main() -> int:
             r = replay(site, witness, text)
         except Exception as e:  # report, keep going with the other witnesses
             r = ReplayResult(False, "not-reached", f"replay failed: {type(e).__name__}: {e}")
-        result.write(json.dumps({"type": "site", "key": site.key, "reproduced": r.reproduced,
-                                 "result": r.result, "detail": r.detail}) + "\n")
+        result.write(
+            json.dumps(
+                {
+                    "type": "site",
+                    "key": site.key,
+                    "reproduced": r.reproduced,
+                    "result": r.result,
+                    "detail": r.detail,
+                }
+            )
+            + "\n"
+        )
         result.flush()
     result.write(json.dumps({"type": "done"}) + "\n")
     return 0

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
+
 from grist_lsp.model import Site, TensorValue, Witness, is_factory_key, to_json
 
 # Tensors with at most this many elements are written inline; larger ones go to the .pt file.
@@ -57,8 +58,9 @@ def reproducer_filename(site: Site) -> str:
     return f"test_grist_{stem}_{site.span.start_line}_{site.kind}.py"
 
 
-def render_reproducer(site: Site, witness: Witness, directory: str | None = None,
-                       filename: str | None = None) -> Reproducer:
+def render_reproducer(
+    site: Site, witness: Witness, directory: str | None = None, filename: str | None = None
+) -> Reproducer:
     """The reproducer for ``witness`` at ``site``.
 
     ``directory``: where the file will be written; paths to the program are then written
@@ -92,6 +94,7 @@ def write_reproducer(site: Site, witness: Witness, directory: str, filename: str
 
 # --- pieces shared by both shapes -------------------------------------------------------
 
+
 def _docstring(site: Site, witness: Witness, how: str) -> str:
     kind = KINDS.get(site.kind)
     title = kind.title if kind else site.kind
@@ -100,24 +103,33 @@ def _docstring(site: Site, witness: Witness, how: str) -> str:
     moved = ", ".join(f"{k} by {v:.3g}" for k, v in witness.weights_moved.items() if v)
     if witness.steps is not None:
         # A training run's state: the weights are where the program's own optimizer took them.
-        moved = (f"the weights as the program's own training left them after {witness.steps} steps"
-                 + (f" ({moved})" if moved else ""))
+        moved = f"the weights as the program's own training left them after {witness.steps} steps" + (
+            f" ({moved})" if moved else ""
+        )
     else:
         moved = "weights moved: " + moved if moved else ""
-    summary = (f"`{site.text.strip()}` ({op}) gives {witness.result} in the {witness.phase} pass when the "
-               f"program is entered as {witness.entry} with the inputs below (found by grist-lsp's search, "
-               f"seed {witness.seed}{'; ' + moved if moved else ''}). This test fails while "
-               f"the bug is there and passes once it is fixed; it errors (it can no longer judge) when the "
-               f"program raises, does not parse or no longer runs that line.")
-    lines = [f"Reproducer for {rule_code(site.kind)} ({title}) at {where}.", "",
-             *textwrap.wrap(summary, 96, break_long_words=False, break_on_hyphens=False), "",
-             *textwrap.wrap(how, 96, break_long_words=False, break_on_hyphens=False)]
+    summary = (
+        f"`{site.text.strip()}` ({op}) gives {witness.result} in the {witness.phase} pass when the "
+        f"program is entered as {witness.entry} with the inputs below (found by grist-lsp's search, "
+        f"seed {witness.seed}{'; ' + moved if moved else ''}). This test fails while "
+        f"the bug is there and passes once it is fixed; it errors (it can no longer judge) when the "
+        f"program raises, does not parse or no longer runs that line."
+    )
+    lines = [
+        f"Reproducer for {rule_code(site.kind)} ({title}) at {where}.",
+        "",
+        *textwrap.wrap(summary, 96, break_long_words=False, break_on_hyphens=False),
+        "",
+        *textwrap.wrap(how, 96, break_long_words=False, break_on_hyphens=False),
+    ]
     return _run_comment() + '"""' + "\n".join(lines).rstrip() + '\n"""\n'
 
 
 def _run_comment() -> str:
-    return ("# Run it: python -m pytest <this file>\n"
-            "# It needs pytest; if `python -m pytest` says \"No module named pytest\": pip install pytest\n")
+    return (
+        "# Run it: python -m pytest <this file>\n"
+        '# It needs pytest; if `python -m pytest` says "No module named pytest": pip install pytest\n'
+    )
 
 
 def _site_lines(site: Site) -> tuple[str, int, range]:
@@ -154,7 +166,7 @@ def _watched(site: Site, witness: Witness, program_files: list[str]) -> list[str
         f"    label={f'{site.op or site.kind} at {Path(site.file).name}:{site.span.start_line}'!r},",
         f"    backward={witness.phase == 'backward'},",
         f"    masked={bool(kind and kind.region.allows_neg_inf_operand)},",
-        f"    program_files=frozenset({{{others}}}),"if others else "    program_files=frozenset(),",
+        f"    program_files=frozenset({{{others}}})," if others else "    program_files=frozenset(),",
         ")",
     ]
 
@@ -166,9 +178,11 @@ def _runtime_source() -> str:
     source = inspect.getsource(reproducer_runtime)
     body = ast.parse(source).body
     start = body[1].lineno if isinstance(body[0], ast.Expr) else 1
-    code = "\n".join(source.splitlines()[start - 1:])
-    return ("# --- grist-lsp's reproducer runtime, carried inline so that this file needs only torch\n"
-            "# and pytest: run the program, watch the site, judge fail / pass / cannot judge ---\n\n" + code)
+    code = "\n".join(source.splitlines()[start - 1 :])
+    return (
+        "# --- grist-lsp's reproducer runtime, carried inline so that this file needs only torch\n"
+        "# and pytest: run the program, watch the site, judge fail / pass / cannot judge ---\n\n" + code
+    )
 
 
 _FIXTURE_AND_TEST = '''
@@ -239,8 +253,11 @@ def _function_start(site: Site) -> tuple[str, int] | None:
                 continue
             code_qual, plain_qual = code_prefix + node.name, plain_prefix + node.name
             is_function = not isinstance(node, ast.ClassDef)
-            if is_function and site.function in (code_qual, plain_qual) \
-                    and node.lineno <= site.span.start_line <= (node.end_lineno or node.lineno):
+            if (
+                is_function
+                and site.function in (code_qual, plain_qual)
+                and node.lineno <= site.span.start_line <= (node.end_lineno or node.lineno)
+            ):
                 return code_qual, min([node.lineno] + [d.lineno for d in node.decorator_list])
             found = walk(node.body, code_qual + (".<locals>." if is_function else "."), plain_qual + ".")
             if found:
@@ -251,6 +268,7 @@ def _function_start(site: Site) -> tuple[str, int] | None:
 
 
 # --- tensors as code ---------------------------------------------------------------------
+
 
 def _literal(value: Any) -> str:
     if isinstance(value, str) and value in ("nan", "inf", "-inf"):  # how witnesses carry non-finite floats
@@ -327,12 +345,16 @@ def load_program(path: Path):
 '''
 
 
-def _render_plain(site: Site, witness: Witness, filename: str, directory: str | None,
-                  payload_tensors: dict[str, Any]) -> Reproducer:
+def _render_plain(
+    site: Site, witness: Witness, filename: str, directory: str | None, payload_tensors: dict[str, Any]
+) -> Reproducer:
     kind, _, rest = witness.entry.partition(":")
     payload_name = Path(filename).with_suffix(".pt").name
-    needs_payload = [n for n, tv in witness.inputs.items() if not tv.dtype.startswith("python:")
-                     and (tv.values is None or _count(tv.values) > INLINE_ELEMENTS)]
+    needs_payload = [
+        n
+        for n, tv in witness.inputs.items()
+        if not tv.dtype.startswith("python:") and (tv.values is None or _count(tv.values) > INLINE_ELEMENTS)
+    ]
     payloads: dict[str, bytes] = {}
     if needs_payload:
         import io
@@ -347,7 +369,9 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
             else:
                 tv = witness.inputs[n]
                 values = _finite_floats(tv.values)
-                tensors[n] = torch.tensor(values, dtype=getattr(torch, tv.dtype.replace("torch.", ""))).reshape(tv.shape)
+                tensors[n] = torch.tensor(
+                    values, dtype=getattr(torch, tv.dtype.replace("torch.", ""))
+                ).reshape(tv.shape)
         torch.save(tensors, buf)
         payloads[payload_name] = buf.getvalue()
 
@@ -356,11 +380,16 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
         return _render_replay(site, witness, filename, directory)
 
     out: list[str] = []
-    how = ("It needs only torch and pytest: the op is watched with a TorchFunctionMode and"
-           " found by its function and its line within that function.")
+    how = (
+        "It needs only torch and pytest: the op is watched with a TorchFunctionMode and"
+        " found by its function and its line within that function."
+    )
     out.append(_docstring(site, witness, how))
-    out.append("import importlib\nimport inspect\n" + ("import random\n" if kind == "probe" else "")
-               + "import sys\nfrom pathlib import Path\n\nimport pytest\nimport torch\n")
+    out.append(
+        "import importlib\nimport inspect\n"
+        + ("import random\n" if kind == "probe" else "")
+        + "import sys\nfrom pathlib import Path\n\nimport pytest\nimport torch\n"
+    )
     out.append(_runtime_source())
     out.append("")
     out.append(f"PROGRAM = {_program_path_expr(site.file, directory)}")
@@ -390,7 +419,7 @@ def _render_plain(site: Site, witness: Witness, filename: str, directory: str | 
     out.append("}")
     out.append(_LOAD)
     if kind == "entry":
-        out.append('''
+        out.append("""
 def run_program():
     made = getattr(load_program(ENTRY_FILE), ENTRY)()
     fn, args = made[0], list(made[1]) if isinstance(made[1], (list, tuple)) else [made[1]]
@@ -402,9 +431,9 @@ def run_program():
         if name in INPUTS:
             kwargs[name] = fresh(INPUTS[name])
     return fn(*args, **kwargs)
-''')
+""")
     else:
-        out.append('''
+        out.append("""
 def run_program():
     torch.manual_seed(SEED)  # the search seeded torch, random and numpy before building the module
     random.seed(SEED)
@@ -419,12 +448,13 @@ def run_program():
         obj = obj(*CONSTRUCTOR_ARGS)
     names = parameter_names(obj, len(INPUTS))
     return obj(*[fresh(INPUTS[name]) for name in names if name in INPUTS])
-''')
+""")
     out.append(_FIXTURE_AND_TEST.format(name=_test_name(site)))
     return Reproducer(filename=filename, source="\n".join(out), payloads=payloads)
 
 
 # --- replay reproducer ---------------------------------------------------------------------
+
 
 def _render_replay(site: Site, witness: Witness, filename: str, directory: str | None) -> Reproducer:
     """A test that hands the witness to ``grist_lsp.dynamic.replay.replay`` under the watch.
@@ -448,9 +478,11 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
     s = to_json(site)
     recorded = os.path.abspath(site.file)
     s["file"] = None
-    how = ("It needs grist-lsp installed (`pip install grist-lsp`): entering the program this way"
-           " substitutes tensors by their creation site and moves weights, which only the engine's"
-           " replay does.")
+    how = (
+        "It needs grist-lsp installed (`pip install grist-lsp`): entering the program this way"
+        " substitutes tensors by their creation site and moves weights, which only the engine's"
+        " replay does."
+    )
     _, first, _ = _site_lines(site)
     try:
         site_line = Path(site.file).read_text(encoding="utf-8").splitlines()[site.span.start_line - 1]
@@ -481,9 +513,13 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
         f'WITNESS["entry"] = WITNESS["entry"].replace({recorded!r}, str(PROGRAM))',
     ]
     if entry_file and program_files:
-        lines.append(f'WITNESS["entry"] = WITNESS["entry"].replace({os.path.abspath(entry_file)!r}, str(ENTRY_FILE))')
+        lines.append(
+            f'WITNESS["entry"] = WITNESS["entry"].replace({os.path.abspath(entry_file)!r}, str(ENTRY_FILE))'
+        )
     for field_name, name, payload in relocated:
-        lines.append(f"WITNESS[{field_name!r}][{name!r}]['file'] = str(Path(__file__).with_name({payload!r}))")
+        lines.append(
+            f"WITNESS[{field_name!r}][{name!r}]['file'] = str(Path(__file__).with_name({payload!r}))"
+        )
     lines.extend(_watched(site, witness, program_files))
     lines += [
         "WATCH_SITE = False  # the engine's replay judges the op at the site",

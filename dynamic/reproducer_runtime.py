@@ -19,9 +19,10 @@ are installed; replay reproducers (which need grist-lsp anyway) import it.
 
 import ast
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
@@ -146,14 +147,19 @@ class Observer(TorchFunctionMode):
             self.judge_gradients(args[0])
         return out
 
-    def _judge_site(self, func: Any, name: str, args: tuple, kwargs: dict, operands: list[torch.Tensor],
-                    out: Any) -> None:
+    def _judge_site(
+        self, func: Any, name: str, args: tuple, kwargs: dict, operands: list[torch.Tensor], out: Any
+    ) -> None:
         self.obs.site_evaluated += 1
-        upstream = [a for a in operands if (torch.isnan(a).any() if self.site.masked else not torch.isfinite(a).all())]
+        upstream = [
+            a for a in operands if (torch.isnan(a).any() if self.site.masked else not torch.isfinite(a).all())
+        ]
         if upstream:
             if self.obs.upstream is None:
-                self.obs.upstream = (f"{self.site.label}: an operand was already non-finite when it reached the "
-                                     f"site ({_shown(upstream[0])}): the program still fails, earlier than the site")
+                self.obs.upstream = (
+                    f"{self.site.label}: an operand was already non-finite when it reached the "
+                    f"site ({_shown(upstream[0])}): the program still fails, earlier than the site"
+                )
             return
         if not self.site.backward:
             for t in _floating(_tensors(out)):
@@ -162,15 +168,19 @@ class Observer(TorchFunctionMode):
                     self.obs.note(self.obs.site_bad, f"{self.site.label}: {name} returned {_shown(t)}")
             return
         # backward witness: the op's own gradient (at this evaluation) must be finite
-        leaves = [a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                  for a in args]
+        leaves = [
+            a.detach().requires_grad_() if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args
+        ]
         with torch.enable_grad():
             local = func(*leaves, **kwargs)
             wrt = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
             if isinstance(local, torch.Tensor) and local.requires_grad and wrt:
                 for g in torch.autograd.grad(local.sum(), wrt, allow_unused=True):
                     if g is not None and not torch.isfinite(g).all():
-                        self.obs.note(self.obs.site_bad, f"{self.site.label}: the gradient of {name} is {_shown(g)}")
+                        self.obs.note(
+                            self.obs.site_bad, f"{self.site.label}: the gradient of {name} is {_shown(g)}"
+                        )
 
     def _judge_elsewhere(self, name: str, operands: list[torch.Tensor], out: Any, frame: Any) -> None:
         where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
@@ -192,8 +202,14 @@ class Observer(TorchFunctionMode):
                 continue
             seen.add(id(node))
             leaf = getattr(node, "variable", None)  # AccumulateGrad: a leaf the backward writes .grad of
-            if isinstance(leaf, torch.Tensor) and leaf.grad is not None and not torch.isfinite(leaf.grad).all():
-                self.obs.note(self.obs.program_bad, f"a gradient of shape {list(leaf.shape)} is {_shown(leaf.grad)}")
+            if (
+                isinstance(leaf, torch.Tensor)
+                and leaf.grad is not None
+                and not torch.isfinite(leaf.grad).all()
+            ):
+                self.obs.note(
+                    self.obs.program_bad, f"a gradient of shape {list(leaf.shape)} is {_shown(leaf.grad)}"
+                )
             todo.extend(n for n, _ in getattr(node, "next_functions", ()))
 
 

@@ -34,8 +34,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 SETTINGS = ("auto", "off")
 FORCE_ENV = "GRIST_SANDBOX"  # "audit" forces the fallback, "off" turns the sandbox off
@@ -57,7 +58,8 @@ class ProbeResult:
 def cache_folder() -> str:
     """grist-lsp's own cache (witness payloads live under it): a folder children really write."""
     return os.environ.get("GRIST_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "grist-lsp")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "grist-lsp"
+    )
 
 
 def find_bwrap() -> str | None:
@@ -78,11 +80,25 @@ def bwrap_argv(bwrap: str, views: Iterable[str], writable: Iterable[str], cwd: s
     parent signals for a stack dump on a timeout. ``--die-with-parent`` follows the *thread*
     that started bwrap: the engine waits for every child in the thread that started it.
     """
-    args = [bwrap, "--die-with-parent", "--unshare-user", "--unshare-net", "--unshare-ipc",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args = [
+        bwrap,
+        "--die-with-parent",
+        "--unshare-user",
+        "--unshare-net",
+        "--unshare-ipc",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
     # /tmp private but still readable: a copy-on-write view keeps virtualenvs, projects and
     # data under /tmp visible while nothing written there reaches the real one.
-    args += ["--overlay-src", "/tmp", "--tmp-overlay", "/tmp"] if os.path.isdir("/tmp") else ["--tmpfs", "/tmp"]
+    args += (
+        ["--overlay-src", "/tmp", "--tmp-overlay", "/tmp"] if os.path.isdir("/tmp") else ["--tmpfs", "/tmp"]
+    )
     for view in views:
         if view != "/tmp":
             args += ["--overlay-src", view, "--tmp-overlay", view]
@@ -124,8 +140,9 @@ class BwrapProbe:
             code = f"open({os.path.join(view, 'probe')!r}, 'w').write('x')"
             argv = bwrap_argv(bwrap, [view, *views], [], view) + [sys.executable, "-S", "-c", code]
             try:
-                proc = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_SECONDS,
-                                      stdin=subprocess.DEVNULL)
+                proc = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=PROBE_SECONDS, stdin=subprocess.DEVNULL
+                )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 return ProbeResult(None, f"bwrap could not start ({exc})")
             if proc.returncode != 0:
@@ -147,7 +164,7 @@ class Sandbox:
         """``("bwrap" | "audit" | "off", why not bwrap)`` for children with these views."""
         forced = os.environ.get(FORCE_ENV, "").strip().lower()
         if self.setting == "off" or forced == "off":
-            return "off", "turned off (sandbox = \"off\" or --no-sandbox)"
+            return "off", 'turned off (sandbox = "off" or --no-sandbox)'
         if forced == "audit":
             return "audit", f"{FORCE_ENV}=audit forces the fallback"
         found = self.probe.result(views)
@@ -160,8 +177,10 @@ class Sandbox:
             return None
         if mode == "off":
             return None  # asked for by name (sandbox = "off", --no-sandbox)
-        return (f"the OS sandbox (bubblewrap) is not available: {why}; the program under check runs under "
-                "an audit hook that refuses its writes, deletions, process starts and connects instead")
+        return (
+            f"the OS sandbox (bubblewrap) is not available: {why}; the program under check runs under "
+            "an audit hook that refuses its writes, deletions, process starts and connects instead"
+        )
 
     def confine(self, views: Iterable[str], writable: Iterable[str]) -> Confinement | None:
         """The confinement of one child: ``views`` are the folders the program may seem to write
@@ -209,9 +228,14 @@ class Confinement:
         else:
             scratch = tempfile.mkdtemp(prefix="grist-scratch-")
         # Caches torch and friends write on their own go to the scratch, where writing is allowed.
-        env.update({"TMPDIR": scratch, "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor"),
-                    "TRITON_CACHE_DIR": os.path.join(scratch, "triton"),
-                    "MPLCONFIGDIR": os.path.join(scratch, "matplotlib")})
+        env.update(
+            {
+                "TMPDIR": scratch,
+                "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor"),
+                "TRITON_CACHE_DIR": os.path.join(scratch, "triton"),
+                "MPLCONFIGDIR": os.path.join(scratch, "matplotlib"),
+            }
+        )
         env[CHILD_ENV] = json.dumps({**asdict(self), "scratch": scratch})
         return Launch(argv, env, scratch if self.mode != "bwrap" else "")
 
@@ -232,10 +256,26 @@ class Launch:
 # --- the child side ----------------------------------------------------------------
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-_DEVICES_OK = ("/dev/null", "/dev/zero", "/dev/tty", "/dev/stdout", "/dev/stderr", "/dev/shm/", "/dev/fd/",
-               "/proc/self/fd/")
-_CHANGES = {"os.remove": "remove", "os.rmdir": "remove", "shutil.rmtree": "remove", "os.rename": "rename",
-            "os.mkdir": "create the folder", "os.truncate": "truncate", "os.symlink": "link", "os.link": "link"}
+_DEVICES_OK = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/tty",
+    "/dev/stdout",
+    "/dev/stderr",
+    "/dev/shm/",
+    "/dev/fd/",
+    "/proc/self/fd/",
+)
+_CHANGES = {
+    "os.remove": "remove",
+    "os.rmdir": "remove",
+    "shutil.rmtree": "remove",
+    "os.rename": "rename",
+    "os.mkdir": "create the folder",
+    "os.truncate": "truncate",
+    "os.symlink": "link",
+    "os.link": "link",
+}
 _PROCESSES = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn"}
 _NETWORK = {"socket.connect", "socket.sendto", "socket.sendmsg"}
 _WATCHED = frozenset({"open", *_CHANGES, *_PROCESSES, *_NETWORK})
@@ -244,7 +284,9 @@ _WATCHED = frozenset({"open", *_CHANGES, *_PROCESSES, *_NETWORK})
 class Guard:
     """The audit hook of a confined child: refuses or records, and reports each action once."""
 
-    def __init__(self, confinement: Confinement, scratch: str, report: Callable[[dict[str, str]], None]) -> None:
+    def __init__(
+        self, confinement: Confinement, scratch: str, report: Callable[[dict[str, str]], None]
+    ) -> None:
         self.refuse_files = confinement.mode == "audit"
         self.refuse_processes = confinement.mode == "audit"
         self.allowed = [os.path.realpath(p) for p in (scratch, *confinement.writable) if p]
@@ -271,13 +313,22 @@ class Guard:
         try:
             if event == "open":
                 path, mode, flags = (tuple(args) + (None, None, None))[:3]
-                writing = (any(c in mode for c in "wax+") if isinstance(mode, str)
-                           else isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+                writing = (
+                    any(c in mode for c in "wax+")
+                    if isinstance(mode, str)
+                    else isinstance(flags, int) and bool(flags & _WRITE_FLAGS)
+                )
                 target = self._outside(path) if writing else None
                 return ("write", target, self.refuse_files) if target else None
             if event in _CHANGES:
                 # a rename is a change at both ends: out of the scratch into the project too
-                ends = args[:2] if event == "os.rename" else args[1:2] if event in ("os.symlink", "os.link") else args[:1]
+                ends = (
+                    args[:2]
+                    if event == "os.rename"
+                    else args[1:2]
+                    if event in ("os.symlink", "os.link")
+                    else args[:1]
+                )
                 target = next((t for t in map(self._outside, ends) if t), None)
                 return (_CHANGES[event], target, self.refuse_files) if target else None
             if event in _PROCESSES:
@@ -369,6 +420,7 @@ def _route_torch_save() -> None:
 
 
 # --- the parent side ---------------------------------------------------------------
+
 
 def blocked_note(results: Iterable[Any], limit: int = 6) -> str | None:
     """Words for what the program was refused, from children's ``blocked`` lists (or None).

@@ -33,12 +33,13 @@ import os
 import time
 import traceback
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
-
 from grist_lsp.analyzer.catalogue import KINDS
+
 from grist_lsp.model import FACTORY_KEY, Site
 
 from .entries import Program
@@ -117,8 +118,9 @@ class Runner:
     # precondition it states (``assert``, ``torch._assert``, a raising guard) is the search's wall.
     walls: dict[tuple[str, int], int] = field(default_factory=dict)
 
-    def evaluate(self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None,
-                 grad: bool = True) -> Evaluation:
+    def evaluate(
+        self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None, grad: bool = True
+    ) -> Evaluation:
         self.iterations += 1
         values = project(values, self.supports)
         leaves: dict[str, Any] = {}
@@ -130,7 +132,9 @@ class Runner:
         wleaves = {k: d.detach().clone().requires_grad_(grad) for k, d in (deltas or {}).items()}
         cfg = self.program.tracer_config(sites=self.sites, target=self.site, subs=leaves, weight_subs=wleaves)
         tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
-        params = {key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values}
+        params = {
+            key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values
+        }
         self.param_values.update(params)
         if outcome is None and error is not None:
             wall = _raised_at(error, self.program.user_files)
@@ -140,9 +144,15 @@ class Runner:
             for key, other in tracer.reached.items():
                 if other.found and key != self.site.key and key not in self.harvest:
                     used = {k: values[k] for k in dict.fromkeys(tracer.used_inputs) if k in values}
-                    self.harvest[key] = Found(other, used, {k: d.detach().clone() for k, d in (deltas or {}).items()},
-                                              dict(tracer.param_names), self.iterations,
-                                              time.monotonic() - self.started, "seen while searching another site")
+                    self.harvest[key] = Found(
+                        other,
+                        used,
+                        {k: d.detach().clone() for k, d in (deltas or {}).items()},
+                        dict(tracer.param_names),
+                        self.iterations,
+                        time.monotonic() - self.started,
+                        "seen while searching another site",
+                    )
         d = float("inf")
         grads: dict[str, torch.Tensor] = {}
         if outcome is not None and outcome.distance is not None:
@@ -155,11 +165,24 @@ class Runner:
             if grad and dist.requires_grad and wanted:
                 try:
                     gs = torch.autograd.grad(dist, [t for _, t in wanted], allow_unused=True)
-                    grads = {k: g for (k, _), g in zip(wanted, gs) if g is not None and bool(torch.isfinite(g).all())}
+                    grads = {
+                        k: g
+                        for (k, _), g in zip(wanted, gs)
+                        if g is not None and bool(torch.isfinite(g).all())
+                    }
                 except RuntimeError:
                     grads = {}
-        return Evaluation(outcome, error, d, grads, list(dict.fromkeys(tracer.used_inputs)), params,
-                          dict(tracer.param_names), values, set(tracer.weight_inputs))
+        return Evaluation(
+            outcome,
+            error,
+            d,
+            grads,
+            list(dict.fromkeys(tracer.used_inputs)),
+            params,
+            dict(tracer.param_names),
+            values,
+            set(tracer.weight_inputs),
+        )
 
 
 # Where an input may live. Values are moved back onto their support before every run, so
@@ -219,14 +242,24 @@ def _leading(examples: dict[str, Any]) -> int | None:
 
 def _leading_sizes(examples: dict[str, Any]) -> list[int]:
     """Distinct leading sizes above 1, the most common first."""
-    sizes = [v.shape[0] for v in examples.values() if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] > 1]
+    sizes = [
+        v.shape[0]
+        for v in examples.values()
+        if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] > 1
+    ]
     return sorted(set(sizes), key=lambda n: (-sizes.count(n), n))
 
 
-def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> Iterator[tuple[str, dict[str, Any]]]:
+def mutations(
+    examples: dict[str, Any], kind: str, bounds: dict[str, float]
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """Named variants of the example inputs that real data produce, most telling first for the kind."""
     floats = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and torch.is_floating_point(v)]
-    ints = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and v.dtype in (torch.int64, torch.int32)]
+    ints = [
+        k
+        for k, v in examples.items()
+        if isinstance(v, torch.Tensor) and v.dtype in (torch.int64, torch.int32)
+    ]
     bools = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and v.dtype == torch.bool]
     shape_kind = KINDS[kind].region.shape is not None
 
@@ -238,42 +271,88 @@ def mutations(examples: dict[str, Any], kind: str, bounds: dict[str, float]) -> 
         n = _leading(examples)
         for size in _leading_sizes(examples):
             # Every distinct batch size: the data set's rows and a sampled index vector differ.
-            yield ("batch of 1" if size == n else f"batch of 1 (inputs with {size} rows)"), {
-                k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == size else v)
-                for k, v in examples.items()}
+            yield (
+                ("batch of 1" if size == n else f"batch of 1 (inputs with {size} rows)"),
+                {
+                    k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == size else v)
+                    for k, v in examples.items()
+                },
+            )
         if any(examples[k].numel() > 1 for k in floats):
             # A reduction over the whole tensor (``adv.std()``) sees one element only when every
             # dimension has length one.
-            yield "a single element", {k: (v[(slice(0, 1),) * v.dim()].clone()
-                                           if isinstance(v, torch.Tensor) and v.dim() >= 1 else v)
-                                       for k, v in examples.items()}
+            yield (
+                "a single element",
+                {
+                    k: (
+                        v[(slice(0, 1),) * v.dim()].clone()
+                        if isinstance(v, torch.Tensor) and v.dim() >= 1
+                        else v
+                    )
+                    for k, v in examples.items()
+                },
+            )
         for k in floats:
             v = examples[k]
             for dim in range(1, v.dim()):
                 if v.shape[dim] > 1:
-                    yield f"{k} with dimension {dim} of length 1", {**examples, k: v.narrow(dim, 0, 1).clone()}
+                    yield (
+                        f"{k} with dimension {dim} of length 1",
+                        {**examples, k: v.narrow(dim, 0, 1).clone()},
+                    )
             if v.dim() >= 3 and any(x > 1 for x in v.shape[2:]):
                 # Feature maps pooled to 1x1, sequences of length one: every dimension past the channels.
                 spatial = v[(slice(None), slice(None)) + (slice(0, 1),) * (v.dim() - 2)].clone()
                 yield f"{k} with dimensions 2.. of length 1", {**examples, k: spatial}
                 if n is not None and n > 1 and v.shape[0] == n:
-                    yield f"batch of 1 and {k} with dimensions 2.. of length 1", {
-                        **{j: (w[:1] if isinstance(w, torch.Tensor) and w.dim() >= 1 and w.shape[0] == n else w)
-                           for j, w in examples.items()}, k: spatial[:1].clone()}
+                    yield (
+                        f"batch of 1 and {k} with dimensions 2.. of length 1",
+                        {
+                            **{
+                                j: (
+                                    w[:1]
+                                    if isinstance(w, torch.Tensor) and w.dim() >= 1 and w.shape[0] == n
+                                    else w
+                                )
+                                for j, w in examples.items()
+                            },
+                            k: spatial[:1].clone(),
+                        },
+                    )
 
     if shape_kind:
         yield from shape_moves()
     if floats:
         yield "all zeros", {**examples, **{k: torch.zeros_like(examples[k]) for k in floats}}
-        yield "identical rows", {**examples, **{k: examples[k][:1].expand_as(examples[k]).clone() if examples[k].dim() >= 1 else examples[k] for k in floats}}
+        yield (
+            "identical rows",
+            {
+                **examples,
+                **{
+                    k: examples[k][:1].expand_as(examples[k]).clone()
+                    if examples[k].dim() >= 1
+                    else examples[k]
+                    for k in floats
+                },
+            },
+        )
         for k in floats:
             if len(floats) > 1:
                 yield f"{k} all zeros", {**examples, k: torch.zeros_like(examples[k])}
         yield "all ones", {**examples, **{k: torch.ones_like(examples[k]) for k in floats}}
         yield "all -1", {**examples, **{k: -torch.ones_like(examples[k]) for k in floats}}
-        yield "largest values", {**examples, **{k: torch.full_like(examples[k], bounds.get(k, 1.0)) for k in floats}}
-        yield "most negative values", {**examples, **{k: torch.full_like(examples[k], -bounds.get(k, 1.0)) for k in floats}}
-        yield "one large value per row", {**examples, **{k: _one_hot_large(examples[k], bounds.get(k, 1.0)) for k in floats}}
+        yield (
+            "largest values",
+            {**examples, **{k: torch.full_like(examples[k], bounds.get(k, 1.0)) for k in floats}},
+        )
+        yield (
+            "most negative values",
+            {**examples, **{k: torch.full_like(examples[k], -bounds.get(k, 1.0)) for k in floats}},
+        )
+        yield (
+            "one large value per row",
+            {**examples, **{k: _one_hot_large(examples[k], bounds.get(k, 1.0)) for k in floats}},
+        )
     for k in ints:
         v = examples[k]
         top = int(v.max()) if v.numel() else 0
@@ -309,8 +388,14 @@ def _newton_applies(kind: str) -> bool:
     return r.zero or r.lo_inclusive or r.hi_inclusive or r.nonpositive_integers or r.backward_at is not None
 
 
-def search(program: Program, site: Site, sites: list[Site], examples: dict[str, Any],
-           settings: SearchSettings, deadline: float | None = None) -> SearchReport:
+def search(
+    program: Program,
+    site: Site,
+    sites: list[Site],
+    examples: dict[str, Any],
+    settings: SearchSettings,
+    deadline: float | None = None,
+) -> SearchReport:
     """Look for inputs (and parameter moves) that make ``site`` produce NaN/INF from finite operands."""
     t0 = time.monotonic()
     end = t0 + settings.budget if deadline is None else min(deadline, t0 + settings.budget)
@@ -319,11 +404,20 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     bounds = _bounds(examples, settings.bound_factor)
     best = float("inf")
 
-    def done(ev: Evaluation, values: dict[str, Any], deltas: dict[str, torch.Tensor], how: str) -> SearchReport:
+    def done(
+        ev: Evaluation, values: dict[str, Any], deltas: dict[str, torch.Tensor], how: str
+    ) -> SearchReport:
         values = {k: v for k, v in (ev.values or values).items() if k not in ev.weight_inputs}
         used = {k: values[k] for k in ev.used if k in values} or dict(values)
-        found = Found(ev.outcome, used, {k: d.detach().clone() for k, d in deltas.items()}, ev.param_names,
-                      runner.iterations, time.monotonic() - t0, how)
+        found = Found(
+            ev.outcome,
+            used,
+            {k: d.detach().clone() for k, d in deltas.items()},
+            ev.param_names,
+            runner.iterations,
+            time.monotonic() - t0,
+            how,
+        )
         return SearchReport(found, runner.iterations, time.monotonic() - t0, 0.0)
 
     ev = runner.evaluate(examples)
@@ -381,15 +475,22 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
     while time.monotonic() < end:
         if best < progress * (1 - 1e-6):
             stalled_at, progress = runner.iterations + STALL_AFTER, best
-        if (not weights_on and settings.move_weights and runner.param_values
-                and runner.iterations >= min(weights_at, stalled_at)):
+        if (
+            not weights_on
+            and settings.move_weights
+            and runner.param_values
+            and runner.iterations >= min(weights_at, stalled_at)
+        ):
             weights_on = True
-            deltas = {k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)}
+            deltas = {
+                k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)
+            }
             cur, cur_ev = dict(start), runner.evaluate(start, deltas)
             if cur_ev.found:
                 return done(cur_ev, cur, deltas, "gradient with weights")
-            for how, cand_d in _weight_mutations(deltas, runner.param_values, cur_ev.param_names,
-                                                 settings.weight_factor):
+            for how, cand_d in _weight_mutations(
+                deltas, runner.param_values, cur_ev.param_names, settings.weight_factor
+            ):
                 if time.monotonic() > end:
                     break
                 mev = runner.evaluate(cur, cand_d)
@@ -412,8 +513,9 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
             # A float32 operand stalls "one step short" of the region (log of 1.4e-45, a divisor of
             # 1e-12): the gradient underflows or each step overshoots the root. Try moves that land.
             tiny_at = cur_ev.d * 1e-3
-            for how, cand, cand_d in _landing_moves(cur, deltas, cur_ev, bounds, runner.param_values,
-                                                    settings.weight_factor):
+            for how, cand, cand_d in _landing_moves(
+                cur, deltas, cur_ev, bounds, runner.param_values, settings.weight_factor
+            ):
                 tev = runner.evaluate(cand, cand_d if weights_on else None)
                 if tev.found:
                     return done(tev, cand, cand_d if weights_on else {}, how)
@@ -423,7 +525,7 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
         if not cur_ev.grads and momentum and cur_ev.d != float("inf") and coast < 4:
             # The gradient underflowed on a plateau (softmax at 1e-45): keep going the last way.
             coast += 1
-            step = {k: m * (2.0 ** coast) for k, m in momentum.items()}
+            step = {k: m * (2.0**coast) for k, m in momentum.items()}
             cand = {k: (_clip(v + step[k], bounds[k]) if k in step else v) for k, v in cur.items()}
             mev = runner.evaluate(cand, deltas if weights_on else None)
             if mev.found:
@@ -435,8 +537,21 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
             momentum, coast = {}, 0
             restarts += 1
             scale = float(torch.rand((), generator=gen)) * 4 + 0.5
-            cur = {k: (_clip(v + torch.randn(v.shape, generator=gen, dtype=v.dtype) * scale * bounds[k] / settings.bound_factor, bounds[k])
-                       if k in bounds else v) for k, v in examples.items()}
+            cur = {
+                k: (
+                    _clip(
+                        v
+                        + torch.randn(v.shape, generator=gen, dtype=v.dtype)
+                        * scale
+                        * bounds[k]
+                        / settings.bound_factor,
+                        bounds[k],
+                    )
+                    if k in bounds
+                    else v
+                )
+                for k, v in examples.items()
+            }
             if weights_on:
                 deltas = {k: torch.zeros_like(d) for k, d in deltas.items()}
             cur_ev = runner.evaluate(cur, deltas if weights_on else None)
@@ -474,8 +589,14 @@ def search(program: Program, site: Site, sites: list[Site], examples: dict[str, 
         if newton_better and (not signed_better or nev.d <= sev.d):
             cur, cur_ev, deltas = ncand, nev, ncand_d if weights_on else deltas
         elif signed_better:
-            momentum = {k: cand[k] - cur[k] for k in bounds if k in cand and k in cur
-                        and isinstance(cand[k], torch.Tensor) and cand[k].shape == cur[k].shape}
+            momentum = {
+                k: cand[k] - cur[k]
+                for k in bounds
+                if k in cand
+                and k in cur
+                and isinstance(cand[k], torch.Tensor)
+                and cand[k].shape == cur[k].shape
+            }
             coast = 0
             cur, cur_ev, deltas = cand, sev, cand_d if weights_on else deltas
             a = min(a * 2.0, 1.0)
@@ -504,7 +625,9 @@ def _raised_at(error: BaseException, user_files: frozenset[str]) -> tuple[str, i
     ``torch._assert`` (AssertionError), or any exception the user's own code raised itself (its
     innermost frame is theirs); not an error torch raised from inside (a bad index, a shape)."""
     frames = traceback.extract_tb(error.__traceback__)
-    if not frames or not (isinstance(error, AssertionError) or os.path.abspath(frames[-1].filename) in user_files):
+    if not frames or not (
+        isinstance(error, AssertionError) or os.path.abspath(frames[-1].filename) in user_files
+    ):
         return None
     where = None
     for fs in frames:
@@ -516,9 +639,14 @@ def _raised_at(error: BaseException, user_files: frozenset[str]) -> tuple[str, i
 UNDERFLOW = 1e-46  # below float32's smallest subnormal (1.4e-45): what exp(-gap) must reach to be 0
 
 
-def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float],
-                   params: dict[str, torch.Tensor], wfactor: float
-                   ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+def _landing_moves(
+    cur: dict[str, Any],
+    deltas: dict[str, torch.Tensor],
+    ev: Evaluation,
+    bounds: dict[str, float],
+    params: dict[str, torch.Tensor],
+    wfactor: float,
+) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
     """Moves for an operand a hair's breadth from the region: (how, inputs, deltas).
 
     * all the elements moved by a Newton step on ``log(objective)`` aimed below the smallest
@@ -531,6 +659,7 @@ def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Eva
     * the inputs' spread around their row mean scaled up, which pushes a logit gap further
       where the gradient has underflowed to nothing.
     """
+
     def clipped(k: str, v: torch.Tensor) -> torch.Tensor:
         if k.startswith("w:"):
             return _clip_delta(v, params[k[2:]], wfactor)
@@ -555,8 +684,14 @@ def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Eva
         c[i] = x.to(v.dtype)
         return {k: clipped(k, c.reshape(v.shape))}
 
-    ranked = sorted(((float(g.abs().flatten()[i]), k, int(i)) for k, g in grads.items()
-                     for i in torch.topk(g.abs().flatten(), min(2, g.numel())).indices), reverse=True)[:3]
+    ranked = sorted(
+        (
+            (float(g.abs().flatten()[i]), k, int(i))
+            for k, g in grads.items()
+            for i in torch.topk(g.abs().flatten(), min(2, g.numel())).indices
+        ),
+        reverse=True,
+    )[:3]
     # One element moved alone lands only when it carries much of the gradient (log(x), a - b);
     # spread over many (pixels through a network), such moves cost runs for nothing.
     norm2 = sum(float((g.double() ** 2).sum()) for g in grads.values())
@@ -566,12 +701,25 @@ def _landing_moves(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Eva
         # First, because an operand that shrinks by a factor per unit of input (a softmax
         # probability, exp of a logit gap) is where most searches stall; a root that is
         # linear in one element is landed by the single-element moves below.
-        yield ("underflow: log-Newton step", *apply({k: clipped(k, (tensors[k].double() - reach * ev.d * g.double() / norm2)
-                                                                .to(tensors[k].dtype)) for k, g in grads.items()}))
+        yield (
+            "underflow: log-Newton step",
+            *apply(
+                {
+                    k: clipped(
+                        k, (tensors[k].double() - reach * ev.d * g.double() / norm2).to(tensors[k].dtype)
+                    )
+                    for k, g in grads.items()
+                }
+            ),
+        )
     for _, k, i in ranked:
         v, g = tensors[k], float(grads[k].flatten()[i])
         root = torch.tensor(float(v.flatten()[i]) - ev.d / g, dtype=torch.float64).to(v.dtype)
-        targets = [root, torch.nextafter(root, root.new_tensor(math.inf)), torch.nextafter(root, root.new_tensor(-math.inf))]
+        targets = [
+            root,
+            torch.nextafter(root, root.new_tensor(math.inf)),
+            torch.nextafter(root, root.new_tensor(-math.inf)),
+        ]
         if not k.startswith("w:"):
             targets.append(torch.zeros((), dtype=v.dtype))
         for t in targets:
@@ -599,8 +747,15 @@ def _clip_delta(d: torch.Tensor, p: torch.Tensor, factor: float) -> torch.Tensor
     return torch.maximum(torch.minimum(d, limit), -limit)
 
 
-def _signed(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float], a: float,
-            params: dict[str, torch.Tensor], wfactor: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def _signed(
+    cur: dict[str, Any],
+    deltas: dict[str, torch.Tensor],
+    ev: Evaluation,
+    bounds: dict[str, float],
+    a: float,
+    params: dict[str, torch.Tensor],
+    wfactor: float,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     out = dict(cur)
     for k, g in ev.grads.items():
         if k.startswith("w:"):
@@ -620,11 +775,16 @@ def _signed(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation
 WEIGHT_SCALE_FLOOR = 1e-2  # the step scale of a tensor of zeros (a bias at init)
 
 
-def _relative(deltas: dict[str, torch.Tensor], ev: Evaluation, a: float, params: dict[str, torch.Tensor],
-              wfactor: float) -> dict[str, torch.Tensor]:
+def _relative(
+    deltas: dict[str, torch.Tensor], ev: Evaluation, a: float, params: dict[str, torch.Tensor], wfactor: float
+) -> dict[str, torch.Tensor]:
     """Weight deltas moved along the gradient taken relative to each tensor's size: the weight
     whose relative change matters most moves by ``a`` times its tensor's largest magnitude."""
-    scale = {k: max(float(params[k].abs().max()), WEIGHT_SCALE_FLOOR) for k in deltas if k in params and params[k].numel()}
+    scale = {
+        k: max(float(params[k].abs().max()), WEIGHT_SCALE_FLOOR)
+        for k in deltas
+        if k in params and params[k].numel()
+    }
     rel = {k: ev.grads["w:" + k].double() * s for k, s in scale.items() if "w:" + k in ev.grads}
     top = max((float(r.abs().max()) for r in rel.values() if r.numel()), default=0.0)
     nd = dict(deltas)
@@ -636,8 +796,9 @@ def _relative(deltas: dict[str, torch.Tensor], ev: Evaluation, a: float, params:
     return nd
 
 
-def _weight_mutations(deltas: dict[str, torch.Tensor], params: dict[str, torch.Tensor], names: dict[str, str],
-                      wfactor: float) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
+def _weight_mutations(
+    deltas: dict[str, torch.Tensor], params: dict[str, torch.Tensor], names: dict[str, str], wfactor: float
+) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
     """Single-number parameters (a learned temperature, scale or log-variance) moved to the
     values training can carry them to: across zero, to zero, a hair either side of it."""
     for k, d in deltas.items():
@@ -646,15 +807,25 @@ def _weight_mutations(deltas: dict[str, torch.Tensor], params: dict[str, torch.T
             continue
         v = float(p)
         name = names.get(k, k)
-        for how, target in ((f"{name} negated", -v), (f"{name} at 0", 0.0),
-                            (f"{name} just above 0", abs(v) * 1e-3), (f"{name} just below 0", -abs(v) * 1e-3)):
+        for how, target in (
+            (f"{name} negated", -v),
+            (f"{name} at 0", 0.0),
+            (f"{name} just above 0", abs(v) * 1e-3),
+            (f"{name} just below 0", -abs(v) * 1e-3),
+        ):
             if target == v:
                 continue
             yield how, {**deltas, k: _clip_delta(torch.full_like(d, target - v), p, wfactor)}
 
 
-def _newton(cur: dict[str, Any], deltas: dict[str, torch.Tensor], ev: Evaluation, bounds: dict[str, float],
-            params: dict[str, torch.Tensor], wfactor: float) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+def _newton(
+    cur: dict[str, Any],
+    deltas: dict[str, torch.Tensor],
+    ev: Evaluation,
+    bounds: dict[str, float],
+    params: dict[str, torch.Tensor],
+    wfactor: float,
+) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     norm2 = sum(float((g.double() ** 2).sum()) for g in ev.grads.values())
     if norm2 == 0.0:
         return dict(cur), dict(deltas)

@@ -23,31 +23,44 @@ import contextlib
 import math
 import os
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
+from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from torch.overrides import TorchFunctionMode, resolve_name
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from grist_lsp.model import Site
 
 # Factories whose results, when called directly from user code, are program inputs.
-RANDOM_FACTORIES = frozenset({
-    "torch.randn", "torch.rand", "torch.randn_like", "torch.rand_like", "torch.normal",
-    "torch.randint", "torch.randint_like", "torch.Tensor.normal_", "torch.Tensor.uniform_",
-    # Samplers: what they draw is data, whatever the rates they were given.
-    "torch.poisson", "torch.bernoulli", "torch.multinomial",
-})
+RANDOM_FACTORIES = frozenset(
+    {
+        "torch.randn",
+        "torch.rand",
+        "torch.randn_like",
+        "torch.rand_like",
+        "torch.normal",
+        "torch.randint",
+        "torch.randint_like",
+        "torch.Tensor.normal_",
+        "torch.Tensor.uniform_",
+        # Samplers: what they draw is data, whatever the rates they were given.
+        "torch.poisson",
+        "torch.bernoulli",
+        "torch.multinomial",
+    }
+)
 # Data constructors: inputs only when they hold more than one element, so that
 # literal constants such as ``torch.tensor(1e-8)`` stay what the programmer wrote.
 DATA_FACTORIES = frozenset({"torch.tensor", "torch.as_tensor", "torch.from_numpy", "torch.Tensor.new_tensor"})
 # Constant fills: inputs only when a test or an entry file makes them (``model({"weight":
 # torch.ones(5)})`` stands for data there); in the checked file itself they are the
 # programmer's constants (``torch.full_like(p, 1e-8)``, a buffer of ones) and never move.
-CONSTANT_FACTORIES = frozenset({"torch.ones", "torch.zeros", "torch.full", "torch.ones_like", "torch.zeros_like",
-                                "torch.full_like"})
+CONSTANT_FACTORIES = frozenset(
+    {"torch.ones", "torch.zeros", "torch.full", "torch.ones_like", "torch.zeros_like", "torch.full_like"}
+)
 # Calls that make a tensor trainable (see ``Tracer._make_trainable``).
 _MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requires_grad.__set__"})
 # In-place factories cannot be swapped for another tensor: the caller keeps the old one.
@@ -58,7 +71,11 @@ BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 _TORCH_DIR = os.path.normcase(os.path.dirname(torch.__file__))
 _OWN_DIR = os.path.normcase(os.path.dirname(__file__))
 # Frames between a torch call and its Python caller that are not the caller.
-_DISPATCH_FILES = (os.path.join(_TORCH_DIR, "overrides.py"), os.path.join(_TORCH_DIR, "utils", "_device.py"), _OWN_DIR)
+_DISPATCH_FILES = (
+    os.path.join(_TORCH_DIR, "overrides.py"),
+    os.path.join(_TORCH_DIR, "utils", "_device.py"),
+    _OWN_DIR,
+)
 
 
 class TargetReached(BaseException):
@@ -67,7 +84,7 @@ class TargetReached(BaseException):
     A BaseException so that the user's own ``except Exception`` does not swallow it.
     """
 
-    def __init__(self, outcome: "SiteOutcome") -> None:
+    def __init__(self, outcome: SiteOutcome) -> None:
         super().__init__("target site reached")
         self.outcome = outcome
 
@@ -119,7 +136,9 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
     return []
 
 
-def get_argument(op: Op, args: tuple, kwargs: dict, index: int | None, keyword: str | None) -> tuple[Any, str | None, int | None]:
+def get_argument(
+    op: Op, args: tuple, kwargs: dict, index: int | None, keyword: str | None
+) -> tuple[Any, str | None, int | None]:
     """The argument at ``index`` / ``keyword`` and where it was: (value, keyword, position)."""
     if keyword and keyword in kwargs:
         return kwargs[keyword], keyword, None
@@ -155,7 +174,12 @@ class SourcePositions:
         lines = self._lines.get(code.co_filename)
         if col is None or end_col is None or lines is None:
             return (line, 0, end_line or line, 1 << 30)
-        return (line, self._cp(lines, line, col), end_line or line, self._cp(lines, end_line or line, end_col))
+        return (
+            line,
+            self._cp(lines, line, col),
+            end_line or line,
+            self._cp(lines, end_line or line, end_col),
+        )
 
     @staticmethod
     def _cp(lines: list[str], line: int, byte_col: int) -> int:
@@ -186,7 +210,9 @@ class TracerConfig:
     # Recording runs of a training loop: the sites its first steps do not reach, later steps do not
     # either (as a rule), and a ``while True`` loop would otherwise run to the timeout.
     stop_after_steps: int | None = None
-    produced: WeakTensorKeyDictionary | None = None  # tensors made under the mode; shared by one program's runs
+    produced: WeakTensorKeyDictionary | None = (
+        None  # tensors made under the mode; shared by one program's runs
+    )
 
 
 class Tracer(TorchFunctionMode):
@@ -212,7 +238,9 @@ class Tracer(TorchFunctionMode):
         # Input keys whose values only initialise weights (``(0.1 * torch.randn(3, 2)).requires_grad_()``):
         # the search keeps them at their recorded values and moves the weight instead.
         self.weight_inputs: set[str] = set()
-        self._search_leaves = {id(v): k for k, v in cfg.subs.items() if isinstance(v, torch.Tensor) and v.requires_grad}
+        self._search_leaves = {
+            id(v): k for k, v in cfg.subs.items() if isinstance(v, torch.Tensor) and v.requires_grad
+        }
         self._by_kind: dict[str, list[Site]] = {}
         for s in cfg.sites:
             self._by_kind.setdefault(s.kind, []).append(s)
@@ -296,7 +324,10 @@ class Tracer(TorchFunctionMode):
             return self._parameter(a) if self._moves_ok else a
         if a in self.produced:
             return a
-        if not (torch.is_floating_point(a) or a.dtype in (torch.int64, torch.int32, torch.bool)) or a.numel() <= 1:
+        if (
+            not (torch.is_floating_point(a) or a.dtype in (torch.int64, torch.int32, torch.bool))
+            or a.numel() <= 1
+        ):
             return a
         frame = self._frame_in(self.cfg.user_files)
         if frame is None:
@@ -429,7 +460,9 @@ class Tracer(TorchFunctionMode):
             return out
         # In-place ops and no-grad code (parameter init, optimizer steps) must act on the real
         # parameters: a substituted copy would swallow their writes.
-        self._moves_ok = torch.is_grad_enabled() and not name.endswith("_") and not name.startswith("torch.nn.init")
+        self._moves_ok = (
+            torch.is_grad_enabled() and not name.endswith("_") and not name.startswith("torch.nn.init")
+        )
         args, kwargs = self._substitute_args(args, kwargs)
         if name in _MAKE_TRAINABLE:
             args = self._make_trainable(args, kwargs)
@@ -473,10 +506,16 @@ class Tracer(TorchFunctionMode):
         best: Site | None = None
         for s in self._by_kind.get(op.kind, ()):
             sp = s.span
-            inside = (sp.start_line, sp.start_col) <= (pos[0], pos[1]) and (pos[2], pos[3]) <= (sp.end_line, sp.end_col)
+            inside = (sp.start_line, sp.start_col) <= (pos[0], pos[1]) and (pos[2], pos[3]) <= (
+                sp.end_line,
+                sp.end_col,
+            )
             if inside:
                 if best is None or (sp.end_line, sp.end_col, -sp.start_line, -sp.start_col) < (
-                    best.span.end_line, best.span.end_col, -best.span.start_line, -best.span.start_col
+                    best.span.end_line,
+                    best.span.end_col,
+                    -best.span.start_line,
+                    -best.span.start_col,
                 ):
                     best = s
         if best is None and self.cfg.loose_match:
@@ -491,8 +530,16 @@ class Tracer(TorchFunctionMode):
         pos = self.positions.position(frame) if frame is not None else None
         return self._match(op, pos), pos
 
-    def _evaluate(self, site: Site, func: Any, op: Op, args: tuple, kwargs: dict,
-                  pos: tuple[int, int, int, int] | None, with_distance: bool) -> tuple[Any, SiteOutcome]:
+    def _evaluate(
+        self,
+        site: Site,
+        func: Any,
+        op: Op,
+        args: tuple,
+        kwargs: dict,
+        pos: tuple[int, int, int, int] | None,
+        with_distance: bool,
+    ) -> tuple[Any, SiteOutcome]:
         """Call the op and judge this evaluation of ``site``; the objective is attached when asked."""
         # Everything about the operands is taken before the call: in-place forms (log_, /=)
         # overwrite them with the result.
@@ -502,7 +549,8 @@ class Tracer(TorchFunctionMode):
         # Masked scores hold -inf on purpose: for such a kind only NaN and +inf operands come from upstream.
         accepted = ("finite", "-inf") if region.allows_neg_inf_operand else ("finite",)
         upstream = any(classify(t) not in accepted for t in inputs) or (
-            isinstance(operand, float) and not math.isfinite(operand))
+            isinstance(operand, float) and not math.isfinite(operand)
+        )
         is_tensor = isinstance(operand, torch.Tensor)
         snap = operand.detach().clone() if is_tensor else None
         dist = None
@@ -530,8 +578,19 @@ class Tracer(TorchFunctionMode):
             raise AllSitesReached()
         return out
 
-    def _judge(self, site: Site, func: Any, args: tuple, kwargs: dict, out: Any, snap: torch.Tensor | None,
-               kw: str | None, idx: int | None, upstream: bool, dist: torch.Tensor | None) -> SiteOutcome:
+    def _judge(
+        self,
+        site: Site,
+        func: Any,
+        args: tuple,
+        kwargs: dict,
+        out: Any,
+        snap: torch.Tensor | None,
+        kw: str | None,
+        idx: int | None,
+        upstream: bool,
+        dist: torch.Tensor | None,
+    ) -> SiteOutcome:
         """The oracle: found only when every operand was finite and the output (or local gradient) is not."""
         if upstream:
             return SiteOutcome(site, False, "upstream", operand=snap)
@@ -545,9 +604,15 @@ class Tracer(TorchFunctionMode):
             # log_softmax of a partly masked row is -inf where masked: the intended output.
             result = "finite"
         if result != "finite":
-            return SiteOutcome(site, True, result, operand=snap, bad_value=_bad_value(snap, _tensors_in(out)[0]))
-        if self.cfg.local_backward and region.backward_at is not None and snap is not None \
-                and torch.is_floating_point(snap):
+            return SiteOutcome(
+                site, True, result, operand=snap, bad_value=_bad_value(snap, _tensors_in(out)[0])
+            )
+        if (
+            self.cfg.local_backward
+            and region.backward_at is not None
+            and snap is not None
+            and torch.is_floating_point(snap)
+        ):
             back = _local_backward(func, args, kwargs, kw, idx, snap)
             if back is not None:
                 return SiteOutcome(site, True, back[0], phase="backward", operand=snap, bad_value=back[1])
@@ -570,8 +635,9 @@ def _bad_value(operand: torch.Tensor | None, out: torch.Tensor) -> float | None:
         return None
 
 
-def _local_backward(func: Any, args: tuple, kwargs: dict, kw: str | None, idx: int | None,
-                    before: torch.Tensor) -> tuple[str, float] | None:
+def _local_backward(
+    func: Any, args: tuple, kwargs: dict, kw: str | None, idx: int | None, before: torch.Tensor
+) -> tuple[str, float] | None:
     """The gradient of this one op w.r.t. its operand (its value ``before`` the call), when that alone is non-finite."""
     if kw is None and idx is None:
         return None

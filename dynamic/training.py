@@ -27,12 +27,13 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import torch
-
 from grist_lsp.analyzer.catalogue import Op
+
 from grist_lsp.model import Site
 
 from .tracing import BACKWARD, RunStopped, SiteOutcome, TargetReached, Tracer, TracerConfig, trace_call
@@ -137,9 +138,14 @@ class TrainingTracer(Tracer):
 
     def _free_leaves(self) -> dict[str, torch.Tensor]:
         """Tensors the program made trainable that no optimizer updates: data (free logits), moved as inputs."""
-        return {key: p for p, key in self._params.values()
-                if id(p) not in self.optimised and not isinstance(p, torch.nn.Parameter)
-                and torch.is_floating_point(p) and p.is_leaf}
+        return {
+            key: p
+            for p, key in self._params.values()
+            if id(p) not in self.optimised
+            and not isinstance(p, torch.nn.Parameter)
+            and torch.is_floating_point(p)
+            and p.is_leaf
+        }
 
     @contextlib.contextmanager
     def optimizers_noted(self) -> Iterator[None]:
@@ -181,8 +187,10 @@ class TrainingTracer(Tracer):
             self.stop_note = f"line {site.span.start_line} ({site.op}) failed first, as found before"
             raise TrainingStopped()
         if outcome.result == "upstream":
-            self.stop_note = (f"a non-finite value reached line {site.span.start_line} ({site.op}) from an "
-                              "operation that is no candidate site")
+            self.stop_note = (
+                f"a non-finite value reached line {site.span.start_line} ({site.op}) from an "
+                "operation that is no candidate site"
+            )
             raise TrainingStopped()
         if steer and outcome.distance is not None:
             self._note_distance(site.key, outcome.distance)
@@ -208,7 +216,9 @@ class TrainingTracer(Tracer):
             return
         keys = list(movable)
         try:
-            grads = torch.autograd.grad(distance, [movable[k] for k in keys], retain_graph=True, allow_unused=True)
+            grads = torch.autograd.grad(
+                distance, [movable[k] for k in keys], retain_graph=True, allow_unused=True
+            )
         except RuntimeError:
             return
         for k, g in zip(keys, grads):
@@ -219,8 +229,12 @@ class TrainingTracer(Tracer):
                 m.pending = torch.sign(g)
             else:
                 leaf = movable[k]
-                self.inputs[k] = Movable(leaf, leaf, self.settings.bound_factor
-                                         * max(1.0, float(self.initial.get(k, leaf).abs().max())), torch.sign(g))
+                self.inputs[k] = Movable(
+                    leaf,
+                    leaf,
+                    self.settings.bound_factor * max(1.0, float(self.initial.get(k, leaf).abs().max())),
+                    torch.sign(g),
+                )
 
     def _after_backward(self) -> None:
         """An iteration ended (the base mode counted it): the inputs take their step, the next target is chosen."""
@@ -269,11 +283,14 @@ class TrainingTracer(Tracer):
                 d = p.detach() - self.initial[key]
                 if bool(d.ne(0).any()):
                     deltas[key] = d.clone()
-        return TrainingFound(outcome, inputs, deltas, dict(self.param_names), self.steps,
-                             time.monotonic() - self.t0)
+        return TrainingFound(
+            outcome, inputs, deltas, dict(self.param_names), self.steps, time.monotonic() - self.t0
+        )
 
 
-def train_search(program: Any, sites: list[Site], targets: set[str], settings: TrainingSettings) -> TrainingReport:
+def train_search(
+    program: Any, sites: list[Site], targets: set[str], settings: TrainingSettings
+) -> TrainingReport:
     """One run of ``program`` in GRIST's training mode (see the module docstring)."""
     from .entries import seed_everything, split_arguments
 
@@ -295,6 +312,9 @@ def train_search(program: Any, sites: list[Site], targets: set[str], settings: T
     seconds = time.monotonic() - t0
     if tracer.found is not None:
         return TrainingReport(tracer.found, tracer.steps, seconds, "training run", None, set(tracer.reached))
-    note = tracer.stop_note or (f"the program ended after {tracer.steps} training steps" if error is None
-                                else f"the program raised {type(error).__name__} after {tracer.steps} training steps")
+    note = tracer.stop_note or (
+        f"the program ended after {tracer.steps} training steps"
+        if error is None
+        else f"the program raised {type(error).__name__} after {tracer.steps} training steps"
+    )
     return TrainingReport(None, tracer.steps, seconds, note, error, set(tracer.reached))

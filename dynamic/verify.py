@@ -32,8 +32,21 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from grist_lsp.edits import EditError, apply_edits, line_starts as _line_starts, offset as _offset
-from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict, Witness, site_from_json, to_json, witness_from_json
+from grist_lsp.edits import EditError, apply_edits
+from grist_lsp.edits import line_starts as _line_starts
+from grist_lsp.edits import offset as _offset
+from grist_lsp.model import (
+    Fix,
+    Site,
+    Span,
+    Status,
+    TextEdit,
+    Verdict,
+    Witness,
+    site_from_json,
+    to_json,
+    witness_from_json,
+)
 
 # Output comparison: relative and absolute tolerance. Clamps at 1e-8 and the like move values
 # that were already far from the invalid region by far less than this.
@@ -73,6 +86,7 @@ def _span_of(text: str, lo: int, hi: int) -> Span:
 
     def pos(offset: int) -> tuple[int, int]:
         import bisect
+
         line = bisect.bisect_right(starts, offset)
         return line, offset - starts[line - 1]
 
@@ -81,6 +95,7 @@ def _span_of(text: str, lo: int, hi: int) -> Span:
 
 
 # --- fix_verdicts ---------------------------------------------------------------------
+
 
 @dataclass
 class _Check:
@@ -97,47 +112,63 @@ class _Check:
 
     @property
     def verified(self) -> bool:
-        bug_gone = (self.static_at_site in ("gone", "safe") or self.engine_at_site == "not confirmed") \
-            and self.engine_at_site != "confirmed again"
-        return (self.parses and bug_gone and not self.new_confirmed and not self.moved_downstream
-                and self.replay == "not reproduced"
-                and not self.output.startswith(("differs", "error")))
+        bug_gone = (
+            self.static_at_site in ("gone", "safe") or self.engine_at_site == "not confirmed"
+        ) and self.engine_at_site != "confirmed again"
+        return (
+            self.parses
+            and bug_gone
+            and not self.new_confirmed
+            and not self.moved_downstream
+            and self.replay == "not reproduced"
+            and not self.output.startswith(("differs", "error"))
+        )
 
     def note(self, no_witness: bool = False) -> str:
         if not self.parses:
             return "not verified: the rewritten file does not parse"
         parts = []
-        parts.append({
-            "gone": "static pass: no such op at the site any more",
-            "safe": "static pass: the site is now proved safe",
-            "possible": "static pass: the site is still a candidate",
-        }.get(self.static_at_site, f"static pass: {self.static_at_site}"))
+        parts.append(
+            {
+                "gone": "static pass: no such op at the site any more",
+                "safe": "static pass: the site is now proved safe",
+                "possible": "static pass: the site is still a candidate",
+            }.get(self.static_at_site, f"static pass: {self.static_at_site}")
+        )
         if self.engine_at_site != "not run":
             parts.append(f"engine (fresh search, same seed): the site is {self.engine_at_site}")
         if self.new_confirmed:
             parts.append("engine confirmed new bugs at " + ", ".join(self.new_confirmed))
         if self.moved_downstream:
-            parts.append("the failure moves downstream to " + ", ".join(self.moved_downstream)
-                         + " (on those inputs the original already failed earlier)")
+            parts.append(
+                "the failure moves downstream to "
+                + ", ".join(self.moved_downstream)
+                + " (on those inputs the original already failed earlier)"
+            )
         if not self.new_confirmed and not self.moved_downstream and self.engine_at_site != "not run":
             parts.append("no new confirmed site")
         if self.preexisting:
-            parts.append("also confirmed, but failing the same way before the fix: " + ", ".join(self.preexisting))
+            parts.append(
+                "also confirmed, but failing the same way before the fix: " + ", ".join(self.preexisting)
+            )
         if self.replay != "not run":
             parts.append(f"original witness replayed on the fixed code: {self.replay}")
-        parts.append({
-            "same": f"program output on its example inputs unchanged (rtol {RTOL:g}, atol {ATOL:g})",
-            "no values": "program runs on its example inputs (it returns and prints no values to compare)",
-            "same printed": f"numbers the program prints on its example inputs unchanged (rtol {RTOL:g})",
-            "not compared": "program output not compared",
-        }.get(self.output, f"program output on its example inputs: {self.output}"))
+        parts.append(
+            {
+                "same": f"program output on its example inputs unchanged (rtol {RTOL:g}, atol {ATOL:g})",
+                "no values": "program runs on its example inputs (it returns and prints no values to compare)",
+                "same printed": f"numbers the program prints on its example inputs unchanged (rtol {RTOL:g})",
+                "not compared": "program output not compared",
+            }.get(self.output, f"program output on its example inputs: {self.output}")
+        )
         if no_witness:
             return "not verified (no witness to re-run): " + "; ".join(parts[:1])
         return ("verified: " if self.verified else "not verified: ") + "; ".join(parts)
 
 
-def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any,
-                 shared: "SharedChild | None" = None) -> list[Verdict]:
+def fix_verdicts(
+    path: str, text: str, verdicts: list[Verdict], options: Any, shared: SharedChild | None = None
+) -> list[Verdict]:
     """``verdicts`` with ``fixes`` filled in for confirmed and possible sites.
 
     ``options`` is the engine's ``EngineOptions`` (budget, seed, timeout ... reused for the
@@ -164,14 +195,22 @@ def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any,
                 out.append(verdict)
             except Exception as exc:  # a rewrite bug must not lose the finding
                 proposals.append([])
-                out.append(dataclasses.replace(
-                    verdict, reason=f"{verdict.reason} (no fix proposed: {type(exc).__name__}: {exc})"))
+                out.append(
+                    dataclasses.replace(
+                        verdict, reason=f"{verdict.reason} (no fix proposed: {type(exc).__name__}: {exc})"
+                    )
+                )
         # Each check is subprocesses (engine workers, replay, program runs): threads overlap them,
         # as many at once as the engine may use workers.
         jobs = max(1, int(getattr(options, "jobs", 1) or 1))
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            futures = [[pool.submit(check_fix, path, text, verdict, fix, verdicts, options, originals, shared)
-                        for fix in fixes] for verdict, fixes in zip(out, proposals)]
+            futures = [
+                [
+                    pool.submit(check_fix, path, text, verdict, fix, verdicts, options, originals, shared)
+                    for fix in fixes
+                ]
+                for verdict, fixes in zip(out, proposals)
+            ]
             for i, pending in enumerate(futures):
                 if pending:
                     checked = [f.result() for f in pending]
@@ -184,8 +223,16 @@ def fix_verdicts(path: str, text: str, verdicts: list[Verdict], options: Any,
     return out
 
 
-def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any,
-              originals: "_Originals | None" = None, shared: SharedChild | None = None) -> Fix:
+def check_fix(
+    path: str,
+    text: str,
+    verdict: Verdict,
+    fix: Fix,
+    verdicts: list[Verdict],
+    options: Any,
+    originals: _Originals | None = None,
+    shared: SharedChild | None = None,
+) -> Fix:
     """``fix`` re-checked against ``verdict`` (see the module docstring for what "verified" means).
 
     ``originals`` caches the unfixed program's runs across the fixes of one file; ``shared`` is
@@ -194,15 +241,31 @@ def check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[V
     own = shared is None
     shared = shared if shared is not None else SharedChild(options, path)
     try:
-        return _check_fix(path, text, verdict, fix, verdicts, options,
-                          originals if originals is not None else _Originals(shared.writable), shared)
+        return _check_fix(
+            path,
+            text,
+            verdict,
+            fix,
+            verdicts,
+            options,
+            originals if originals is not None else _Originals(shared.writable),
+            shared,
+        )
     finally:
         if own:
             shared.close()
 
 
-def _check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[Verdict], options: Any,
-               originals: "_Originals", runs: SharedChild) -> Fix:
+def _check_fix(
+    path: str,
+    text: str,
+    verdict: Verdict,
+    fix: Fix,
+    verdicts: list[Verdict],
+    options: Any,
+    originals: _Originals,
+    runs: SharedChild,
+) -> Fix:
     check = _Check()
     try:
         fixed = apply_edits(text, fix.edits)
@@ -216,8 +279,9 @@ def _check_fix(path: str, text: str, verdict: Verdict, fix: Fix, verdicts: list[
     if verdict.status is Status.CONFIRMED and verdict.witness is not None:
         # three independent looks, in the engine's workers and the warm child: overlap them
         with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
-            searched = pool.submit(_engine_check, check, path, text, fixed, verdict, fix, verdicts, static, region,
-                                   options, runs)
+            searched = pool.submit(
+                _engine_check, check, path, text, fixed, verdict, fix, verdicts, static, region, options, runs
+            )
             replayed = pool.submit(_replay, path, fixed, verdict, region, runs)
             compared = pool.submit(_compare_outputs, path, text, fixed, verdict.witness, runs, originals)
             searched.result()
@@ -233,8 +297,11 @@ def edited_region(text: str, edits: list[TextEdit], site_span: Span) -> Span:
         moved = shift_span(site_span, edits, text)
         return moved if moved is not None else site_span
     others = [e for e in edits if e is not main]
-    start = shift_span(Span(main.span.start_line, main.span.start_col, main.span.start_line,
-                            main.span.start_col), others, text)
+    start = shift_span(
+        Span(main.span.start_line, main.span.start_col, main.span.start_line, main.span.start_col),
+        others,
+        text,
+    )
     assert start is not None
     lines = main.new_text.split("\n")
     end_line = start.start_line + len(lines) - 1
@@ -249,8 +316,10 @@ def _overlaps(a: Span, b: Span) -> bool:
 
 
 def _within(inner: Span, outer: Span) -> bool:
-    return (outer.start_line, outer.start_col) <= (inner.start_line, inner.start_col) and \
-        (inner.end_line, inner.end_col) <= (outer.end_line, outer.end_col)
+    return (outer.start_line, outer.start_col) <= (inner.start_line, inner.start_col) and (
+        inner.end_line,
+        inner.end_col,
+    ) <= (outer.end_line, outer.end_col)
 
 
 def _static(path: str, text: str) -> list[Verdict]:
@@ -269,9 +338,19 @@ def _static_at(static: list[Verdict], region: Span, kind: str) -> str:
     return "possible" if any(v.status is not Status.SAFE for v in here) else "safe"
 
 
-def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verdict, fix: Fix,
-                  verdicts: list[Verdict], static: list[Verdict], region: Span, options: Any,
-                  runs: SharedChild) -> None:
+def _engine_check(
+    check: _Check,
+    path: str,
+    text: str,
+    fixed: str,
+    verdict: Verdict,
+    fix: Fix,
+    verdicts: list[Verdict],
+    static: list[Verdict],
+    region: Span,
+    options: Any,
+    runs: SharedChild,
+) -> None:
     """Fresh engine search on the fixed text: the site, and any site not confirmed before."""
     from grist_lsp.dynamic.engine import confirm
 
@@ -279,7 +358,9 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
         check.engine_at_site = "error: the static pass failed on the fixed text"
         return
     opts = options
-    if dataclasses.is_dataclass(options) and any(f.name == "write_reproducers" for f in dataclasses.fields(options)):
+    if dataclasses.is_dataclass(options) and any(
+        f.name == "write_reproducers" for f in dataclasses.fields(options)
+    ):
         # The search that found the bug took the witness's seconds: a fresh search of the fixed
         # site gets several times that (at least a second), not a whole budget per fix.
         found_in = verdict.witness.seconds if verdict.witness is not None else options.budget
@@ -291,9 +372,18 @@ def _engine_check(check: _Check, path: str, text: str, fixed: str, verdict: Verd
     # with the same budget and seed already: searching them again costs budget and says little
     # about this fix, so they go to the engine as settled. What is searched is the fix's own site
     # (when the static pass cannot prove it now) and any site the fix's code added.
-    todo = [v if not (v.status is Status.POSSIBLE and (_settled(v.site, before, region, verdict.site.kind)
-                                                          or _settled(v.site, searched, region, verdict.site.kind)))
-            else dataclasses.replace(v, status=Status.SAFE, reason="settled before the fix") for v in static]
+    todo = [
+        v
+        if not (
+            v.status is Status.POSSIBLE
+            and (
+                _settled(v.site, before, region, verdict.site.kind)
+                or _settled(v.site, searched, region, verdict.site.kind)
+            )
+        )
+        else dataclasses.replace(v, status=Status.SAFE, reason="settled before the fix")
+        for v in static
+    ]
     try:
         result = confirm(path, fixed, todo, opts)
     except Exception as exc:  # the engine reports run errors as verdicts; anything else is ours to say
@@ -332,8 +422,15 @@ def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, 
     if original_span is None or found.witness is None:
         return "new"  # the site is part of the fix's own code
     site = dataclasses.replace(found.site, span=original_span)
-    res = runs.run({"task": "replay", "path": path, "text": text, "site": to_json(site),
-                    "witness": to_json(found.witness)})
+    res = runs.run(
+        {
+            "task": "replay",
+            "path": path,
+            "text": text,
+            "site": to_json(site),
+            "witness": to_json(found.witness),
+        }
+    )
     if res.get("reproduced"):
         return "same"
     return "upstream" if "upstream" in str(res.get("detail", "")) else "new"
@@ -342,9 +439,15 @@ def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, 
 def inverse_edits(text: str, edits: list[TextEdit]) -> list[TextEdit]:
     """Edits on ``apply_edits(text, edits)`` that give ``text`` back (to map positions back)."""
     starts = _line_starts(text)
-    ranges = sorted((_offset(starts, text, e.span.start_line, e.span.start_col),
-                     _offset(starts, text, e.span.end_line, e.span.end_col), i, e.new_text)
-                    for i, e in enumerate(edits))
+    ranges = sorted(
+        (
+            _offset(starts, text, e.span.start_line, e.span.start_col),
+            _offset(starts, text, e.span.end_line, e.span.end_col),
+            i,
+            e.new_text,
+        )
+        for i, e in enumerate(edits)
+    )
     fixed = apply_edits(text, edits)
     out, delta = [], 0
     for lo, hi, _, new_text in ranges:
@@ -359,8 +462,9 @@ def _key(site: Site) -> tuple[int, int, str]:
     return site.span.start_line, site.span.start_col, site.kind
 
 
-def _keys_before(text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict,
-                 status: Status) -> set[tuple[int, int | None, str]]:
+def _keys_before(
+    text: str, fix: Fix, verdicts: list[Verdict], verdict: Verdict, status: Status
+) -> set[tuple[int, int | None, str]]:
     """Keys, in the fixed text, of the other sites that had ``status`` before the fix. A site the
     fix's edits reach into (``exp(x) / y`` when ``exp`` is clamped) keeps its line when the edits
     add no line break: it is keyed by line and kind, its column left open (None)."""
@@ -387,6 +491,7 @@ def _settled(site: Site, keys: set[tuple[int, int | None, str]], region: Span, k
 
 # --- subprocess work: replay and output runs ------------------------------------------------
 
+
 class SharedChild:
     """One warm ``python -m grist_lsp.dynamic.verify`` child for all of a file's fix checks.
 
@@ -407,7 +512,9 @@ class SharedChild:
         # The child is started from a thread of its own that lives until ``close``: the sandbox
         # ties the child's life to the thread that started it (a parent-death signal), and the
         # callers' threads (a search's progress, a pool's) end before the child's work does.
-        self._owner = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="grist-verify-child")
+        self._owner = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="grist-verify-child"
+        )
 
     def _on_line(self, msg: dict[str, Any]) -> None:
         if msg.get("type") == "result":
@@ -419,7 +526,9 @@ class SharedChild:
         from grist_lsp.dynamic.engine import Subprocess, child_confinement
 
         confinement = child_confinement(self.options, self.path, (self.writable,))
-        child = Subprocess("grist_lsp.dynamic.verify", int(getattr(self.options, "memory_mb", 4096)), confinement)
+        child = Subprocess(
+            "grist_lsp.dynamic.verify", int(getattr(self.options, "memory_mb", 4096)), confinement
+        )
         child.start(self._on_line)
         return child
 
@@ -452,8 +561,11 @@ class SharedChild:
             with self._arrived:
                 while ident not in self._answers:
                     ready = child.ready[0] if child.ready else None
-                    if child.proc.poll() is not None or (ready is not None and time.monotonic() > ready + seconds) \
-                            or time.monotonic() > child.started + seconds + STARTUP_ALLOWANCE:
+                    if (
+                        child.proc.poll() is not None
+                        or (ready is not None and time.monotonic() > ready + seconds)
+                        or time.monotonic() > child.started + seconds + STARTUP_ALLOWANCE
+                    ):
                         break
                     self._arrived.wait(0.05)
                 answer = self._answers.pop(ident, None)
@@ -481,8 +593,15 @@ class SharedChild:
 
 def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: SharedChild) -> str:
     site = dataclasses.replace(verdict.site, span=region)
-    res = runs.run({"task": "replay", "path": path, "text": fixed, "site": to_json(site),
-                    "witness": to_json(verdict.witness)})
+    res = runs.run(
+        {
+            "task": "replay",
+            "path": path,
+            "text": fixed,
+            "site": to_json(site),
+            "witness": to_json(verdict.witness),
+        }
+    )
     if "error" in res:
         return f"error: {res['error']}"
     return "reproduced" if res["reproduced"] else "not reproduced"
@@ -501,23 +620,40 @@ class _Originals:
         with self.lock:  # one run per entry even when two fixes ask at once
             if key not in self.runs:
                 out_file = os.path.join(self.directory, f"original-{len(self.runs)}.pt")
-                res = runs.run({"task": "run", "path": path, "text": text, "entry": witness.entry,
-                                "seed": witness.seed, "out": out_file})
+                res = runs.run(
+                    {
+                        "task": "run",
+                        "path": path,
+                        "text": text,
+                        "entry": witness.entry,
+                        "seed": witness.seed,
+                        "out": out_file,
+                    }
+                )
                 self.runs[key] = (res, out_file)
             return self.runs[key]
 
 
-def _compare_outputs(path: str, text: str, fixed: str, witness: Witness, runs: SharedChild,
-                     originals: _Originals) -> str:
+def _compare_outputs(
+    path: str, text: str, fixed: str, witness: Witness, runs: SharedChild, originals: _Originals
+) -> str:
     """Run the program on its example inputs, original then fixed, and compare what it returns."""
     orig, orig_file = originals.get(path, text, witness, runs)
     # Beside the original's output: the one folder a shared child may write.
     with tempfile.TemporaryDirectory(prefix="fixed-", dir=os.path.dirname(orig_file)) as tmp:
         new_file = os.path.join(tmp, "fixed.pt")
         # The child compares the two runs' values itself: torch stays out of this process.
-        new = runs.run({"task": "run", "path": path, "text": fixed, "entry": witness.entry,
-                        "seed": witness.seed, "out": new_file,
-                        "compare_with": orig_file if "error" not in orig and orig.get("values") else None})
+        new = runs.run(
+            {
+                "task": "run",
+                "path": path,
+                "text": fixed,
+                "entry": witness.entry,
+                "seed": witness.seed,
+                "out": new_file,
+                "compare_with": orig_file if "error" not in orig and orig.get("values") else None,
+            }
+        )
         if "error" in orig:
             return "not compared"  # the original does not run on its own inputs: nothing to preserve
         if "error" in new:
@@ -634,7 +770,9 @@ def _loss_watch_class() -> type:
             self.steps = steps
             self.values: list[Any] = []
 
-        def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        def __torch_function__(
+            self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
+        ) -> Any:
             if resolve_name(func) in ("torch.Tensor.backward", "torch.autograd.backward") and args:
                 self.values.append(args[0].detach().clone())
             out = func(*args, **(kwargs or {}))
@@ -650,7 +788,6 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     """Run the witness's entry once on the program's own inputs (no substitution) and save what
     it returns as a flat list of tensors."""
     import torch
-
     from grist_lsp.dynamic import entries
 
     label, path, text, seed = task["entry"], task["path"], task["text"], int(task["seed"])
@@ -674,8 +811,11 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     loss_watch = _loss_watch_class()
     losses = loss_watch(TRAINING_STEPS_COMPARED) if program.trains else None
     try:
-        with torch.no_grad() if kind == "probe" else contextlib.nullcontext(), contextlib.redirect_stdout(printed), \
-                losses if losses is not None else contextlib.nullcontext():
+        with (
+            torch.no_grad() if kind == "probe" else contextlib.nullcontext(),
+            contextlib.redirect_stdout(printed),
+            losses if losses is not None else contextlib.nullcontext(),
+        ):
             value = call(*args, **kwargs)
     except loss_watch.Enough:
         pass

@@ -14,7 +14,8 @@ import hashlib
 import io
 import math
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -30,7 +31,9 @@ def payload_dir() -> str:
 
 
 def summary(t: torch.Tensor) -> dict[str, float]:
-    if t.numel() == 0 or not (torch.is_floating_point(t) or t.dtype in (torch.int64, torch.int32, torch.bool)):
+    if t.numel() == 0 or not (
+        torch.is_floating_point(t) or t.dtype in (torch.int64, torch.int32, torch.bool)
+    ):
         return {}
     f = t.detach().double()
     fin = f[torch.isfinite(f)]
@@ -75,7 +78,9 @@ def from_value(tv: TensorValue) -> Any:
         return {"int": int, "float": float, "bool": bool}[kind](tv.values)
     if tv.values is None:
         if not tv.file:
-            raise ValueError(f"witness value of shape {tv.shape} has neither inline values nor a payload file")
+            raise ValueError(
+                f"witness value of shape {tv.shape} has neither inline values nor a payload file"
+            )
         return torch.load(tv.file, weights_only=True)
     dtype = getattr(torch, tv.dtype)
     values = tv.values
@@ -129,7 +134,9 @@ def _fmt_list(x: Any) -> str:
     return str(x)
 
 
-def shrink(values: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool], max_tries: int = 24) -> dict[str, Any]:
+def shrink(
+    values: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool], max_tries: int = 24
+) -> dict[str, Any]:
     """Smaller, rounder inputs that still fail: one batch row, then coarser rounding."""
     tries = 0
     cur = dict(values)
@@ -139,8 +146,14 @@ def shrink(values: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool]
         for i in range(min(n, 8)):
             if tries >= max_tries // 2:
                 break
-            cand = {k: (v[i:i + 1].clone() if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n else v)
-                    for k, v in cur.items()}
+            cand = {
+                k: (
+                    v[i : i + 1].clone()
+                    if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n
+                    else v
+                )
+                for k, v in cur.items()
+            }
             tries += 1
             if still_fails(cand):
                 cur = cand
@@ -148,7 +161,10 @@ def shrink(values: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool]
     for digits in (0, 1, 2, 4):
         if tries >= max_tries:
             break
-        cand = {k: (_round(v, digits) if isinstance(v, torch.Tensor) and torch.is_floating_point(v) else v) for k, v in cur.items()}
+        cand = {
+            k: (_round(v, digits) if isinstance(v, torch.Tensor) and torch.is_floating_point(v) else v)
+            for k, v in cur.items()
+        }
         if all(torch.equal(cand[k], cur[k]) for k in cur if isinstance(cur[k], torch.Tensor)):
             break
         tries += 1

@@ -27,21 +27,21 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import torch
-
 from grist_lsp.analyzer.catalogue import KINDS
+
 from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json, to_json
 
 from . import entries as E
 from .lazy_dynamo import skip_dynamo_import
 from .search import Found, Runner, SearchSettings, search
-from .training import TrainingSettings, train_search
 from .tracing import SiteOutcome
+from .training import TrainingSettings, train_search
 from .witness import describe, shrink, to_value
-
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
 RECORD_STEPS = 20  # training steps a recording run watches for the sites a training loop reaches
@@ -71,7 +71,9 @@ def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None
     return loc
 
 
-def describe_failure(exc: BaseException, files: set[str], label: str, memory_mb: int | None) -> tuple[str, int]:
+def describe_failure(
+    exc: BaseException, files: set[str], label: str, memory_mb: int | None
+) -> tuple[str, int]:
     """Words for an exception in the user's program, and the target-file line to attach them to."""
     loc = user_location(exc, files)
     where = f" at {loc[0]}:{loc[1]}" if loc else ""
@@ -79,23 +81,34 @@ def describe_failure(exc: BaseException, files: set[str], label: str, memory_mb:
     text = str(exc).strip().splitlines()
     first = text[0] if text else ""
     if isinstance(exc, RunTimeout):
-        return (f"the program did not reach the checked operations in time ({label}); it was still running{where} "
-                "(a hang or a long loop?): give a lighter entry with --entry file.py:function or raise the timeout"), line
+        return (
+            f"the program did not reach the checked operations in time ({label}); it was still running{where} "
+            "(a hang or a long loop?): give a lighter entry with --entry file.py:function or raise the timeout"
+        ), line
     if isinstance(exc, MemoryError) or "can't allocate memory" in first or "not enough memory" in first:
         limit = f" (limit {memory_mb} MB)" if memory_mb else ""
         return f"the program ran out of memory{limit}{where} ({label}): reduce the sizes it allocates", line
     if isinstance(exc, SyntaxError):
         return f"the program does not compile: {exc.msg} at {exc.filename}:{exc.lineno}", exc.lineno or 1
     if isinstance(exc, ImportError):
-        return (f"the program cannot be imported: {type(exc).__name__}: {first}{where}: install the missing "
-                "module or give an entry with --entry file.py:function"), line
+        return (
+            f"the program cannot be imported: {type(exc).__name__}: {first}{where}: install the missing "
+            "module or give an entry with --entry file.py:function"
+        ), line
     if isinstance(exc, SystemExit):
-        return f"the program exited with status {exc.code}{where} ({label}) before reaching the checked operations", line
-    return (f"the program raised {type(exc).__name__}: {first}{where} ({label}) before reaching the checked "
-            "operations: fix the error or give an entry with --entry file.py:function"), line
+        return (
+            f"the program exited with status {exc.code}{where} ({label}) before reaching the checked operations",
+            line,
+        )
+    return (
+        f"the program raised {type(exc).__name__}: {first}{where} ({label}) before reaching the checked "
+        "operations: fix the error or give an entry with --entry file.py:function"
+    ), line
 
 
-def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int], None]) -> Iterator[E.Program | BaseException]:
+def candidates(
+    path: str, text: str, req: dict, emit_error: Callable[[str, int], None]
+) -> Iterator[E.Program | BaseException]:
     """Programs in the order the contract gives: explicit entries, tests, script, probes.
 
     Probing imports the module, which runs its top-level code: the caller times each step
@@ -112,8 +125,14 @@ def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int],
         except E.EntryError as e:
             emit_error(f"{path}: {e}", 1)
             continue
-        yield E.EntryProgram(label=f"entry:{file}:{func}", user_files=frozenset({target, file}), entry_file=file,
-                             function=func, text=text, **base)
+        yield E.EntryProgram(
+            label=f"entry:{file}:{func}",
+            user_files=frozenset({target, file}),
+            entry_file=file,
+            function=func,
+            text=text,
+            **base,
+        )
     via = req.get("via")
     if via:
         # The user checked ``via`` (a test file or a script) and it imports this module: enter
@@ -126,10 +145,17 @@ def candidates(path: str, text: str, req: dict, emit_error: Callable[[str, int],
     else:
         tests, scripts = E.test_entries(path, root), E.importer_scripts(path, root)
     for file, func in tests:
-        yield E.TestProgram(label=f"test:{file}::{func}", user_files=frozenset({target, file}), test_file=file,
-                            function=func, **base)
+        yield E.TestProgram(
+            label=f"test:{file}::{func}",
+            user_files=frozenset({target, file}),
+            test_file=file,
+            function=func,
+            **base,
+        )
     for file in scripts:
-        yield E.RunProgram(label=f"run:{file}", user_files=frozenset({target, file}), script_file=file, **base)
+        yield E.RunProgram(
+            label=f"run:{file}", user_files=frozenset({target, file}), script_file=file, **base
+        )
     if via:
         return
     if E.is_script(text):
@@ -221,8 +247,13 @@ class Worker:
                 if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
                     failures.append((prog.label, prog.user_files, e))
                 continue
-            cfg = prog.tracer_config(sites=self.sites, record=True, stop_when_all_reached=True, watch=frozenset(todo),
-                                     stop_after_steps=RECORD_STEPS if prog.trains else None)
+            cfg = prog.tracer_config(
+                sites=self.sites,
+                record=True,
+                stop_when_all_reached=True,
+                watch=frozenset(todo),
+                stop_after_steps=RECORD_STEPS if prog.trains else None,
+            )
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
             else:
@@ -240,7 +271,9 @@ class Worker:
                 failures.append((prog.label, prog.user_files, error))
         if todo and failures and report:
             label, files, exc = failures[0]
-            msg, line = describe_failure(exc, {os.path.abspath(f) for f in files}, label, self.req.get("memory_mb"))
+            msg, line = describe_failure(
+                exc, {os.path.abspath(f) for f in files}, label, self.req.get("memory_mb")
+            )
             loc = user_location(exc, {self.target})
             self.emit_error(f"{self.path}: {msg}", loc[1] if loc else line)
         return assigned
@@ -256,8 +289,15 @@ class Worker:
                 continue
             a = assigned.get(site.key)
             if a is None:
-                self.out({"type": "site", "key": site.key, "witness": None, "entry": None,
-                          "note": "not reached by any entry (explicit entries, tests, script, probes)"})
+                self.out(
+                    {
+                        "type": "site",
+                        "key": site.key,
+                        "witness": None,
+                        "entry": None,
+                        "note": "not reached by any entry (explicit entries, tests, script, probes)",
+                    }
+                )
                 continue
             # Most of the budget on the first entry that reaches the site; the rest on another
             # entry (a probe of the function itself reaches shapes the script never makes).
@@ -270,8 +310,13 @@ class Worker:
                     if key in reached and prog is not primary and key not in more:
                         more[key] = Assignment(prog, recorded, None)
             try:
-                more.update(self.assign(set(unfound) - set(more), report=False,
-                                        reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0))
+                more.update(
+                    self.assign(
+                        set(unfound) - set(more),
+                        report=False,
+                        reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0,
+                    )
+                )
             except RunTimeout:
                 pass
             for site in self.targets:
@@ -279,8 +324,14 @@ class Worker:
                     continue
                 a = more.get(site.key) or assigned[site.key]
                 seed = self.seed if site.key in more else self.seed + 1
-                self.search_one(site, a, self.budget * (1 - PRIMARY_SHARE), seed, final=True,
-                                tried=unfound[site.key].label)
+                self.search_one(
+                    site,
+                    a,
+                    self.budget * (1 - PRIMARY_SHARE),
+                    seed,
+                    final=True,
+                    tried=unfound[site.key].label,
+                )
         self.out({"type": "done"})
 
     def train(self, assigned: dict[str, Assignment]) -> set[str]:
@@ -301,20 +352,38 @@ class Worker:
             while todo and end - time.monotonic() > 0.2:
                 settings = TrainingSettings(seconds=end - time.monotonic())
                 try:
-                    report = self._timed(settings.seconds + self.record_timeout,
-                                         lambda: train_search(a.program, self.sites, todo, settings))
+                    report = self._timed(
+                        settings.seconds + self.record_timeout,
+                        lambda: train_search(a.program, self.sites, todo, settings),
+                    )
                 except RunTimeout:
                     break
                 if report.found is None:
                     break
                 t = report.found
                 site = by_key[t.outcome.site.key]
-                how = Found(t.outcome, t.inputs, t.deltas, t.param_names, t.steps, t.seconds,
-                            f"training run (GRIST), {t.steps} steps")
-                witness, text = self.make_witness(a, site, how, SearchSettings(budget=self.budget, seed=self.seed),
-                                                  steps=t.steps)
-                self.out({"type": "site", "key": site.key, "witness": to_json(witness), "entry": a.program.label,
-                          "note": how.how, "message": text})
+                how = Found(
+                    t.outcome,
+                    t.inputs,
+                    t.deltas,
+                    t.param_names,
+                    t.steps,
+                    t.seconds,
+                    f"training run (GRIST), {t.steps} steps",
+                )
+                witness, text = self.make_witness(
+                    a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps
+                )
+                self.out(
+                    {
+                        "type": "site",
+                        "key": site.key,
+                        "witness": to_json(witness),
+                        "entry": a.program.label,
+                        "note": how.how,
+                        "message": text,
+                    }
+                )
                 found.add(site.key)
                 todo.discard(site.key)
         return found
@@ -326,12 +395,27 @@ class Worker:
             return False
         a = self.harvested_by[site.key]
         witness, text = self.make_witness(a, site, found, SearchSettings(budget=self.budget, seed=self.seed))
-        self.out({"type": "site", "key": site.key, "witness": to_json(witness), "entry": a.program.label,
-                  "note": found.how, "message": text})
+        self.out(
+            {
+                "type": "site",
+                "key": site.key,
+                "witness": to_json(witness),
+                "entry": a.program.label,
+                "note": found.how,
+                "message": text,
+            }
+        )
         return True
 
-    def search_one(self, site: Site, a: Assignment, budget: float, seed: int, final: bool = False,
-                   tried: str | None = None) -> bool:
+    def search_one(
+        self,
+        site: Site,
+        a: Assignment,
+        budget: float,
+        seed: int,
+        final: bool = False,
+        tried: str | None = None,
+    ) -> bool:
         """Search one site from one entry; report it when found or when this was the last try."""
         settings = SearchSettings(budget=budget, seed=seed, harvest=self.harvest)
         before = set(self.harvest)
@@ -339,8 +423,9 @@ class Worker:
         if probe_for_real:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(a.program.qualname)
-        report = self._timed(budget + self.record_timeout,
-                             lambda: search(a.program, site, self.sites, a.examples, settings))
+        report = self._timed(
+            budget + self.record_timeout, lambda: search(a.program, site, self.sites, a.examples, settings)
+        )
         for key in set(self.harvest) - before:
             self.harvested_by[key] = a
         if report.found is None and settings.supports:
@@ -348,17 +433,37 @@ class Worker:
             report.note = f"a {PROBE_WORDS} kept to inputs real callers pass ({kept}): {report.note}"
         if report.found is None:
             if final:
-                entries = a.program.label if tried in (None, a.program.label) else f"{tried}, then {a.program.label}"
-                self.out({"type": "site", "key": site.key, "witness": None, "entry": a.program.label,
-                          "note": f"{report.note} from {entries}"})
+                entries = (
+                    a.program.label
+                    if tried in (None, a.program.label)
+                    else f"{tried}, then {a.program.label}"
+                )
+                self.out(
+                    {
+                        "type": "site",
+                        "key": site.key,
+                        "witness": None,
+                        "entry": a.program.label,
+                        "note": f"{report.note} from {entries}",
+                    }
+                )
             return False
         witness, message = self.make_witness(a, site, report.found, settings)
-        self.out({"type": "site", "key": site.key, "witness": to_json(witness), "entry": a.program.label,
-                  "note": report.found.how, "message": message})
+        self.out(
+            {
+                "type": "site",
+                "key": site.key,
+                "witness": to_json(witness),
+                "entry": a.program.label,
+                "note": report.found.how,
+                "message": message,
+            }
+        )
         return True
 
-    def make_witness(self, a: Assignment, site: Site, found: Found, settings: SearchSettings,
-                     steps: int | None = None) -> tuple[Witness, str]:
+    def make_witness(
+        self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
+    ) -> tuple[Witness, str]:
         runner = Runner(a.program, site, self.sites, supports=settings.supports)
 
         def fails(values: dict[str, Any]) -> bool:
@@ -381,7 +486,12 @@ class Worker:
         beyond = 0.0
         for k, v in values.items():
             ex = a.examples.get(k)
-            if isinstance(v, torch.Tensor) and torch.is_floating_point(v) and isinstance(ex, torch.Tensor) and ex.numel():
+            if (
+                isinstance(v, torch.Tensor)
+                and torch.is_floating_point(v)
+                and isinstance(ex, torch.Tensor)
+                and ex.numel()
+            ):
                 m = max(1.0, float(ex.abs().max()))
                 bounds[k] = settings.bound_factor * m
                 if v.numel():
@@ -433,7 +543,7 @@ class CallerDomains:
                 return
             code = frame.f_code
             calls = self.seen.setdefault(code.co_qualname, {})  # "f", or "Model.forward" for a module
-            for name in code.co_varnames[:code.co_argcount]:
+            for name in code.co_varnames[: code.co_argcount]:
                 v = frame.f_locals.get(name)
                 if isinstance(v, torch.Tensor) and len(calls.setdefault(name, [])) < self.KEEP:
                     calls[name].append(v)
@@ -487,7 +597,7 @@ def input_name(key: str, program: E.Program) -> str:
             call = call_of_factory.search(line)
             # The assigned name is the input's only when the factory is not an argument of some
             # other call (``loss = Dice()(torch.randn(5, 3), ...)`` names the loss, not the input).
-            if a and call and _call_depth(line[a.end():call.start()]) == 0:
+            if a and call and _call_depth(line[a.end() : call.start()]) == 0:
                 return a.group(1) + (f" (#{occ + 1})" if occ else "")
             # `s, t = torch.randn(8), torch.randn(8) * 3`: the k-th call feeds the k-th name.
             t = re.match(r"\s*\(?\s*([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)+)\s*\)?\s*=[^=]", line)
@@ -514,8 +624,15 @@ def _call_depth(text: str) -> int:
     return sum(stack)
 
 
-def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E.Program, moved: dict[str, float],
-            examples: dict[str, Any] | None = None, steps: int | None = None) -> str:
+def message(
+    site: Site,
+    outcome: SiteOutcome,
+    values: dict[str, Any],
+    program: E.Program,
+    moved: dict[str, float],
+    examples: dict[str, Any] | None = None,
+    steps: int | None = None,
+) -> str:
     """'torch.log receives 0 when x = [[...]]: -inf', in words people read."""
     region = KINDS[site.kind].region
     if region.shape is not None and outcome.operand is not None:
@@ -527,6 +644,7 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
         got = describe(outcome.operand)
     else:
         got = "its operand"
+
     def changed(k: str) -> bool:
         a, b = values[k], (examples or {}).get(k)
         if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
@@ -543,7 +661,11 @@ def message(site: Site, outcome: SiteOutcome, values: dict[str, Any], program: E
         when += f" after {steps} training steps" + (f" (weights as training left them: {top})" if top else "")
     elif moved:
         when += f" and weights moved ({top})"
-    what = f"its gradient is {outcome.result} in the backward pass" if outcome.phase == "backward" else outcome.result
+    what = (
+        f"its gradient is {outcome.result} in the backward pass"
+        if outcome.phase == "backward"
+        else outcome.result
+    )
     # A person must see that no caller of the file passed these inputs.
     how = f", found by a {PROBE_WORDS}" if isinstance(program, E.ProbeProgram) else ""
     return f"{site.op} receives {got}{when}: {what}{how}"

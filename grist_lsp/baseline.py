@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from grist_lsp.config import ConfigError
 from grist_lsp.model import Status, Verdict
@@ -39,8 +39,10 @@ def fingerprints(verdicts: list[Verdict], uri_of: Callable[[str], str]) -> list[
     seen: Counter[tuple[str, bool]] = Counter()
     out = []
     for verdict in verdicts:
-        identity = (f"{uri_of(verdict.site.file)}\0{finding_code(verdict)}\0{verdict.site.op}\0"
-                    f"{' '.join(verdict.site.text.split())}")
+        identity = (
+            f"{uri_of(verdict.site.file)}\0{finding_code(verdict)}\0{verdict.site.op}\0"
+            f"{' '.join(verdict.site.text.split())}"
+        )
         # Proved-safe sites are numbered apart, so showing them (--show-safe) never
         # renumbers the findings that share their text.
         counter = (identity, verdict.status is Status.SAFE)
@@ -55,7 +57,9 @@ def is_finding(verdict: Verdict) -> bool:
 
 
 def _in_file_order(verdicts: list[Verdict]) -> list[Verdict]:
-    return sorted(verdicts, key=lambda v: (v.site.file, v.site.span.start_line, v.site.span.start_col, v.site.op))
+    return sorted(
+        verdicts, key=lambda v: (v.site.file, v.site.span.start_line, v.site.span.start_col, v.site.op)
+    )
 
 
 def keys(verdicts: list[Verdict], root: Path) -> list[tuple[Key, Verdict]]:
@@ -95,22 +99,32 @@ def read_baseline(path: Path, where: str) -> Baseline:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{where}: baseline file {path} does not exist; "
-                          "create it with `grist-lsp --check --write-baseline FILE`") from None
+        raise ConfigError(
+            f"{where}: baseline file {path} does not exist; "
+            "create it with `grist-lsp --check --write-baseline FILE`"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read baseline file {path} ({exc.strerror})") from exc
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{where}: baseline file {path} is not valid JSON ({exc}); "
-                          "write it again with --write-baseline") from exc
+        raise ConfigError(
+            f"{where}: baseline file {path} is not valid JSON ({exc}); write it again with --write-baseline"
+        ) from exc
     findings = data.get("findings") if isinstance(data, dict) else None
     if not isinstance(findings, list) or data.get("version") != BASELINE_VERSION:
-        raise ConfigError(f"{where}: {path} is not a grist-lsp baseline (version {BASELINE_VERSION} with a "
-                          "`findings` list); write it again with --write-baseline")
+        raise ConfigError(
+            f"{where}: {path} is not a grist-lsp baseline (version {BASELINE_VERSION} with a "
+            "`findings` list); write it again with --write-baseline"
+        )
     entries: Counter[Key] = Counter()
     for index, item in enumerate(findings):
-        if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in ("rule", "file", "fingerprint"))):
-            raise ConfigError(f"{where}: {path}: finding #{index + 1} lacks rule, file or fingerprint; "
-                              "write the baseline again with --write-baseline")
+        if not (
+            isinstance(item, dict)
+            and all(isinstance(item.get(k), str) for k in ("rule", "file", "fingerprint"))
+        ):
+            raise ConfigError(
+                f"{where}: {path}: finding #{index + 1} lacks rule, file or fingerprint; "
+                "write the baseline again with --write-baseline"
+            )
         entries[(item["rule"], item["file"], item["fingerprint"])] += 1
     return Baseline(source=str(path), entries=entries)
 
@@ -118,8 +132,14 @@ def read_baseline(path: Path, where: str) -> Baseline:
 def render_baseline(verdicts: list[Verdict], root: Path) -> str:
     """The baseline file's text for today's findings."""
     findings = [
-        {"rule": rule, "file": file, "fingerprint": fp, "status": v.status.value,
-         "line": v.site.span.start_line, "text": " ".join(v.site.text.split())}
+        {
+            "rule": rule,
+            "file": file,
+            "fingerprint": fp,
+            "status": v.status.value,
+            "line": v.site.span.start_line,
+            "text": " ".join(v.site.text.split()),
+        }
         for (rule, file, fp), v in keys(verdicts, root)
     ]
     findings.sort(key=lambda f: (f["file"], f["line"], f["rule"], f["fingerprint"]))

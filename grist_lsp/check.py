@@ -19,12 +19,20 @@ import importlib.util
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from grist_lsp.config import FAIL_ON_CHOICES, ConfigError, GristConfig, find_pyproject, load_config, validate_entry
+from grist_lsp.config import (
+    FAIL_ON_CHOICES,
+    ConfigError,
+    GristConfig,
+    find_pyproject,
+    load_config,
+    validate_entry,
+)
 from grist_lsp.discovery import Discovery, discover
 from grist_lsp.edits import apply_fixes, unified_diff
 from grist_lsp.model import STATUS_RANK, Fix, Status, Verdict, file_error
@@ -60,7 +68,9 @@ class CheckOptions:
     force_exclude: bool = False  # exclude even files named explicitly (pre-commit)
     timeout: float | None = None  # wall-clock seconds for one worker run
     memory_mb: int | None = None
-    baseline: str | None = None  # report only findings not in this baseline file (over `[tool.grist] baseline`)
+    baseline: str | None = (
+        None  # report only findings not in this baseline file (over `[tool.grist] baseline`)
+    )
     write_baseline: str | None = None  # record today's findings here (any baseline is then not applied)
     max_input_scale: float | None = None  # confirmations needing inputs beyond this factor stay possible
     show_unused_suppressions: bool = False
@@ -86,7 +96,9 @@ class Report:
     def failing(self) -> list[Verdict]:
         """The verdicts at or above `fail_on` (what makes the CLI exit 1)."""
         threshold = STATUS_RANK[Status(self.fail_on)]
-        return [v for v in self.verdicts if v.status is not Status.SAFE and STATUS_RANK[v.status] >= threshold]
+        return [
+            v for v in self.verdicts if v.status is not Status.SAFE and STATUS_RANK[v.status] >= threshold
+        ]
 
 
 @dataclass
@@ -115,7 +127,9 @@ def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
     if options.config:
         pyproject = Path(options.config)
         if not pyproject.is_file():
-            raise ConfigError(f"{options.config}: config file not found; pass an existing pyproject.toml to --config")
+            raise ConfigError(
+                f"{options.config}: config file not found; pass an existing pyproject.toml to --config"
+            )
     else:
         pyproject = find_pyproject(start)
     # Without a config, the root is the git work tree holding the first path, else the cwd.
@@ -140,20 +154,31 @@ def resolve_settings(paths: list[str], options: CheckOptions) -> Settings:
     for entry in entries:
         file_part = entry.rpartition(":")[0]
         if not Path(file_part).is_file():
-            raise ConfigError(f"entry {entry!r}: {file_part} does not exist; fix the FILE part of FILE:FUNCTION")
+            raise ConfigError(
+                f"entry {entry!r}: {file_part} does not exist; fix the FILE part of FILE:FUNCTION"
+            )
     reproducers = Path(options.write_reproducers).resolve() if options.write_reproducers else None
     if reproducers is not None and not options.static_only:
         try:
             reproducers.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise ConfigError(f"--write-reproducers {options.write_reproducers}: cannot create the folder "
-                              f"({exc.strerror}); pass a writable folder") from exc
+            raise ConfigError(
+                f"--write-reproducers {options.write_reproducers}: cannot create the folder "
+                f"({exc.strerror}); pass a writable folder"
+            ) from exc
     if options.max_input_scale is not None and not options.max_input_scale >= 1:
         raise ConfigError(f"--max-input-scale must be a factor >= 1, got {options.max_input_scale:g}")
     if options.write_baseline is not None and not Path(options.write_baseline).resolve().parent.is_dir():
-        raise ConfigError(f"--write-baseline {options.write_baseline}: the folder does not exist; create it first")
-    policy = make_policy(config, root, baseline=options.baseline, use_baseline=options.write_baseline is None,
-                         max_input_scale=options.max_input_scale)
+        raise ConfigError(
+            f"--write-baseline {options.write_baseline}: the folder does not exist; create it first"
+        )
+    policy = make_policy(
+        config,
+        root,
+        baseline=options.baseline,
+        use_baseline=options.write_baseline is None,
+        max_input_scale=options.max_input_scale,
+    )
     jobs = options.jobs or config.jobs or max(1, min(os.cpu_count() or 1, 4))
     return Settings(
         config=config,
@@ -211,8 +236,13 @@ def _static(path: Path) -> list[Verdict]:
     try:
         return list(analysis.analyze_file(str(path)))
     except Exception as exc:  # the analyzer promises not to raise; if it does, one file must not stop the run
-        return [file_error(str(path), f"internal error in the static analyzer ({type(exc).__name__}: {exc}); "
-                                      "please report it with this file")]
+        return [
+            file_error(
+                str(path),
+                f"internal error in the static analyzer ({type(exc).__name__}: {exc}); "
+                "please report it with this file",
+            )
+        ]
 
 
 def _read_text(path: Path) -> str | None:
@@ -244,8 +274,13 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
         force_exclude=options.force_exclude,
     )
     files = discover(paths or ["."], discovery)
-    report = Report(verdicts=[], stats={}, root=_repo_root(settings.root), fail_on=settings.fail_on,
-                    files=[str(f) for f in files])
+    report = Report(
+        verdicts=[],
+        stats={},
+        root=_repo_root(settings.root),
+        fail_on=settings.fail_on,
+        files=[str(f) for f in files],
+    )
     if not files:
         report.warnings.append(f"no Python files found under {', '.join(paths or ['.'])}")
 
@@ -256,7 +291,9 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
         if options.cancel is not None and options.cancel.is_set():
             break
         if progress:
-            progress(f"static {path.name}", index / max(1, len(files)) * (0.2 if not settings.static_only else 1.0))
+            progress(
+                f"static {path.name}", index / max(1, len(files)) * (0.2 if not settings.static_only else 1.0)
+            )
         text = _read_text(path)
         if text is not None:
             texts[path] = text
@@ -272,16 +309,20 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     if not settings.static_only:
         if _module_available(ENGINE_MODULE):
             run_by = _modules_run_by(files, texts, per_file, settings)
-            todo = [p for p in [*files, *run_by] if p in per_file and p in texts and _runnable(per_file[p])
-                    and _has_open_sites(per_file[p])]
+            todo = [
+                p
+                for p in [*files, *run_by]
+                if p in per_file and p in texts and _runnable(per_file[p]) and _has_open_sites(per_file[p])
+            ]
             _run_dynamic(todo, per_file, texts, settings, options, progress, report.warnings, run_by)
             for module in run_by:
                 # Only what the checked program was seen to break there: the module itself was not named.
                 per_file[module] = [v for v in per_file[module] if v.status is Status.CONFIRMED]
             dynamic_ran = True
         else:
-            report.warnings.append("the dynamic engine (grist_lsp.dynamic.engine) is not installed; "
-                                   "ran the static pass only")
+            report.warnings.append(
+                "the dynamic engine (grist_lsp.dynamic.engine) is not installed; ran the static pass only"
+            )
 
     # Without the engine (or its verifier) fixes are offered unverified. Static-only runs
     # offer none: proposing them re-parses the file per site (seconds on a large file),
@@ -324,8 +365,9 @@ def _write_baseline(target: Path, verdicts: list[Verdict], root: Path) -> None:
     try:
         target.write_text(render_baseline(verdicts, root), encoding="utf-8")
     except OSError as exc:
-        raise ConfigError(f"--write-baseline {target}: cannot write the file ({exc.strerror}); "
-                          "pass a writable path") from exc
+        raise ConfigError(
+            f"--write-baseline {target}: cannot write the file ({exc.strerror}); pass a writable path"
+        ) from exc
 
 
 def _repo_root(root: Path) -> Path:
@@ -336,8 +378,9 @@ def _repo_root(root: Path) -> Path:
     return root
 
 
-def _modules_run_by(files: list[Path], texts: dict[Path, str], per_file: dict[Path, list[Verdict]],
-                    settings: Settings) -> dict[Path, Path]:
+def _modules_run_by(
+    files: list[Path], texts: dict[Path, str], per_file: dict[Path, list[Verdict]], settings: Settings
+) -> dict[Path, Path]:
     """The project modules that a checked test or script imports and that were not checked
     themselves -> that program. Their open sites join the dynamic run, entered through it alone
     (``EngineOptions.via``), so a bug two files away is reported at its own file and line."""
@@ -361,9 +404,16 @@ def _modules_run_by(files: list[Path], texts: dict[Path, str], per_file: dict[Pa
     return run_by
 
 
-def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: dict[Path, str],
-                 settings: Settings, options: CheckOptions, progress: ProgressFn | None,
-                 warnings: list[str], run_by: dict[Path, Path] | None = None) -> None:
+def _run_dynamic(
+    todo: list[Path],
+    per_file: dict[Path, list[Verdict]],
+    texts: dict[Path, str],
+    settings: Settings,
+    options: CheckOptions,
+    progress: ProgressFn | None,
+    warnings: list[str],
+    run_by: dict[Path, Path] | None = None,
+) -> None:
     """Confirm open sites, then verify fixes, one file per thread (workers are subprocesses)."""
     if not todo:
         return
@@ -371,8 +421,9 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
     verify = importlib.import_module(VERIFY_MODULE) if _module_available(VERIFY_MODULE) else None
     # The rewrites (libcst, a second of imports) are needed once the first search ends: import them
     # while this process only waits for the workers.
-    threading.Thread(target=importlib.import_module, args=(FIXES_MODULE,), name="grist-import-fixes",
-                     daemon=True).start()
+    threading.Thread(
+        target=importlib.import_module, args=(FIXES_MODULE,), name="grist-import-fixes", daemon=True
+    ).start()
     # Parallel across files first (separate programs share nothing); the engine
     # gets the remaining workers for its sites when there are fewer files than jobs.
     file_workers = min(settings.jobs, len(todo))
@@ -400,8 +451,17 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
 
         try:
             try:
-                verdicts = list(engine.confirm(str(path), texts[path], per_file[path], file_opts,
-                                               progress=file_progress, cancel=cancel, warm=shared))
+                verdicts = list(
+                    engine.confirm(
+                        str(path),
+                        texts[path],
+                        per_file[path],
+                        file_opts,
+                        progress=file_progress,
+                        cancel=cancel,
+                        warm=shared,
+                    )
+                )
                 # Before fixes are verified: a refused witness needs no verified fix.
                 verdicts = settings.policy.after_engine(verdicts)
                 blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
@@ -409,8 +469,11 @@ def _run_dynamic(todo: list[Path], per_file: dict[Path, list[Verdict]], texts: d
                     with lock:
                         warnings.append(f"{path}: {blocked}")
             except Exception as exc:  # keep the static verdicts; say the engine failed on this file
-                err = file_error(str(path), f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
-                                            "the static findings stand; please report it with this file")
+                err = file_error(
+                    str(path),
+                    f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
+                    "the static findings stand; please report it with this file",
+                )
                 return path, per_file[path] + [err]
             # Verify this file's fixes in the same thread, so one file's fix checks overlap
             # the other files' searches instead of waiting for all of them.
@@ -463,13 +526,17 @@ def _unverified(fix: Fix) -> Fix:
     return dataclasses.replace(fix, verified=False)
 
 
-def _apply_verified(per_file: dict[Path, list[Verdict]], texts: dict[Path, str], options: CheckOptions,
-                    report: Report) -> None:
+def _apply_verified(
+    per_file: dict[Path, list[Verdict]], texts: dict[Path, str], options: CheckOptions, report: Report
+) -> None:
     for path, verdicts in per_file.items():
         if path not in texts:
             continue
-        candidates = [(v, next(f for f in v.fixes if f.verified)) for v in verdicts
-                      if v.status in (Status.CONFIRMED, Status.POSSIBLE) and any(f.verified for f in v.fixes)]
+        candidates = [
+            (v, next(f for f in v.fixes if f.verified))
+            for v in verdicts
+            if v.status in (Status.CONFIRMED, Status.POSSIBLE) and any(f.verified for f in v.fixes)
+        ]
         if not candidates:
             continue
         result = apply_fixes(texts[path], [fix for _, fix in candidates])
@@ -482,7 +549,9 @@ def _apply_verified(per_file: dict[Path, list[Verdict]], texts: dict[Path, str],
         if options.fix and not options.diff:
             current = _read_text(path)
             if current != texts[path]:
-                report.warnings.append(f"{path}: changed on disk during the check; fixes not applied, run again")
+                report.warnings.append(
+                    f"{path}: changed on disk during the check; fixes not applied, run again"
+                )
                 continue
             with open(path, "w", encoding="utf-8", newline="") as handle:
                 handle.write(result.text)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence, TextIO
+from typing import TextIO
 
 from grist_lsp import __version__
 
@@ -25,50 +26,95 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="grist-lsp",
         description="Find and prove NaN/INF bugs in PyTorch programs. Without arguments, serve the "
-                    "Language Server Protocol on stdio; with --check, check files and folders.",
+        "Language Server Protocol on stdio; with --check, check files and folders.",
         epilog="Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage error.",
     )
     parser.add_argument("--version", action="version", version=f"grist-lsp {__version__}")
-    parser.add_argument("--stdio", action="store_true",
-                        help="serve LSP on stdio (the default without --check; accepted for editor clients)")
+    parser.add_argument(
+        "--stdio",
+        action="store_true",
+        help="serve LSP on stdio (the default without --check; accepted for editor clients)",
+    )
     check = parser.add_argument_group("checking")
     check.add_argument("--check", action="store_true", help="check the PATHs (default: the current folder)")
     check.add_argument("paths", nargs="*", metavar="PATH", help="files or folders to check (with --check)")
-    check.add_argument("--format", choices=("text", "json", "sarif"), default="text",
-                       help="output format (default: text)")
+    check.add_argument(
+        "--format", choices=("text", "json", "sarif"), default="text", help="output format (default: text)"
+    )
     check.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
-    check.add_argument("--static-only", action="store_true",
-                       help="run only the static pass: no program is executed")
-    check.add_argument("--entry", action="append", default=[], metavar="FILE:FUNC",
-                       help="entry point returning (callable, args[, kwargs]); repeatable")
-    check.add_argument("--budget", type=_non_negative_float, metavar="SECONDS",
-                       help="search time per unsafe site for the dynamic engine (default 5)")
+    check.add_argument(
+        "--static-only", action="store_true", help="run only the static pass: no program is executed"
+    )
+    check.add_argument(
+        "--entry",
+        action="append",
+        default=[],
+        metavar="FILE:FUNC",
+        help="entry point returning (callable, args[, kwargs]); repeatable",
+    )
+    check.add_argument(
+        "--budget",
+        type=_non_negative_float,
+        metavar="SECONDS",
+        help="search time per unsafe site for the dynamic engine (default 5)",
+    )
     check.add_argument("--seed", type=_non_negative_int, metavar="N", help="random seed of the search")
     check.add_argument("--jobs", "-j", type=_positive_int, metavar="N", help="parallel worker processes")
-    check.add_argument("--fail-on", choices=("confirmed", "possible"),
-                       help="lowest status that makes the exit status 1 (default: confirmed)")
-    check.add_argument("--write-reproducers", metavar="DIR",
-                       help="write a pytest reproducer for each confirmed bug into DIR")
+    check.add_argument(
+        "--fail-on",
+        choices=("confirmed", "possible"),
+        help="lowest status that makes the exit status 1 (default: confirmed)",
+    )
+    check.add_argument(
+        "--write-reproducers", metavar="DIR", help="write a pytest reproducer for each confirmed bug into DIR"
+    )
     check.add_argument("--fix", action="store_true", help="apply verified fixes to the files")
-    check.add_argument("--diff", action="store_true",
-                       help="print verified fixes as a diff, change nothing (exit 1 if there are any)")
+    check.add_argument(
+        "--diff",
+        action="store_true",
+        help="print verified fixes as a diff, change nothing (exit 1 if there are any)",
+    )
     check.add_argument("--show-safe", action="store_true", help="also report sites proved safe")
     check.add_argument("--config", metavar="PYPROJECT", help="read [tool.grist] from this file")
-    check.add_argument("--exclude", action="append", default=[], metavar="PATTERN",
-                       help="gitignore-style pattern to skip, relative to the project root; repeatable")
-    check.add_argument("--force-exclude", action="store_true",
-                       help="apply excludes to files named explicitly too (for pre-commit)")
-    check.add_argument("--baseline", metavar="FILE",
-                       help="report only findings not in this baseline file (see --write-baseline)")
-    check.add_argument("--write-baseline", metavar="FILE",
-                       help="record today's findings in FILE; later runs with --baseline FILE report only new ones")
-    check.add_argument("--max-input-scale", type=_input_scale, metavar="X",
-                       help="keep a bug possible (not confirmed) when its witness needs inputs beyond X times "
-                            "the program's own range")
-    check.add_argument("--show-unused-suppressions", action="store_true",
-                       help="report `# grist: ignore` comments that silence no finding (code GRIST001)")
-    check.add_argument("--no-sandbox", action="store_true",
-                       help="run the program under check with your full rights (no bubblewrap, no audit hook)")
+    check.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="gitignore-style pattern to skip, relative to the project root; repeatable",
+    )
+    check.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply excludes to files named explicitly too (for pre-commit)",
+    )
+    check.add_argument(
+        "--baseline",
+        metavar="FILE",
+        help="report only findings not in this baseline file (see --write-baseline)",
+    )
+    check.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record today's findings in FILE; later runs with --baseline FILE report only new ones",
+    )
+    check.add_argument(
+        "--max-input-scale",
+        type=_input_scale,
+        metavar="X",
+        help="keep a bug possible (not confirmed) when its witness needs inputs beyond X times "
+        "the program's own range",
+    )
+    check.add_argument(
+        "--show-unused-suppressions",
+        action="store_true",
+        help="report `# grist: ignore` comments that silence no finding (code GRIST001)",
+    )
+    check.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the program under check with your full rights (no bubblewrap, no audit hook)",
+    )
     return parser
 
 
@@ -83,6 +129,7 @@ def _number(kind: Callable[[str], float], minimum: float, what: str) -> Callable
         if value < minimum:
             raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
         return value
+
     return convert
 
 
@@ -159,10 +206,16 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(f"grist-lsp: warning: {warning}", file=sys.stderr)
     if report.baseline_written:
         recorded = sum(report.stats.get(k, 0) for k in ("confirmed", "possible"))
-        print(f"grist-lsp: wrote {recorded} finding(s) to the baseline {report.baseline_written}", file=sys.stderr)
+        print(
+            f"grist-lsp: wrote {recorded} finding(s) to the baseline {report.baseline_written}",
+            file=sys.stderr,
+        )
     if (args.fix or args.diff) and args.static_only:
-        print("grist-lsp: warning: --fix/--diff use only verified fixes, and --static-only verifies none; "
-              "drop --static-only to let the engine re-check them", file=sys.stderr)
+        print(
+            "grist-lsp: warning: --fix/--diff use only verified fixes, and --static-only verifies none; "
+            "drop --static-only to let the engine re-check them",
+            file=sys.stderr,
+        )
 
     if args.diff:
         text = "".join(report.diffs[f] for f in sorted(report.diffs))
@@ -174,7 +227,9 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _emit(render(report, args.format, show_safe=args.show_safe), args.output, parser)
     if args.fix and report.fixed:
         files = sorted({display_path(v.site.file) for v in report.fixed})
-        print(f"grist-lsp: applied {len(report.fixed)} verified fix(es) in {', '.join(files)}", file=sys.stderr)
+        print(
+            f"grist-lsp: applied {len(report.fixed)} verified fix(es) in {', '.join(files)}", file=sys.stderr
+        )
     return EXIT_FINDINGS if report.failing() else EXIT_OK
 
 
@@ -186,21 +241,35 @@ def _emit(text: str, output: str | None, parser: argparse.ArgumentParser) -> Non
     try:
         Path(output).write_text(text, encoding="utf-8")
     except OSError as exc:
-        parser.exit(EXIT_USAGE, f"grist-lsp: error: {output}: cannot write the report ({exc.strerror}); "
-                                "check the folder exists and is writable\n")
+        parser.exit(
+            EXIT_USAGE,
+            f"grist-lsp: error: {output}: cannot write the report ({exc.strerror}); "
+            "check the folder exists and is writable\n",
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    check_only = [flag for flag, on in (
-        ("PATH", bool(args.paths)), ("--static-only", args.static_only), ("--entry", bool(args.entry)),
-        ("--fix", args.fix), ("--diff", args.diff), ("--output", args.output is not None),
-        ("--format", args.format != "text"), ("--fail-on", args.fail_on is not None),
-        ("--baseline", args.baseline is not None), ("--write-baseline", args.write_baseline is not None),
-        ("--max-input-scale", args.max_input_scale is not None),
-        ("--show-unused-suppressions", args.show_unused_suppressions), ("--no-sandbox", args.no_sandbox),
-    ) if on]
+    check_only = [
+        flag
+        for flag, on in (
+            ("PATH", bool(args.paths)),
+            ("--static-only", args.static_only),
+            ("--entry", bool(args.entry)),
+            ("--fix", args.fix),
+            ("--diff", args.diff),
+            ("--output", args.output is not None),
+            ("--format", args.format != "text"),
+            ("--fail-on", args.fail_on is not None),
+            ("--baseline", args.baseline is not None),
+            ("--write-baseline", args.write_baseline is not None),
+            ("--max-input-scale", args.max_input_scale is not None),
+            ("--show-unused-suppressions", args.show_unused_suppressions),
+            ("--no-sandbox", args.no_sandbox),
+        )
+        if on
+    ]
     if not args.check:
         if check_only:
             parser.error(f"{', '.join(check_only)} needs --check (without it grist-lsp serves LSP on stdio)")

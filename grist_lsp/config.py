@@ -18,8 +18,21 @@ FAIL_ON_CHOICES = ("confirmed", "possible")
 # Keys accepted in [tool.grist]; both spellings of multi-word keys, since TOML
 # users write either and a silently ignored key is worse than either choice.
 _KNOWN_KEYS = {
-    "exclude", "extend-exclude", "include", "entries", "budget", "fail-on", "seed", "jobs",
-    "timeout", "memory-mb", "select", "ignore", "per-file-ignores", "baseline", "max-input-scale",
+    "exclude",
+    "extend-exclude",
+    "include",
+    "entries",
+    "budget",
+    "fail-on",
+    "seed",
+    "jobs",
+    "timeout",
+    "memory-mb",
+    "select",
+    "ignore",
+    "per-file-ignores",
+    "baseline",
+    "max-input-scale",
     "sandbox",
 }
 SANDBOX_CHOICES = ("auto", "off")
@@ -52,7 +65,9 @@ class GristConfig:
     ignore: list[str] = field(default_factory=list)  # rule codes never reported
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)  # pattern -> rule codes
     baseline: str | None = None  # baseline file, relative to root
-    max_input_scale: float | None = None  # witnesses beyond this factor of the program's inputs stay `possible`
+    max_input_scale: float | None = (
+        None  # witnesses beyond this factor of the program's inputs stay `possible`
+    )
     sandbox: str | None = None  # "auto" | "off": isolation of the program under check
 
 
@@ -89,14 +104,18 @@ def load_config(pyproject: Path | None, default_root: Path) -> GristConfig:
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise ConfigError(f"{where}: cannot read the file ({exc.strerror}); fix its permissions or pass --config") from exc
+        raise ConfigError(
+            f"{where}: cannot read the file ({exc.strerror}); fix its permissions or pass --config"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{where}: not UTF-8 text; save it as UTF-8") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where}: invalid TOML: {exc}; fix the syntax") from exc
     table = data.get("tool", {}).get("grist", {}) if isinstance(data.get("tool"), dict) else {}
     if not isinstance(table, dict):
-        raise ConfigError(f"{where}: [tool.grist] must be a table, like `[tool.grist]` followed by `key = value` lines")
+        raise ConfigError(
+            f"{where}: [tool.grist] must be a table, like `[tool.grist]` followed by `key = value` lines"
+        )
     return parse_table(table, where, pyproject.parent.resolve(), pyproject)
 
 
@@ -115,7 +134,9 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f'{where}: [tool.grist] `{key}` must be a list of strings, like {key} = ["a", "b"]')
+            raise ConfigError(
+                f'{where}: [tool.grist] `{key}` must be a list of strings, like {key} = ["a", "b"]'
+            )
         return list(value)
 
     def number(key: str, kind: type, minimum: float) -> Any:
@@ -128,7 +149,9 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
             ok = ok and float(value).is_integer()
         if not ok or value < minimum:
             article = "an integer" if kind is int else "a number"
-            raise ConfigError(f"{where}: [tool.grist] `{key}` must be {article} >= {minimum:g}, got {value!r}")
+            raise ConfigError(
+                f"{where}: [tool.grist] `{key}` must be {article} >= {minimum:g}, got {value!r}"
+            )
         return kind(value)
 
     fail_on = normalized.get("fail-on")
@@ -139,23 +162,35 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
     entries = strings("entries")
     for entry in entries:
         validate_entry(entry, where)
-    select = validate_codes(strings("select"), f"{where}: [tool.grist] `select`") if "select" in normalized else None
+    select = (
+        validate_codes(strings("select"), f"{where}: [tool.grist] `select`")
+        if "select" in normalized
+        else None
+    )
     ignore = validate_codes(strings("ignore"), f"{where}: [tool.grist] `ignore`")
     per_file = normalized.get("per-file-ignores", {})
     if not isinstance(per_file, dict):
-        raise ConfigError(f'{where}: [tool.grist] `per-file-ignores` must be a table of pattern = [codes], '
-                          f'like per-file-ignores = {{"tests/*" = ["GRIST105"]}}')
+        raise ConfigError(
+            f"{where}: [tool.grist] `per-file-ignores` must be a table of pattern = [codes], "
+            f'like per-file-ignores = {{"tests/*" = ["GRIST105"]}}'
+        )
     per_file_ignores: dict[str, list[str]] = {}
     for pattern, codes in per_file.items():
         if isinstance(codes, str):
             codes = [codes]
         if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
-            raise ConfigError(f'{where}: [tool.grist] `per-file-ignores` "{pattern}" must be a list of rule codes, '
-                              f'like "{pattern}" = ["GRIST105"]')
-        per_file_ignores[pattern] = validate_codes(codes, f'{where}: [tool.grist] `per-file-ignores` "{pattern}"')
+            raise ConfigError(
+                f'{where}: [tool.grist] `per-file-ignores` "{pattern}" must be a list of rule codes, '
+                f'like "{pattern}" = ["GRIST105"]'
+            )
+        per_file_ignores[pattern] = validate_codes(
+            codes, f'{where}: [tool.grist] `per-file-ignores` "{pattern}"'
+        )
     baseline = normalized.get("baseline")
     if baseline is not None and (not isinstance(baseline, str) or not baseline):
-        raise ConfigError(f'{where}: [tool.grist] `baseline` must be a file name, like baseline = "grist-baseline.json"')
+        raise ConfigError(
+            f'{where}: [tool.grist] `baseline` must be a file name, like baseline = "grist-baseline.json"'
+        )
     sandbox = normalized.get("sandbox")
     if sandbox is not None and sandbox not in SANDBOX_CHOICES:
         raise ConfigError(f'{where}: [tool.grist] `sandbox` must be "auto" or "off", got {sandbox!r}')

@@ -19,9 +19,23 @@ import pathspec
 # Folders skipped everywhere: version control, environments and caches hold
 # third-party code or none, and walking a virtualenv costs seconds.
 DEFAULT_EXCLUDES = (
-    ".git/", ".hg/", ".svn/", "__pycache__/", ".venv/", "venv/", ".tox/", ".nox/", ".mypy_cache/",
-    ".pytest_cache/", ".ruff_cache/", ".grist-cache/", "node_modules/", "site-packages/",
-    "*.egg-info/", "build/", "dist/",
+    ".git/",
+    ".hg/",
+    ".svn/",
+    "__pycache__/",
+    ".venv/",
+    "venv/",
+    ".tox/",
+    ".nox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".ruff_cache/",
+    ".grist-cache/",
+    "node_modules/",
+    "site-packages/",
+    "*.egg-info/",
+    "build/",
+    "dist/",
 )
 DEFAULT_INCLUDE = ("*.py",)
 
@@ -92,8 +106,11 @@ class _Matcher:
             # applies, each to paths relative to its own folder; a later (deeper)
             # decision wins, like git's own precedence.
             top = self.git_root or self.root
-            chain = [folder for folder in (path.parent, *path.parent.parents)
-                     if folder == top or _relative(folder, top) is not None]
+            chain = [
+                folder
+                for folder in (path.parent, *path.parent.parents)
+                if folder == top or _relative(folder, top) is not None
+            ]
             decision: bool | None = None
             for folder in reversed(chain):
                 spec = self._gitignore(folder)
@@ -106,7 +123,7 @@ class _Matcher:
                 return True
         return False
 
-    def scoped(self, start: Path) -> "_Matcher":
+    def scoped(self, start: Path) -> _Matcher:
         """This matcher for walking a folder the user named: patterns that exclude the
         folder itself (or a folder above it) are dropped, or naming it would find nothing."""
         rel = _relative(start, self.root)
@@ -117,8 +134,11 @@ class _Matcher:
         while _relative(parent, self.root) not in (None, "."):
             prefixes.append(_relative(parent, self.root))
             parent = parent.parent
-        kept = [line for line in self.exclude_lines
-                if line.startswith("!") or not any(_spec([line]).match_file(p + "/") for p in prefixes)]
+        kept = [
+            line
+            for line in self.exclude_lines
+            if line.startswith("!") or not any(_spec([line]).match_file(p + "/") for p in prefixes)
+        ]
         if len(kept) == len(self.exclude_lines):
             return self
         clone = object.__new__(_Matcher)
@@ -216,7 +236,11 @@ def imported_modules(path: Path, text: str, root: Path) -> list[Path]:
         parts = name.split(".")
         for base in bases:
             for candidate in (base.joinpath(*parts).with_suffix(".py"), base.joinpath(*parts, "__init__.py")):
-                if candidate.is_file() and candidate.resolve().is_relative_to(root) \
-                        and candidate.resolve() != path.resolve() and candidate.resolve() not in found:
+                if (
+                    candidate.is_file()
+                    and candidate.resolve().is_relative_to(root)
+                    and candidate.resolve() != path.resolve()
+                    and candidate.resolve() not in found
+                ):
                     found.append(candidate.resolve())
     return found

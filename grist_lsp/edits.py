@@ -95,9 +95,7 @@ def apply_fixes(text: str, fixes: list[Fix]) -> AppliedFixes:
         except EditError:
             ranges = []  # written for another version of the text
         clash = any(
-            lo < t_hi and t_lo < hi or (lo == hi == t_lo == t_hi)
-            for lo, hi in ranges
-            for t_lo, t_hi in taken
+            lo < t_hi and t_lo < hi or (lo == hi == t_lo == t_hi) for lo, hi in ranges for t_lo, t_hi in taken
         )
         if clash or not ranges:
             skipped.append(fix)
@@ -113,8 +111,10 @@ def unified_diff(path: str, before: str, after: str) -> str:
     if before == after:
         return ""
     lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile=f"a/{path}", tofile=f"b/{path}",
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
     )
     out = []
     for line in lines:

@@ -163,6 +163,7 @@ def file_error(path: str, message: str, line: int = 1, col: int = 0, kind: str =
 
 # --- JSON round trip -------------------------------------------------------
 
+
 def to_json(obj: Any) -> Any:
     """Plain JSON data for any model object (enums become their values)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

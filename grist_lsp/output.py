@@ -96,6 +96,7 @@ def visible(report: Report, show_safe: bool) -> list[Verdict]:
 
 # --- text ----------------------------------------------------------------------
 
+
 def _tensor_brief(name: str, value: TensorValue) -> str:
     if value.values is not None:
         shown = json.dumps(value.values)
@@ -117,8 +118,10 @@ def _witness_line(witness: Witness, base: Path | None) -> str:
     if witness.weights_moved:
         moved = max(witness.weights_moved.values())
         parts.append(f"weights moved up to {moved:.3g}")
-    parts.append(f"{witness.result} in the {witness.phase} pass after {witness.iterations} iterations "
-                 f"({witness.seconds:.2f} s)")
+    parts.append(
+        f"{witness.result} in the {witness.phase} pass after {witness.iterations} iterations "
+        f"({witness.seconds:.2f} s)"
+    )
     if witness.reproducer:
         parts.append(f"reproducer {display_path(witness.reproducer, base)}")
     return "    witness: " + "; ".join(parts)
@@ -131,15 +134,19 @@ def render_text(report: Report, show_safe: bool = False, base: Path | None = Non
         span = v.site.span
         extra = detail(v, base)
         reason = f" ({extra})" if extra else ""
-        lines.append(f"{display_path(v.site.file, base)}:{span.start_line}:{span.start_col + 1}: "
-                     f"{rule_code(v)} [{v.status.value}] {message(v, base)}{reason}")
+        lines.append(
+            f"{display_path(v.site.file, base)}:{span.start_line}:{span.start_col + 1}: "
+            f"{rule_code(v)} [{v.status.value}] {message(v, base)}{reason}"
+        )
         if v.witness is not None:
             lines.append(_witness_line(v.witness, base))
         for fix in v.fixes:
             lines.append(f"    fix{' (verified)' if fix.verified else ''}: {fix.title}")
     for file, suppression in report.unused_suppressions:
-        lines.append(f"{display_path(file, base)}:{suppression.line}:{suppression.col + 1}: {UNUSED_CODE} "
-                     f"[unused] {unused_words(suppression)}")
+        lines.append(
+            f"{display_path(file, base)}:{suppression.line}:{suppression.col + 1}: {UNUSED_CODE} "
+            f"[unused] {unused_words(suppression)}"
+        )
     lines.append(summary(report))
     return "\n".join(lines) + "\n"
 
@@ -151,8 +158,11 @@ def summary(report: Report) -> str:
     counts = [f"{s.get(k, 0)} {k}" for k in ("confirmed", "possible", "error") if s.get(k, 0)]
     safe = f"; {s['safe']} sites proved safe" if s.get("safe") else ""
     fixed = f"; fixed {len(report.fixed)}" if report.fixed else ""
-    left = "".join(f"; {s[key]} {words}" for key, words in (
-        ("suppressed", "suppressed"), ("baselined", "left out by the baseline")) if s.get(key))
+    left = "".join(
+        f"; {s[key]} {words}"
+        for key, words in (("suppressed", "suppressed"), ("baselined", "left out by the baseline"))
+        if s.get(key)
+    )
     mode = "" if s.get("dynamic", False) else " (static pass only)"
     if not counts:
         return f"No NaN/INF findings in {files} {noun}{safe}{left}{fixed}{mode}."
@@ -160,6 +170,7 @@ def summary(report: Report) -> str:
 
 
 # --- JSON ----------------------------------------------------------------------
+
 
 def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] | None:
     if witness is None:
@@ -198,8 +209,14 @@ def finding_json(v: Verdict, base: Path | None = None) -> dict[str, Any]:
 
 
 def _unused_json(file: str, suppression: Suppression, base: Path | None) -> dict[str, Any]:
-    return {"file": display_path(file, base), "line": suppression.line, "column": suppression.col + 1,
-            "code": UNUSED_CODE, "comment": suppression.comment, "message": unused_words(suppression)}
+    return {
+        "file": display_path(file, base),
+        "line": suppression.line,
+        "column": suppression.col + 1,
+        "code": UNUSED_CODE,
+        "comment": suppression.comment,
+        "message": unused_words(suppression),
+    }
 
 
 def render_json(report: Report, show_safe: bool = False, base: Path | None = None) -> str:
@@ -227,26 +244,36 @@ _UNUSED_RULE = {
 
 
 def _rules() -> list[dict[str, Any]]:
-    rules = [{
-        "id": ERROR_CODE,
-        "name": "AnalysisError",
-        "shortDescription": {"text": ERROR_TITLE},
-        "fullDescription": {"text": "The file could not be read, parsed or run, so its operations were not checked."},
-        "helpUri": RULES_URI,
-        "help": {"text": "Fix the problem the message names (syntax error, encoding, a crash of the program)."},
-        "defaultConfiguration": {"level": "note"},
-    }]
-    for kind in KINDS.values():
-        rules.append({
-            "id": kind.code,
-            "name": "".join(part.capitalize() for part in kind.name.split("_")) + "NonFinite",
-            "shortDescription": {"text": kind.title},
-            "fullDescription": {"text": f"{kind.title}: NaN or INF when the operand is in {kind.region.text}."},
+    rules = [
+        {
+            "id": ERROR_CODE,
+            "name": "AnalysisError",
+            "shortDescription": {"text": ERROR_TITLE},
+            "fullDescription": {
+                "text": "The file could not be read, parsed or run, so its operations were not checked."
+            },
             "helpUri": RULES_URI,
-            "help": {"text": f"Fix: {kind.fix_hint}."},
-            "defaultConfiguration": {"level": "error"},
-            "properties": {"tags": ["numerical-stability", "nan", kind.name]},
-        })
+            "help": {
+                "text": "Fix the problem the message names (syntax error, encoding, a crash of the program)."
+            },
+            "defaultConfiguration": {"level": "note"},
+        }
+    ]
+    for kind in KINDS.values():
+        rules.append(
+            {
+                "id": kind.code,
+                "name": "".join(part.capitalize() for part in kind.name.split("_")) + "NonFinite",
+                "shortDescription": {"text": kind.title},
+                "fullDescription": {
+                    "text": f"{kind.title}: NaN or INF when the operand is in {kind.region.text}."
+                },
+                "helpUri": RULES_URI,
+                "help": {"text": f"Fix: {kind.fix_hint}."},
+                "defaultConfiguration": {"level": "error"},
+                "properties": {"tags": ["numerical-stability", "nan", kind.name]},
+            }
+        )
     return rules
 
 
@@ -279,15 +306,19 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
         if detail(v, report.root):
             text += f" ({detail(v, report.root)})"
         if v.witness is not None:
-            text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: '):]}"
+            text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: ') :]}"
         result: dict[str, Any] = {
             "ruleId": code,
             "ruleIndex": index.get(code, 0),
             "message": {"text": text},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
-                "region": region,
-            }}],
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                        "region": region,
+                    }
+                }
+            ],
             "partialFingerprints": {"gristFinding/v1": fingerprint},
             "properties": {"status": v.status.value, "op": v.site.op, "kind": v.site.kind},
         }
@@ -298,31 +329,44 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
             result["level"] = _LEVEL[v.status]
         results.append(result)
     for file, suppression in report.unused_suppressions:
-        results.append({
-            "ruleId": UNUSED_CODE,
-            "ruleIndex": index[UNUSED_CODE],
-            "level": "note",
-            "message": {"text": unused_words(suppression)},
-            "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _relative_uri(file, report.root), "uriBaseId": "%SRCROOT%"},
-                "region": {"startLine": suppression.line, "startColumn": suppression.col + 1},
-            }}],
-        })
+        results.append(
+            {
+                "ruleId": UNUSED_CODE,
+                "ruleIndex": index[UNUSED_CODE],
+                "level": "note",
+                "message": {"text": unused_words(suppression)},
+                "locations": [
+                    {
+                        "physicalLocation": {
+                            "artifactLocation": {
+                                "uri": _relative_uri(file, report.root),
+                                "uriBaseId": "%SRCROOT%",
+                            },
+                            "region": {"startLine": suppression.line, "startColumn": suppression.col + 1},
+                        }
+                    }
+                ],
+            }
+        )
     sarif = {
         "$schema": SARIF_SCHEMA,
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {
-                "name": TOOL_NAME,
-                "version": __version__,
-                "semanticVersion": __version__,
-                "informationUri": HOMEPAGE,
-                "rules": rules,
-            }},
-            "originalUriBaseIds": {"%SRCROOT%": {"uri": report.root.resolve().as_uri() + "/"}},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": TOOL_NAME,
+                        "version": __version__,
+                        "semanticVersion": __version__,
+                        "informationUri": HOMEPAGE,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": report.root.resolve().as_uri() + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "results": results,
+            }
+        ],
     }
     return json.dumps(sarif, indent=2) + "\n"
 

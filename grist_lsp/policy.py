@@ -57,8 +57,12 @@ class Policy:
         kept, baselined = silenced.kept, 0
         if self.baseline is not None:
             kept, baselined = self.baseline.leave_out(kept, self.root)
-        return Prepared(verdicts=kept, suppressed=silenced.by_comment + silenced.by_rule, baselined=baselined,
-                        unused=silenced.unused)
+        return Prepared(
+            verdicts=kept,
+            suppressed=silenced.by_comment + silenced.by_rule,
+            baselined=baselined,
+            unused=silenced.unused,
+        )
 
     def after_engine(self, verdicts: list[Verdict]) -> list[Verdict]:
         """``verdicts`` with confirmations beyond `max-input-scale` turned back to `possible`."""
@@ -69,18 +73,31 @@ class Policy:
     def _within_scale(self, verdict: Verdict) -> Verdict:
         witness = verdict.witness
         limit = self.max_input_scale
-        if (verdict.status is not Status.CONFIRMED or witness is None or witness.beyond_examples is None
-                or limit is None or witness.beyond_examples <= limit):
+        if (
+            verdict.status is not Status.CONFIRMED
+            or witness is None
+            or witness.beyond_examples is None
+            or limit is None
+            or witness.beyond_examples <= limit
+        ):
             return verdict
-        why = (f"a witness was found but needs inputs {_factor(witness.beyond_examples)}x the program's own "
-               f"range, beyond max-input-scale {_factor(limit)}")
+        why = (
+            f"a witness was found but needs inputs {_factor(witness.beyond_examples)}x the program's own "
+            f"range, beyond max-input-scale {_factor(limit)}"
+        )
         evidence = verdict.message or verdict.reason
         reason = f"{why} ({evidence})" if evidence else why
         return dataclasses.replace(verdict, status=Status.POSSIBLE, witness=None, message="", reason=reason)
 
 
-def make_policy(config: GristConfig, root: Path, *, baseline: str | None = None, use_baseline: bool = True,
-                max_input_scale: float | None = None) -> Policy:
+def make_policy(
+    config: GristConfig,
+    root: Path,
+    *,
+    baseline: str | None = None,
+    use_baseline: bool = True,
+    max_input_scale: float | None = None,
+) -> Policy:
     """The policy of ``config`` with command-line values (``baseline``, ``max_input_scale``) winning.
 
     A baseline given here is relative to the cwd, one from the config to the config's folder.
@@ -97,7 +114,9 @@ def make_policy(config: GristConfig, root: Path, *, baseline: str | None = None,
     rules = RuleSelection(
         select=frozenset(config.select) if config.select is not None else None,
         ignore=frozenset(config.ignore),
-        per_file_ignores=tuple((pattern, frozenset(codes)) for pattern, codes in config.per_file_ignores.items()),
+        per_file_ignores=tuple(
+            (pattern, frozenset(codes)) for pattern, codes in config.per_file_ignores.items()
+        ),
     )
     scale = max_input_scale if max_input_scale is not None else config.max_input_scale
     return Policy(root=root, rules=rules, baseline=loaded, max_input_scale=scale)

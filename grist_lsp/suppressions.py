@@ -28,7 +28,7 @@ UNUSED_CODE = "GRIST001"  # an unused suppression comment, reported with --show-
 UNUSED_TITLE = "unused suppression"
 
 # `grist: ignore`, optionally `[CODE, CODE]`, optionally a reason; anywhere in a comment so it
-# can share the line with `# noqa` or `# type: ignore`.
+# can share the line with other tools' comments (noqa, type: ignore).
 _DIRECTIVE = re.compile(r"(?:^|#)\s*grist:\s*ignore(?P<bracket>\[(?P<codes>[^\]]*)\])?(?P<rest>.*)$", re.I)
 
 
@@ -105,8 +105,16 @@ def find_suppressions(text: str) -> list[Suppression]:
         if parsed is None:
             continue
         codes, reason = parsed
-        out.append(Suppression(line=token.start[0], col=token.start[1], end_col=token.end[1], codes=codes,
-                               reason=reason, comment=token.string))
+        out.append(
+            Suppression(
+                line=token.start[0],
+                col=token.start[1],
+                end_col=token.end[1],
+                codes=codes,
+                reason=reason,
+                comment=token.string,
+            )
+        )
     return out
 
 
@@ -128,8 +136,10 @@ class RuleSelection:
             return False
         name = PurePosixPath(relative).name
         for pattern, codes in self.per_file_ignores:
-            if code in codes and (fnmatch.fnmatchcase(relative, pattern)
-                                  or ("/" not in pattern and fnmatch.fnmatchcase(name, pattern))):
+            if code in codes and (
+                fnmatch.fnmatchcase(relative, pattern)
+                or ("/" not in pattern and fnmatch.fnmatchcase(name, pattern))
+            ):
                 return True
         return False
 
@@ -204,4 +214,4 @@ def extend_comment(comment: str, codes: list[str]) -> str:
         return comment  # a bare `grist: ignore` already covers every rule
     present = {c.strip().upper() for c in match.group("codes").split(",") if c.strip()}
     merged = ", ".join(sorted(present | set(codes)))
-    return comment[:match.start("bracket")] + f"[{merged}]" + comment[match.end("bracket"):]
+    return comment[: match.start("bracket")] + f"[{merged}]" + comment[match.end("bracket") :]

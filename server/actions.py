@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import tokenize
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
+from grist_lsp.server.diagnostics import Published, split_lines, to_position
 from lsprotocol import types
 
 from grist_lsp.model import Fix, Span, Status, Verdict
-from grist_lsp.server.diagnostics import Published, split_lines, to_position
 from grist_lsp.suppressions import comment_tokens, extend_comment, finding_code, is_directive, new_comment
 
 RECHECK = "grist.recheck"
@@ -54,7 +54,9 @@ def workspace_edit(
 
 
 def fix_edits(fix: Fix, lines: list[str], encoding: str) -> list[types.TextEdit]:
-    return [types.TextEdit(range=to_range_exact(lines, e.span, encoding), new_text=e.new_text) for e in fix.edits]
+    return [
+        types.TextEdit(range=to_range_exact(lines, e.span, encoding), new_text=e.new_text) for e in fix.edits
+    ]
 
 
 def to_range_exact(lines: list[str], span: Span, encoding: str) -> types.Range:
@@ -87,16 +89,28 @@ def ignore_edit(verdict: Verdict, text: str, lines: list[str], encoding: str) ->
     """
     code = finding_code(verdict)
     span = verdict.site.span
-    line = span.end_line if span.end_line != span.start_line and _open_at_end(text, span.start_line) else span.start_line
-    comment = next((t for t in comment_tokens(text, last_line=line) if t.start[0] == line and is_directive(t.string)), None)
+    line = (
+        span.end_line
+        if span.end_line != span.start_line and _open_at_end(text, span.start_line)
+        else span.start_line
+    )
+    comment = next(
+        (t for t in comment_tokens(text, last_line=line) if t.start[0] == line and is_directive(t.string)),
+        None,
+    )
     if comment is not None:
         replaced = Span(line, comment.start[1], line, comment.end[1])
-        return types.TextEdit(range=to_range_exact(lines, replaced, encoding),
-                              new_text=extend_comment(comment.string, [code]))
+        return types.TextEdit(
+            range=to_range_exact(lines, replaced, encoding), new_text=extend_comment(comment.string, [code])
+        )
     end = len(lines[line - 1].rstrip()) if line <= len(lines) else 0
-    stop = len(lines[line - 1]) if line <= len(lines) else 0  # trailing blanks are replaced, not kept before "#"
-    return types.TextEdit(range=to_range_exact(lines, Span(line, end, line, stop), encoding),
-                          new_text=f"  {new_comment([code])}")
+    stop = (
+        len(lines[line - 1]) if line <= len(lines) else 0
+    )  # trailing blanks are replaced, not kept before "#"
+    return types.TextEdit(
+        range=to_range_exact(lines, Span(line, end, line, stop), encoding),
+        new_text=f"  {new_comment([code])}",
+    )
 
 
 def fix_title(fix: Fix) -> str:
@@ -148,28 +162,41 @@ def code_actions(
                     title=f"Ignore {code} on this line",
                     kind=IGNORE_KIND,
                     diagnostics=[diagnostic],
-                    edit=workspace_edit(uri, version, [ignore_edit(verdict, text, lines, encoding)], document_changes),
+                    edit=workspace_edit(
+                        uri, version, [ignore_edit(verdict, text, lines, encoding)], document_changes
+                    ),
                 )
             )
-        if verdict.status is Status.CONFIRMED and verdict.witness is not None and wanted(REPRODUCER_KIND, only):
+        if (
+            verdict.status is Status.CONFIRMED
+            and verdict.witness is not None
+            and wanted(REPRODUCER_KIND, only)
+        ):
             title = "Create reproducer test"
             actions.append(
                 types.CodeAction(
                     title=title,
                     kind=REPRODUCER_KIND,
                     diagnostics=[diagnostic],
-                    command=types.Command(title=title, command=CREATE_REPRODUCER, arguments=[uri, verdict.site.key]),
+                    command=types.Command(
+                        title=title, command=CREATE_REPRODUCER, arguments=[uri, verdict.site.key]
+                    ),
                 )
             )
     if published and wanted(RECHECK_KIND, only):
         title = "Re-check this file"
         actions.append(
-            types.CodeAction(title=title, kind=RECHECK_KIND, command=types.Command(title=title, command=RECHECK, arguments=[uri]))
+            types.CodeAction(
+                title=title,
+                kind=RECHECK_KIND,
+                command=types.Command(title=title, command=RECHECK, arguments=[uri]),
+            )
         )
     return actions
 
 
 # --- reproducer files --------------------------------------------------------
+
 
 def reproducer_folder(document_path: str, root: str | None, directory: str) -> Path:
     """Where reproducer tests go: ``grist.reproducerDir`` (relative to the workspace folder, else
@@ -208,7 +235,9 @@ def reproducer_edit(target_uri: str, source: str, resource_operations: bool) -> 
     changes: list = []
     if resource_operations:
         changes.append(
-            types.CreateFile(uri=target_uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True))
+            types.CreateFile(
+                uri=target_uri, options=types.CreateFileOptions(overwrite=False, ignore_if_exists=True)
+            )
         )
     changes.append(types.TextDocumentEdit(text_document=doc, edits=[insert]))
     return types.WorkspaceEdit(document_changes=changes)

@@ -17,13 +17,15 @@ import importlib.util
 import inspect
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
+
+from grist_lsp.server.settings import Settings
 
 from grist_lsp.config import ConfigError, find_pyproject, load_config
 from grist_lsp.model import Fix, Site, Status, Verdict, Witness, file_error
 from grist_lsp.policy import Policy, make_policy
-from grist_lsp.server.settings import Settings
 
 ProgressCallback = Callable[[str, float], None]
 
@@ -59,8 +61,9 @@ def _prepared(path: str, text: str, found: tuple[Policy | None, str]) -> list[Ve
     policy, problem = found
     if problem:
         # Shown on the file rather than only logged: the user must learn why nothing is silenced.
-        return verdicts + [file_error(path, f"{problem}; until it is fixed, suppressions and the baseline "
-                                            "are not applied")]
+        return verdicts + [
+            file_error(path, f"{problem}; until it is fixed, suppressions and the baseline are not applied")
+        ]
     if policy is None:
         return verdicts
     return policy.before_engine(path, text, verdicts).verdicts
@@ -154,7 +157,12 @@ def needs_fixes(verdicts: list[Verdict]) -> bool:
 
 
 def verify_fixes(
-    path: str, text: str, verdicts: list[Verdict], settings: Settings, project_root: str | None, cancel: threading.Event
+    path: str,
+    text: str,
+    verdicts: list[Verdict],
+    settings: Settings,
+    project_root: str | None,
+    cancel: threading.Event,
 ) -> list[Verdict]:
     """``verdicts`` with re-checked fixes (each fix runs the engine again, in subprocesses)."""
     if cancel.is_set():
@@ -182,7 +190,9 @@ class ReproducerFiles:
     payloads: dict[str, bytes]
 
 
-def reproducer(site: Site, witness: Witness, directory: str, taken: Callable[[Path], bool]) -> ReproducerFiles:
+def reproducer(
+    site: Site, witness: Witness, directory: str, taken: Callable[[Path], bool]
+) -> ReproducerFiles:
     """Render (not write) the reproducer for a file that will live in ``directory``, under the
     first of ``test_grist_...py``, ``..._2.py`` ... that ``taken`` says is free (its payloads
     are named after it, so they never overwrite another test's)."""
@@ -191,9 +201,14 @@ def reproducer(site: Site, witness: Witness, directory: str, taken: Callable[[Pa
 
     target = free_name(Path(directory), reproducer_filename(site), exists=taken)
     rendered = render_reproducer(site, witness, directory, target.name)
-    return ReproducerFiles(filename=rendered.filename, source=rendered.source, payloads=dict(rendered.payloads))
+    return ReproducerFiles(
+        filename=rendered.filename, source=rendered.source, payloads=dict(rendered.payloads)
+    )
 
 
 def internal_error(path: str, exc: BaseException) -> Verdict:
     """An error verdict that names the file and says what to do."""
-    return file_error(path, f"grist could not check this file ({type(exc).__name__}: {exc}); see the GRIST output for details")
+    return file_error(
+        path,
+        f"grist could not check this file ({type(exc).__name__}: {exc}); see the GRIST output for details",
+    )

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+from grist_lsp.server.settings import Settings
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 
-from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.model import Span, Status, TensorValue, Verdict, Witness, to_json
-from grist_lsp.server.settings import Settings
 
 SOURCE = "grist"
 types_converter = get_converter()  # lsprotocol's (stateless) JSON converter, for result ids
@@ -29,6 +29,8 @@ DOCS_URL = "https://github.com/grist-lsp/grist-lsp/blob/main/README.md"
 def docs_url(code: str) -> str:
     """Where a rule code is explained: the README's rule-code table (one row per code)."""
     return f"{DOCS_URL}#rule-codes"
+
+
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # LSP's line terminators, and only those
 
 
@@ -63,7 +65,9 @@ def to_position(lines: list[str], line: int, col: int, encoding: str) -> types.P
     row = max(0, line - 1)
     if row >= len(lines):
         # Past the end (a stale span): clamp to the end of the document.
-        return types.Position(line=max(0, len(lines) - 1), character=units(lines[-1], encoding) if lines else 0)
+        return types.Position(
+            line=max(0, len(lines) - 1), character=units(lines[-1], encoding) if lines else 0
+        )
     text = lines[row]
     return types.Position(line=row, character=units(text[: max(0, col)], encoding))
 
@@ -96,6 +100,7 @@ def to_span(lines: list[str], rng: types.Range, encoding: str) -> Span:
 
 
 # --- words -------------------------------------------------------------------
+
 
 def _number(x: Any) -> str:
     if isinstance(x, float):
@@ -193,6 +198,7 @@ def message_for(verdict: Verdict) -> str:
 
 # --- diagnostics -------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Published:
     """One diagnostic with the verdict it came from (code actions look it up)."""
@@ -263,7 +269,9 @@ def entry_location(witness: Witness, document_path: str | None, root: str | None
 _INPUT_KEY = re.compile(r"^(?P<file>.+?\.py):(?P<line>\d+):(?P<what>.*)$")
 
 
-def input_locations(witness: Witness, document_path: str | None, root: str | None) -> list[tuple[types.Location, str]]:
+def input_locations(
+    witness: Witness, document_path: str | None, root: str | None
+) -> list[tuple[types.Location, str]]:
     """Where each failing input is created, for inputs keyed by creation site (``a.py:10:torch.randn#0``)."""
     out = []
     for name, value in witness.inputs.items():
@@ -273,7 +281,9 @@ def input_locations(witness: Witness, document_path: str | None, root: str | Non
         path = _resolve(match["file"], document_path, root)
         if path is not None:
             what = match["what"].split("#")[0] or "input"
-            out.append((_location(path, int(match["line"]) - 1), f"failing input: {what} = {describe_tensor(value)}"))
+            out.append(
+                (_location(path, int(match["line"]) - 1), f"failing input: {what} = {describe_tensor(value)}")
+            )
     return out
 
 
@@ -298,7 +308,11 @@ def to_diagnostic(
         ]
         location = entry_location(verdict.witness, document_path, root)
         if location is not None:
-            related.append(types.DiagnosticRelatedInformation(location=location, message=f"entered via {_short_entry(verdict.witness.entry)}"))
+            related.append(
+                types.DiagnosticRelatedInformation(
+                    location=location, message=f"entered via {_short_entry(verdict.witness.entry)}"
+                )
+            )
         related = related or None
     return types.Diagnostic(
         range=to_range(lines, verdict.site.span, encoding),
@@ -316,7 +330,9 @@ def result_id(text_hash: str, published: list[Published]) -> str:
     """A pull result id: equal exactly when the same text gets the same diagnostics."""
     digest = hashlib.sha256(text_hash.encode())
     for p in published:
-        digest.update(json.dumps(types_converter.unstructure(p.diagnostic), sort_keys=True, default=str).encode())
+        digest.update(
+            json.dumps(types_converter.unstructure(p.diagnostic), sort_keys=True, default=str).encode()
+        )
     return digest.hexdigest()[:32]
 
 
@@ -339,4 +355,3 @@ def build(
         if diagnostic is not None:
             out.append(Published(verdict, diagnostic))
     return out
-

@@ -20,13 +20,15 @@ import os
 import queue
 import threading
 from collections import OrderedDict
+from collections.abc import Hashable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Hashable, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict
 from grist_lsp.server import core
 from grist_lsp.server.diagnostics import witness_words
+
+from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict
 
 if TYPE_CHECKING:
     from grist_lsp.server.server import GristServer
@@ -44,7 +46,9 @@ class DaemonExecutor(Executor):
     """
 
     def __init__(self, name: str) -> None:
-        self._queue: queue.SimpleQueue[tuple[Future[Any], Any, tuple[Any, ...], dict[str, Any]] | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[tuple[Future[Any], Any, tuple[Any, ...], dict[str, Any]] | None] = (
+            queue.SimpleQueue()
+        )
         self._thread = threading.Thread(target=self._work, name=name, daemon=True)
         self._thread.start()
 
@@ -113,9 +117,18 @@ def _shift_fix(fix: Fix, old: Span, new: Span) -> Fix | None:
     edits = []
     for edit in fix.edits:
         span = edit.span
-        if not (span.start_line == span.end_line == old.start_line and old.start_col <= span.start_col and span.end_col <= old.end_col):
+        if not (
+            span.start_line == span.end_line == old.start_line
+            and old.start_col <= span.start_col
+            and span.end_col <= old.end_col
+        ):
             return None  # touches text outside the site (an import, another line): may not apply any more
-        edits.append(TextEdit(Span(new.start_line, span.start_col + delta, new.start_line, span.end_col + delta), edit.new_text))
+        edits.append(
+            TextEdit(
+                Span(new.start_line, span.start_col + delta, new.start_line, span.end_col + delta),
+                edit.new_text,
+            )
+        )
     return dataclasses.replace(fix, edits=edits)
 
 
@@ -143,7 +156,9 @@ def carry_over(static: list[Verdict], previous: list[Verdict]) -> list[Verdict]:
             continue
         old = matches[index]
         words = old.message or witness_words(old, old.witness)
-        fixes = [f for f in (_shift_fix(f, old.site.span, verdict.site.span) for f in old.fixes) if f is not None]
+        fixes = [
+            f for f in (_shift_fix(f, old.site.span, verdict.site.span) for f in old.fixes) if f is not None
+        ]
         out.append(dataclasses.replace(old, site=verdict.site, fixes=fixes, message=words + CARRIED_NOTE))
     return out
 
@@ -268,7 +283,9 @@ class Scheduler:
             key = snap.hash
             if key not in self.static_results:
                 try:
-                    verdicts = await loop.run_in_executor(self.static_pool, core.analyze, snap.path, snap.text)
+                    verdicts = await loop.run_in_executor(
+                        self.static_pool, core.analyze, snap.path, snap.text
+                    )
                 except Exception as exc:  # the analyzer promises not to raise; if it does, say so
                     self.server.log_exception(f"static analysis of {snap.path} failed", exc)
                     verdicts = [core.internal_error(snap.path, exc)]
@@ -344,7 +361,9 @@ class Scheduler:
             if not core.engine_available():
                 if not self._warned_no_engine:
                     self._warned_no_engine = True
-                    self.server.log("the dynamic engine (grist_lsp.dynamic.engine) is not installed: static diagnostics only")
+                    self.server.log(
+                        "the dynamic engine (grist_lsp.dynamic.engine) is not installed: static diagnostics only"
+                    )
                 return
             async with self._gate:
                 if run.cancel.is_set():
@@ -357,8 +376,14 @@ class Scheduler:
                 try:
                     verdicts = await self._wait(
                         loop.run_in_executor(
-                            self.dynamic_pool, core.confirm_file, snap.path, snap.text, self.server.settings,
-                            snap.root, progress.report_threadsafe, run.cancel,
+                            self.dynamic_pool,
+                            core.confirm_file,
+                            snap.path,
+                            snap.text,
+                            self.server.settings,
+                            snap.root,
+                            progress.report_threadsafe,
+                            run.cancel,
                         ),
                         run,
                     )
@@ -374,8 +399,14 @@ class Scheduler:
                         progress.report_threadsafe("re-checking the fixes", 1.0)
                         fixed = await self._wait(
                             loop.run_in_executor(
-                                self.fix_pool, core.verify_fixes, snap.path, snap.text, verdicts,
-                                self.server.settings, snap.root, run.cancel,
+                                self.fix_pool,
+                                core.verify_fixes,
+                                snap.path,
+                                snap.text,
+                                verdicts,
+                                self.server.settings,
+                                snap.root,
+                                run.cancel,
                             ),
                             run,
                         )
@@ -386,7 +417,9 @@ class Scheduler:
                 except Exception as exc:
                     outcome = "failed"
                     self.server.log_exception(f"the dynamic check of {snap.path} failed", exc)
-                    failed = list(self.static_results.get(snap.hash) or []) + [core.internal_error(snap.path, exc)]
+                    failed = list(self.static_results.get(snap.hash) or []) + [
+                        core.internal_error(snap.path, exc)
+                    ]
                     self.dynamic_results.put(run.key, failed)
                     self.server.publish(run.uri)
                 finally:

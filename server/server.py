@@ -17,19 +17,20 @@ import signal
 import sys
 import traceback
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import unquote
 
+from grist_lsp.server import actions, core, diagnostics
+from grist_lsp.server.scheduler import Scheduler, Snapshot
+from grist_lsp.server.settings import DYNAMIC_FIELDS, Settings, client_trust, merge_settings
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from grist_lsp import __version__
 from grist_lsp.model import Status, Verdict
-from grist_lsp.server import actions, core, diagnostics
-from grist_lsp.server.scheduler import Scheduler, Snapshot
-from grist_lsp.server.settings import DYNAMIC_FIELDS, Settings, client_trust, merge_settings
 
 CLIENT_REQUEST_TIMEOUT = 10.0  # seconds to wait for the client's configuration/progress answers
 
@@ -75,7 +76,9 @@ class GristServer(LanguageServer):
     """The language server and everything it knows about the session."""
 
     def __init__(self) -> None:
-        super().__init__("grist-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "grist-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+        )
         self.settings = Settings()
         self.client_trusted = True
         self.config_ready = False
@@ -113,10 +116,18 @@ class GristServer(LanguageServer):
         doc = self.workspace.get_text_document(uri)
         can_run = uri.startswith("file:")
         path = (to_fs_path(uri) if can_run else None) or unquote(uri)
-        return Snapshot(uri=uri, path=path, version=doc.version, text=doc.source, root=self.root_for(path), can_run=can_run)
+        return Snapshot(
+            uri=uri,
+            path=path,
+            version=doc.version,
+            text=doc.source,
+            root=self.root_for(path),
+            can_run=can_run,
+        )
 
     def root_for(self, path: str) -> str | None:
         """The workspace folder holding ``path`` (longest match), else the file's directory."""
+
         def holds(folder: str | None) -> bool:
             return bool(folder) and (path == folder or path.startswith(folder.rstrip("/") + "/"))
 
@@ -157,7 +168,9 @@ class GristServer(LanguageServer):
                 self.request_refresh()
             return
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=[p.diagnostic for p in published], version=snap.version)
+            types.PublishDiagnosticsParams(
+                uri=uri, diagnostics=[p.diagnostic for p in published], version=snap.version
+            )
         )
 
     def request_refresh(self) -> None:
@@ -171,8 +184,10 @@ class GristServer(LanguageServer):
             try:
                 await asyncio.wait_for(self.workspace_diagnostic_refresh_async(None), CLIENT_REQUEST_TIMEOUT)
             except Exception as exc:
-                self.log(f"workspace/diagnostic/refresh failed ({exc}); diagnostics update on the next edit",
-                         types.MessageType.Warning)
+                self.log(
+                    f"workspace/diagnostic/refresh failed ({exc}); diagnostics update on the next edit",
+                    types.MessageType.Warning,
+                )
 
         asyncio.get_running_loop().call_soon(lambda: asyncio.ensure_future(refresh()))
 
@@ -189,7 +204,9 @@ class GristServer(LanguageServer):
         self.served[uri] = result_id
         if previous_result_id == result_id:
             return types.RelatedUnchangedDocumentDiagnosticReport(result_id=result_id)
-        return types.RelatedFullDocumentDiagnosticReport(items=[p.diagnostic for p in published], result_id=result_id)
+        return types.RelatedFullDocumentDiagnosticReport(
+            items=[p.diagnostic for p in published], result_id=result_id
+        )
 
     def find_verdict(self, uri: str, key: str) -> Verdict | None:
         """The verdict with site ``key`` as published for the current text of ``uri``."""
@@ -204,7 +221,9 @@ class GristServer(LanguageServer):
     def apply_payload(self, payload: Any) -> None:
         """Apply a settings payload (and the client's trust statement, if it makes one)."""
         trusted = client_trust(payload)
-        self.apply_settings(merge_settings(self.settings, payload), self.client_trusted if trusted is None else trusted)
+        self.apply_settings(
+            merge_settings(self.settings, payload), self.client_trusted if trusted is None else trusted
+        )
 
     def apply_settings(self, new: Settings, trusted: bool) -> None:
         old, self.settings = self.settings, new
@@ -234,7 +253,10 @@ class GristServer(LanguageServer):
                 CLIENT_REQUEST_TIMEOUT,
             )
         except Exception as exc:
-            self.log(f"client/registerCapability failed ({exc}); settings changes need a restart", types.MessageType.Warning)
+            self.log(
+                f"client/registerCapability failed ({exc}); settings changes need a restart",
+                types.MessageType.Warning,
+            )
 
     async def pull_configuration(self) -> None:
         """Ask the client for the ``grist`` section, when it can answer."""
@@ -266,7 +288,10 @@ class GristServer(LanguageServer):
             self.log_exception("window/workDoneProgress/create failed", exc)
             return ProgressReporter(self, None)
         self.work_done_progress.begin(
-            token, types.WorkDoneProgressBegin(title=title, cancellable=True, message="searching for a failing input", percentage=0)
+            token,
+            types.WorkDoneProgressBegin(
+                title=title, cancellable=True, message="searching for a failing input", percentage=0
+            ),
         )
         future = self.work_done_progress.tokens.get(token)
         if future is not None:
@@ -291,7 +316,10 @@ class GristServer(LanguageServer):
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         # pygls' default pops up a message box; a log line is enough and never blocks.
-        self.log(f"grist-lsp internal error ({getattr(source, '__name__', source)}): {error}", types.MessageType.Error)
+        self.log(
+            f"grist-lsp internal error ({getattr(source, '__name__', source)}): {error}",
+            types.MessageType.Error,
+        )
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -403,10 +431,14 @@ def create_server() -> GristServer:
 
     @server.feature(
         types.TEXT_DOCUMENT_DIAGNOSTIC,
-        types.DiagnosticOptions(identifier="grist", inter_file_dependencies=False, workspace_diagnostics=False),
+        types.DiagnosticOptions(
+            identifier="grist", inter_file_dependencies=False, workspace_diagnostics=False
+        ),
     )
     @guarded
-    async def document_diagnostic(ls: GristServer, params: types.DocumentDiagnosticParams) -> types.DocumentDiagnosticReport:
+    async def document_diagnostic(
+        ls: GristServer, params: types.DocumentDiagnosticParams
+    ) -> types.DocumentDiagnosticReport:
         return await ls.pull(params.text_document.uri, params.previous_result_id)
 
     @server.feature(
@@ -464,7 +496,12 @@ def create_server() -> GristServer:
         key = args[1] if len(args) > 1 and isinstance(args[1], str) else None
         snap = ls.snapshot(uri) if uri else None
         verdict = ls.find_verdict(uri, key) if (uri and key) else None
-        if snap is None or verdict is None or verdict.status is not Status.CONFIRMED or verdict.witness is None:
+        if (
+            snap is None
+            or verdict is None
+            or verdict.status is not Status.CONFIRMED
+            or verdict.witness is None
+        ):
             ls.window_show_message(
                 types.ShowMessageParams(
                     type=types.MessageType.Warning,
@@ -508,7 +545,9 @@ async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -
     loop = asyncio.get_running_loop()
     assert verdict.witness is not None
     folder = actions.reproducer_folder(snap.path, snap.root, ls.settings.reproducer_dir)
-    files = await loop.run_in_executor(None, core.reproducer, verdict.site, verdict.witness, str(folder), Path.exists)
+    files = await loop.run_in_executor(
+        None, core.reproducer, verdict.site, verdict.witness, str(folder), Path.exists
+    )
     target = folder / files.filename
     source = actions.payload_notice(sorted(files.payloads)) + files.source
 
@@ -522,7 +561,8 @@ async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -
     await loop.run_in_executor(None, write_payloads)
     target_uri = target.as_uri()
     resource_create = "create" in [
-        getattr(op, "value", op) for op in (ls._capability("workspace.workspace_edit.resource_operations") or [])
+        getattr(op, "value", op)
+        for op in (ls._capability("workspace.workspace_edit.resource_operations") or [])
     ]
     if ls._capability("workspace.apply_edit") and resource_create:
         result = await ls.workspace_apply_edit_async(
@@ -536,18 +576,28 @@ async def _write_reproducer(ls: GristServer, snap: Snapshot, verdict: Verdict) -
             return None
     else:
         # The client cannot create files through an edit: write it ourselves.
-        await loop.run_in_executor(None, lambda: (target.parent.mkdir(parents=True, exist_ok=True), target.write_text(source, encoding="utf-8")))
+        await loop.run_in_executor(
+            None,
+            lambda: (
+                target.parent.mkdir(parents=True, exist_ok=True),
+                target.write_text(source, encoding="utf-8"),
+            ),
+        )
     if ls._capability("window.show_document.support"):
         await ls.window_show_document_async(types.ShowDocumentParams(uri=target_uri, take_focus=True))
     shown = os.path.relpath(target, snap.root) if snap.root else str(target)
-    ls.window_show_message(types.ShowMessageParams(type=types.MessageType.Info, message=reproducer_message(shown)))
+    ls.window_show_message(
+        types.ShowMessageParams(type=types.MessageType.Info, message=reproducer_message(shown))
+    )
     return {"uri": target_uri}
 
 
 def reproducer_message(shown: str) -> str:
     """What the user reads once a reproducer exists: how to run it, and how to get pytest."""
-    return (f"GRIST: created {shown}. Run it with `python -m pytest {shown}` (it fails while the bug is there, "
-            "and errors if the program no longer runs to that line); if pytest is missing: `pip install pytest`.")
+    return (
+        f"GRIST: created {shown}. Run it with `python -m pytest {shown}` (it fails while the bug is there, "
+        "and errors if the program no longer runs to that line); if pytest is missing: `pip install pytest`."
+    )
 
 
 def _child_pids() -> list[int]:
@@ -600,7 +650,9 @@ class _QuietCancelRace(logging.Filter):
     editor's output (where stderr lands) unless someone asks for debug logging."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno == logging.WARNING and str(record.msg).startswith("Cancel notification for unknown message id"):
+        if record.levelno == logging.WARNING and str(record.msg).startswith(
+            "Cancel notification for unknown message id"
+        ):
             record.levelno, record.levelname = logging.DEBUG, "DEBUG"
             return logging.getLogger(record.name).isEnabledFor(logging.DEBUG)
         return True

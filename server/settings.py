@@ -31,8 +31,12 @@ class Settings:
     show_safe: bool = False  # grist.showSafe (as hints)
     trusted: bool = True  # grist.trusted; can only take trust away, never grant it
     debounce: float = 1.0  # grist.dynamic.debounce: seconds of quiet before a run
-    timeout: float | None = None  # grist.dynamic.timeout: seconds for the program to reach its sites (engine default)
-    reproducer_dir: str = "tests/grist"  # grist.reproducerDir: where "Create reproducer test" writes, from the workspace root
+    timeout: float | None = (
+        None  # grist.dynamic.timeout: seconds for the program to reach its sites (engine default)
+    )
+    reproducer_dir: str = (
+        "tests/grist"  # grist.reproducerDir: where "Create reproducer test" writes, from the workspace root
+    )
 
     def dynamic_allowed(self, client_trusts_workspace: bool) -> bool:
         """Whether the user's code may run: enabled, and trusted by both client and setting."""
@@ -111,8 +115,8 @@ def grist_section(obj: Any) -> dict[str, Any]:
     # The section itself ({"enable": ...}) or nested under "grist"/"settings.grist".
     for key, value in flat.items():
         for prefix in ("settings.grist.", "grist.", "settings.", ""):
-            if key.startswith(prefix) and key[len(prefix):] in _FLAT:
-                name = key[len(prefix):]
+            if key.startswith(prefix) and key[len(prefix) :] in _FLAT:
+                name = key[len(prefix) :]
                 # A more specific spelling wins over the bare one.
                 if prefix or name not in section:
                     section[name] = value

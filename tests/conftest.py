@@ -9,8 +9,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -22,7 +22,9 @@ def _console_script() -> str:
         return str(beside)
     found = shutil.which("grist-lsp")
     if found is None:
-        raise RuntimeError("the grist-lsp console script is not installed; run `pip install -e '.[dev]'` first")
+        raise RuntimeError(
+            "the grist-lsp console script is not installed; run `pip install -e '.[dev]'` first"
+        )
     return found
 
 
@@ -40,8 +42,15 @@ def grist_cli(grist_script: str) -> Callable[..., subprocess.CompletedProcess[st
     def run(*args: str, cwd: Path | str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
         env.pop("PYTHONPATH", None)  # the installed package, not whatever the test runner added
-        return subprocess.run([script, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout,
-                              env=env, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [script, *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            stdin=subprocess.DEVNULL,
+        )
 
     return run
 

@@ -13,15 +13,15 @@ from grist_lsp.baseline import keys
 from grist_lsp.check import CheckOptions, check_paths
 from grist_lsp.output import render_sarif
 
-TODAY = '''import torch
+TODAY = """import torch
 
 
 def normalize(x, total):
     return x / total
-'''
+"""
 
 # Tomorrow: lines inserted above the old division, and a new bug below it.
-TOMORROW = '''import torch
+TOMORROW = """import torch
 
 EPS = 1e-8
 SCALE = 2.0
@@ -37,7 +37,7 @@ def normalize(x, total):
 
 def entropy(p):
     return -(p * torch.log(p)).sum()
-'''
+"""
 
 
 def _json(result) -> dict:
@@ -54,14 +54,18 @@ def test_baseline_written_today_leaves_only_tomorrows_new_bug(grist_cli, write_t
     assert [(f["rule"], f["file"], f["line"]) for f in recorded] == [("GRIST105", "pkg/stats.py", 5)]
 
     (root / "pkg/stats.py").write_text(TOMORROW, encoding="utf-8")
-    data = _json(grist_cli("--check", ".", "--static-only", "--baseline", "grist-baseline.json",
-                           "--format", "json", cwd=root))
+    data = _json(
+        grist_cli(
+            "--check", ".", "--static-only", "--baseline", "grist-baseline.json", "--format", "json", cwd=root
+        )
+    )
     assert [(f["file"], f["line"], f["kind"]) for f in data["findings"]] == [("pkg/stats.py", 16, "log")]
     assert data["stats"]["baselined"] == 1
 
     text = grist_cli("--check", ".", "--static-only", "--baseline", "grist-baseline.json", cwd=root).stdout
-    assert text.splitlines()[-1] == ("Found 1 possible in 1 file; 1 left out by the baseline "
-                                     "(static pass only).")
+    assert text.splitlines()[-1] == (
+        "Found 1 possible in 1 file; 1 left out by the baseline (static pass only)."
+    )
 
     # Without the baseline both are there: it filtered, it did not hide the file.
     everything = _json(grist_cli("--check", ".", "--static-only", "--format", "json", cwd=root))
@@ -69,10 +73,14 @@ def test_baseline_written_today_leaves_only_tomorrows_new_bug(grist_cli, write_t
 
 
 def test_baseline_from_the_config_and_writing_ignores_it(grist_cli, write_tree) -> None:
-    root = write_tree({"pyproject.toml": '[tool.grist]\nbaseline = "ci/grist-baseline.json"\n', "src/m.py": TODAY})
+    root = write_tree(
+        {"pyproject.toml": '[tool.grist]\nbaseline = "ci/grist-baseline.json"\n', "src/m.py": TODAY}
+    )
     (root / "ci").mkdir()
     # Writing a baseline must see every finding, even with one configured (which does not exist yet).
-    written = grist_cli("--check", ".", "--static-only", "--write-baseline", "ci/grist-baseline.json", cwd=root)
+    written = grist_cli(
+        "--check", ".", "--static-only", "--write-baseline", "ci/grist-baseline.json", cwd=root
+    )
     assert written.returncode == 0, written.stderr
     (root / "src/m.py").write_text(TOMORROW, encoding="utf-8")
     # Run from another folder: the configured path is relative to the pyproject.toml.
@@ -95,5 +103,6 @@ def test_baseline_and_sarif_share_one_fingerprint(write_tree) -> None:
     root = write_tree({"m.py": TOMORROW, ".git/HEAD": "ref: refs/heads/main\n"})
     report = check_paths([str(root)], CheckOptions(static_only=True))
     sarif = json.loads(render_sarif(report))["runs"][0]["results"]
-    assert [r["partialFingerprints"]["gristFinding/v1"] for r in sarif] == [fp for (_, _, fp), _ in
-                                                                            keys(report.verdicts, Path(root))]
+    assert [r["partialFingerprints"]["gristFinding/v1"] for r in sarif] == [
+        fp for (_, _, fp), _ in keys(report.verdicts, Path(root))
+    ]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
-from typing import Callable
 
 import jsonschema
 import pytest
@@ -96,7 +96,9 @@ def test_sarif_is_valid_with_uris_relative_to_the_repository(grist_cli: Cli, wri
     assert location["region"]["startLine"] == 5 and location["region"]["startColumn"] == 12
 
 
-def test_syntax_error_is_a_finding_and_other_files_are_still_checked(grist_cli: Cli, write_tree: Tree) -> None:
+def test_syntax_error_is_a_finding_and_other_files_are_still_checked(
+    grist_cli: Cli, write_tree: Tree
+) -> None:
     root = write_tree({"a_broken.py": BROKEN, "buggy.py": BUGGY})
     (root / "latin.py").write_bytes(b'name = "caf\xe9"\n')  # Latin-1 bytes without a coding line
     result = grist_cli("--check", "--static-only", "--format", "json", ".", cwd=root)
@@ -107,7 +109,10 @@ def test_syntax_error_is_a_finding_and_other_files_are_still_checked(grist_cli: 
     assert by_file["latin.py"]["status"] == "error" and "UTF-8" in by_file["latin.py"]["message"]
     assert not by_file["latin.py"]["message"].startswith(str(root))  # the location is not repeated
     text = grist_cli("--check", "--static-only", ".", cwd=root)
-    assert any(line.startswith("a_broken.py:3:") and " GRIST000 [error] " in line for line in text.stdout.splitlines())
+    assert any(
+        line.startswith("a_broken.py:3:") and " GRIST000 [error] " in line
+        for line in text.stdout.splitlines()
+    )
 
 
 def test_nonexistent_path_exits_2_naming_it(grist_cli: Cli, project: Path) -> None:
@@ -118,10 +123,19 @@ def test_nonexistent_path_exits_2_naming_it(grist_cli: Cli, project: Path) -> No
     _no_traceback(result)
 
 
-@pytest.mark.parametrize("args", [["--check", "--format", "xml", "."], ["--check", "--jobs", "0", "."],
-                                  ["--check", "--budget", "soon", "."], ["--frobnicate"],
-                                  ["buggy.py"], ["--check", "--fix", "--diff", "."],
-                                  ["--check", "--entry", "buggy", "."], ["--check", "--entry", "nope.py:make", "."]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--check", "--format", "xml", "."],
+        ["--check", "--jobs", "0", "."],
+        ["--check", "--budget", "soon", "."],
+        ["--frobnicate"],
+        ["buggy.py"],
+        ["--check", "--fix", "--diff", "."],
+        ["--check", "--entry", "buggy", "."],
+        ["--check", "--entry", "nope.py:make", "."],
+    ],
+)
 def test_usage_errors_exit_2(grist_cli: Cli, project: Path, args: list[str]) -> None:
     result = grist_cli(*args, cwd=project)
     assert result.returncode == 2, result.stdout + result.stderr
@@ -133,16 +147,23 @@ def test_bad_config_exits_2_naming_the_file(grist_cli: Cli, write_tree: Tree) ->
     root = write_tree({"pyproject.toml": '[tool.grist]\nfail-on = "sometimes"\n', "buggy.py": BUGGY})
     result = grist_cli("--check", "--static-only", ".", cwd=root)
     assert result.returncode == 2
-    assert f"{root / 'pyproject.toml'}: [tool.grist] `fail-on` must be one of confirmed, possible" in result.stderr
+    assert (
+        f"{root / 'pyproject.toml'}: [tool.grist] `fail-on` must be one of confirmed, possible"
+        in result.stderr
+    )
     _no_traceback(result)
 
 
 def test_tool_grist_excludes_and_gitignore_are_honoured(grist_cli: Cli, write_tree: Tree) -> None:
-    root = write_tree({
-        "pyproject.toml": '[tool.grist]\nexclude = ["vendor/"]\nfail-on = "possible"\n',
-        ".gitignore": "generated/\n",
-        "src/buggy.py": BUGGY, "vendor/lib.py": BUGGY, "generated/g.py": BUGGY,
-    })
+    root = write_tree(
+        {
+            "pyproject.toml": '[tool.grist]\nexclude = ["vendor/"]\nfail-on = "possible"\n',
+            ".gitignore": "generated/\n",
+            "src/buggy.py": BUGGY,
+            "vendor/lib.py": BUGGY,
+            "generated/g.py": BUGGY,
+        }
+    )
     result = grist_cli("--check", "--static-only", "--format", "json", ".", cwd=root)
     assert [f["file"] for f in _findings(result)] == ["src/buggy.py"]
     assert result.returncode == 1  # fail-on = "possible" from [tool.grist]
@@ -151,20 +172,29 @@ def test_tool_grist_excludes_and_gitignore_are_honoured(grist_cli: Cli, write_tr
     # A file named explicitly is checked even if excluded; --force-exclude skips it.
     named = grist_cli("--check", "--static-only", "--format", "json", "vendor/lib.py", cwd=root)
     assert [f["file"] for f in _findings(named)] == ["vendor/lib.py"]
-    forced = grist_cli("--check", "--static-only", "--format", "json", "--force-exclude", "vendor/lib.py", cwd=root)
+    forced = grist_cli(
+        "--check", "--static-only", "--format", "json", "--force-exclude", "vendor/lib.py", cwd=root
+    )
     assert _findings(forced) == []
 
 
 def test_output_file_receives_the_report(grist_cli: Cli, project: Path) -> None:
-    result = grist_cli("--check", "--static-only", "--format", "json", "--output", "report.json", ".", cwd=project)
+    result = grist_cli(
+        "--check", "--static-only", "--format", "json", "--output", "report.json", ".", cwd=project
+    )
     assert result.stdout == ""
     data = json.loads((project / "report.json").read_text(encoding="utf-8"))
     assert [f["op"] for f in data["findings"]] == ["torch.log"]
 
 
 def test_python_dash_m_is_the_same_command(project: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "grist_lsp", "--check", "--static-only", "buggy.py"],
-                            cwd=project, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-m", "grist_lsp", "--check", "--static-only", "buggy.py"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0
     assert result.stdout.startswith("buggy.py:5:12: GRIST101 [possible]")
 
@@ -176,7 +206,9 @@ def test_static_check_imports_neither_the_server_nor_the_engine(project: Path) -
         "code = main(['--check', '--static-only', '--format', 'json', '--output', 'out.json', '.'])\n"
         "print(code, sorted(m for m in ('pygls', 'grist_lsp.server', 'grist_lsp.dynamic.engine') if m in sys.modules))\n"
     )
-    result = subprocess.run([sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=project, capture_output=True, text=True, timeout=300
+    )
     assert result.stdout.strip() == "0 []", result.stderr
 
 
@@ -187,21 +219,33 @@ def _frame(message: dict) -> bytes:
 
 def _first_message(stream: bytes) -> dict:
     header, _, rest = stream.partition(b"\r\n\r\n")
-    length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n") if line.lower().startswith(b"content-length"))
+    length = next(
+        int(line.split(b":")[1])
+        for line in header.split(b"\r\n")
+        if line.lower().startswith(b"content-length")
+    )
     return json.loads(rest[:length])
 
 
 @pytest.mark.parametrize("args", [[], ["--stdio"]])
 def test_no_arguments_serves_lsp_on_stdio(grist_script: str, tmp_path: Path, args: list[str]) -> None:
-    requests = b"".join(_frame(m) for m in (
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-         "params": {"processId": None, "rootUri": None, "capabilities": {}}},
-        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-        {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
-        {"jsonrpc": "2.0", "method": "exit"},
-    ))
-    result = subprocess.run([grist_script, *args], input=requests, capture_output=True, cwd=tmp_path,
-                            timeout=120)
+    requests = b"".join(
+        _frame(m)
+        for m in (
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": None, "capabilities": {}},
+            },
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+            {"jsonrpc": "2.0", "id": 2, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        )
+    )
+    result = subprocess.run(
+        [grist_script, *args], input=requests, capture_output=True, cwd=tmp_path, timeout=120
+    )
     reply = _first_message(result.stdout)
     assert reply["id"] == 1 and "textDocumentSync" in reply["result"]["capabilities"]
     assert result.returncode == 0, result.stderr.decode(errors="replace")
@@ -221,14 +265,32 @@ def make():
 
 def test_dynamic_check_confirms_the_bug_and_exits_1(grist_cli: Cli, write_tree: Tree) -> None:
     root = write_tree({"model.py": ENTRY_PROGRAM})
-    result = grist_cli("--check", "--jobs", "1", "--budget", "3", "--entry", "model.py:make", "--format", "json",
-                       "--write-reproducers", "repro", "model.py", cwd=root)
+    result = grist_cli(
+        "--check",
+        "--jobs",
+        "1",
+        "--budget",
+        "3",
+        "--entry",
+        "model.py:make",
+        "--format",
+        "json",
+        "--write-reproducers",
+        "repro",
+        "model.py",
+        cwd=root,
+    )
     _no_traceback(result)
     assert result.returncode == 1, result.stdout + result.stderr
     data = json.loads(result.stdout)
     assert data["stats"]["dynamic"] is True
     [finding] = data["findings"]
-    assert (finding["line"], finding["column"], finding["op"], finding["status"]) == (5, 12, "torch.log", "confirmed")
+    assert (finding["line"], finding["column"], finding["op"], finding["status"]) == (
+        5,
+        12,
+        "torch.log",
+        "confirmed",
+    )
     witness = finding["witness"]
     assert witness["entry"].endswith("model.py:make")
     # The witness drives the operand of log to the invalid region x <= 0.
@@ -241,8 +303,9 @@ def test_dynamic_check_confirms_the_bug_and_exits_1(grist_cli: Cli, write_tree: 
 
 def test_fix_applies_the_verified_fix_and_the_bug_is_gone(grist_cli: Cli, write_tree: Tree) -> None:
     root = write_tree({"model.py": ENTRY_PROGRAM})
-    result = grist_cli("--check", "--jobs", "1", "--budget", "3", "--entry", "model.py:make", "--fix", "model.py",
-                       cwd=root)
+    result = grist_cli(
+        "--check", "--jobs", "1", "--budget", "3", "--entry", "model.py:make", "--fix", "model.py", cwd=root
+    )
     _no_traceback(result)
     assert "applied 1 verified fix(es) in model.py" in result.stderr, result.stdout + result.stderr
     assert result.returncode == 0, result.stdout + result.stderr  # the only confirmed bug was fixed
@@ -260,8 +323,14 @@ def test_progress_goes_to_a_terminal_stderr_only(grist_script: str, project: Pat
 
     leader, follower = pty.openpty()
     try:
-        result = subprocess.run([grist_script, "--check", "--static-only", "."], cwd=project, stdout=subprocess.PIPE,
-                                stderr=follower, text=True, timeout=300)
+        result = subprocess.run(
+            [grist_script, "--check", "--static-only", "."],
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=follower,
+            text=True,
+            timeout=300,
+        )
         os.close(follower)
         chunks = []
         while True:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -20,26 +20,38 @@ def _names(found: list[Path], root: Path) -> list[str]:
 
 
 def test_walk_honours_gitignore_nested_and_negated(write_tree: Tree) -> None:
-    root = write_tree({
-        ".git/HEAD": "ref: refs/heads/main\n",
-        ".gitignore": "generated/\n*_pb2.py\n",
-        "a.py": "", "notes.txt": "",
-        "generated/g.py": "",
-        "proto/m_pb2.py": "",
-        "pkg/.gitignore": "local_*.py\n!local_keep.py\n",
-        "pkg/local_x.py": "", "pkg/local_keep.py": "", "pkg/b.py": "",
-        ".venv/lib/site.py": "", "pkg/__pycache__/b.py": "",
-    })
+    root = write_tree(
+        {
+            ".git/HEAD": "ref: refs/heads/main\n",
+            ".gitignore": "generated/\n*_pb2.py\n",
+            "a.py": "",
+            "notes.txt": "",
+            "generated/g.py": "",
+            "proto/m_pb2.py": "",
+            "pkg/.gitignore": "local_*.py\n!local_keep.py\n",
+            "pkg/local_x.py": "",
+            "pkg/local_keep.py": "",
+            "pkg/b.py": "",
+            ".venv/lib/site.py": "",
+            "pkg/__pycache__/b.py": "",
+        }
+    )
     found = discover([str(root)], Discovery(root=root))
     assert _names(found, root) == ["a.py", "pkg/b.py", "pkg/local_keep.py"]
 
 
 def test_config_exclude_and_include_are_relative_to_the_config(write_tree: Tree) -> None:
-    root = write_tree({
-        "pyproject.toml": '[tool.grist]\nexclude = ["tests/corpus", "/scripts/"]\ninclude = ["*.py", "*.pyw"]\n',
-        "src/m.py": "", "src/gui.pyw": "", "tests/corpus/bug.py": "", "tests/test_m.py": "",
-        "scripts/s.py": "", "src/scripts/keep.py": "",
-    })
+    root = write_tree(
+        {
+            "pyproject.toml": '[tool.grist]\nexclude = ["tests/corpus", "/scripts/"]\ninclude = ["*.py", "*.pyw"]\n',
+            "src/m.py": "",
+            "src/gui.pyw": "",
+            "tests/corpus/bug.py": "",
+            "tests/test_m.py": "",
+            "scripts/s.py": "",
+            "src/scripts/keep.py": "",
+        }
+    )
     config = load_config(find_pyproject(root / "src"), root)
     assert config.root == root.resolve()
     found = discover([str(root)], Discovery(root=config.root, exclude=config.exclude, include=config.include))
@@ -91,11 +103,13 @@ def test_invalid_toml_is_a_config_error(tmp_path: Path) -> None:
 
 
 def test_nearest_pyproject_with_a_grist_table_wins(write_tree: Tree) -> None:
-    root = write_tree({
-        "pyproject.toml": "[tool.grist]\nbudget = 5\n",
-        "sub/pyproject.toml": "[project]\nname = 'sub'\n",
-        "sub/m.py": "",
-    })
+    root = write_tree(
+        {
+            "pyproject.toml": "[tool.grist]\nbudget = 5\n",
+            "sub/pyproject.toml": "[project]\nname = 'sub'\n",
+            "sub/m.py": "",
+        }
+    )
     config = load_config(find_pyproject(root / "sub" / "m.py"), root)
     assert config.budget == 5.0 and config.source == root / "pyproject.toml"
 
@@ -125,8 +139,11 @@ def test_diff_shows_and_fix_writes_only_verified_fixes(tmp_path: Path) -> None:
         log = Site(str(path), Span(2, 4, 2, 16), "torch.log", "log", "input", "torch.log(x)")
         div = Site(str(path), Span(3, 4, 3, 9), "torch.Tensor.__truediv__", "div", "other", "a / b")
         return [
-            Verdict(log, Status.CONFIRMED, fixes=[Fix("clamp", [TextEdit(Span(2, 14, 2, 15), "x.clamp_min(1e-8)")],
-                                                      verified=True)]),
+            Verdict(
+                log,
+                Status.CONFIRMED,
+                fixes=[Fix("clamp", [TextEdit(Span(2, 14, 2, 15), "x.clamp_min(1e-8)")], verified=True)],
+            ),
             Verdict(div, Status.POSSIBLE, fixes=[Fix("guard", [TextEdit(Span(3, 8, 3, 9), "(b + 1e-8)")])]),
         ]
 

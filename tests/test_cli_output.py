@@ -7,30 +7,80 @@ from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
-
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+
 from grist_lsp.check import Report
 from grist_lsp.model import Fix, Site, Span, Status, TensorValue, TextEdit, Verdict, Witness, file_error
 from grist_lsp.output import render_json, render_sarif, render_text
 
-JSON_KEYS = {"file", "line", "column", "end_line", "end_column", "op", "kind", "status", "message", "reason",
-             "witness", "fixes"}
-WITNESS_KEYS = {"entry", "iterations", "seconds", "inputs", "beyond_examples", "input_scale", "weights_moved", "steps", "reproducer"}
+JSON_KEYS = {
+    "file",
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "op",
+    "kind",
+    "status",
+    "message",
+    "reason",
+    "witness",
+    "fixes",
+}
+WITNESS_KEYS = {
+    "entry",
+    "iterations",
+    "seconds",
+    "inputs",
+    "beyond_examples",
+    "input_scale",
+    "weights_moved",
+    "steps",
+    "reproducer",
+}
 
 
 def _report(root: Path) -> Report:
     model = root / "pkg" / "model.py"
-    log_site = Site(file=str(model), span=Span(3, 11, 3, 23), op="torch.log", kind="log", operand="input",
-                    text="torch.log(p)", function="loss")
-    div_site = Site(file=str(model), span=Span(7, 11, 7, 16), op="torch.Tensor.__truediv__", kind="div",
-                    operand="other", text="a / b", function="ratio")
-    safe_site = Site(file=str(model), span=Span(9, 11, 9, 40), op="torch.sqrt", kind="sqrt", operand="input",
-                     text="torch.sqrt(x.clamp_min(1e-8))")
-    witness = Witness(entry=f"probe:{root / 'pkg' / 'model.py'}:loss",
-                      inputs={"p": TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5])},
-                      weights_moved={}, operand=TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5]),
-                      result="-inf", iterations=3, seconds=0.25, reproducer=str(root / "repro" / "test_log.py"))
-    fix = Fix(title="clamp the operand", edits=[TextEdit(Span(3, 21, 3, 22), "p.clamp_min(1e-8)")], verified=True)
+    log_site = Site(
+        file=str(model),
+        span=Span(3, 11, 3, 23),
+        op="torch.log",
+        kind="log",
+        operand="input",
+        text="torch.log(p)",
+        function="loss",
+    )
+    div_site = Site(
+        file=str(model),
+        span=Span(7, 11, 7, 16),
+        op="torch.Tensor.__truediv__",
+        kind="div",
+        operand="other",
+        text="a / b",
+        function="ratio",
+    )
+    safe_site = Site(
+        file=str(model),
+        span=Span(9, 11, 9, 40),
+        op="torch.sqrt",
+        kind="sqrt",
+        operand="input",
+        text="torch.sqrt(x.clamp_min(1e-8))",
+    )
+    witness = Witness(
+        entry=f"probe:{root / 'pkg' / 'model.py'}:loss",
+        inputs={"p": TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5])},
+        weights_moved={},
+        operand=TensorValue(shape=[2], dtype="float32", values=[0.0, 0.5]),
+        result="-inf",
+        iterations=3,
+        seconds=0.25,
+        reproducer=str(root / "repro" / "test_log.py"),
+    )
+    fix = Fix(
+        title="clamp the operand", edits=[TextEdit(Span(3, 21, 3, 22), "p.clamp_min(1e-8)")], verified=True
+    )
     verdicts = [
         Verdict(site=log_site, status=Status.CONFIRMED, reason="", witness=witness, fixes=[fix]),
         Verdict(site=div_site, status=Status.POSSIBLE, reason="divisor range unknown"),
@@ -43,11 +93,17 @@ def _report(root: Path) -> Report:
 
 def test_text_lines_have_one_based_columns_codes_and_status(tmp_path: Path) -> None:
     out = render_text(_report(tmp_path), base=tmp_path).splitlines()
-    assert out[0] == "pkg/model.py:3:12: GRIST101 [confirmed] `torch.log(p)`: logarithm of a non-positive value"
-    assert out[1].startswith("    witness: entry probe:pkg/model.py:loss; inputs p=[0.0, 0.5]; -inf in the forward")
+    assert (
+        out[0] == "pkg/model.py:3:12: GRIST101 [confirmed] `torch.log(p)`: logarithm of a non-positive value"
+    )
+    assert out[1].startswith(
+        "    witness: entry probe:pkg/model.py:loss; inputs p=[0.0, 0.5]; -inf in the forward"
+    )
     assert out[1].endswith("reproducer repro/test_log.py")
     assert out[2] == "    fix (verified): clamp the operand"
-    assert out[3] == "pkg/model.py:7:12: GRIST105 [possible] `a / b`: division by zero (divisor range unknown)"
+    assert (
+        out[3] == "pkg/model.py:7:12: GRIST105 [possible] `a / b`: division by zero (divisor range unknown)"
+    )
     assert out[4] == f"broken.py:4:1: {ERROR_CODE} [error] syntax error: expected ':'; fix the syntax"
     assert out[5] == "Found 1 confirmed, 1 possible, 1 error in 2 files; 1 sites proved safe."
     assert len(out) == 6  # the safe site is hidden by default
@@ -55,8 +111,10 @@ def test_text_lines_have_one_based_columns_codes_and_status(tmp_path: Path) -> N
 
 def test_text_show_safe_lists_proved_sites(tmp_path: Path) -> None:
     out = render_text(_report(tmp_path), show_safe=True, base=tmp_path)
-    assert ("pkg/model.py:9:12: GRIST103 [safe] `torch.sqrt(x.clamp_min(1e-8))`: square root of a negative "
-            "value (and an infinite gradient at 0) (operand >= 1e-8 after clamp_min)") in out
+    assert (
+        "pkg/model.py:9:12: GRIST103 [safe] `torch.sqrt(x.clamp_min(1e-8))`: square root of a negative "
+        "value (and an infinite gradient at 0) (operand >= 1e-8 after clamp_min)"
+    ) in out
 
 
 def test_json_follows_the_v1_contract(tmp_path: Path) -> None:
@@ -68,7 +126,13 @@ def test_json_follows_the_v1_contract(tmp_path: Path) -> None:
     for finding in findings:
         assert set(finding) == JSON_KEYS
     log = findings[0]
-    assert (log["file"], log["line"], log["column"], log["end_line"], log["end_column"]) == ("pkg/model.py", 3, 12, 3, 24)
+    assert (log["file"], log["line"], log["column"], log["end_line"], log["end_column"]) == (
+        "pkg/model.py",
+        3,
+        12,
+        3,
+        24,
+    )
     assert (log["op"], log["kind"]) == ("torch.log", "log")
     assert set(log["witness"]) == WITNESS_KEYS
     assert log["witness"]["inputs"]["p"]["values"] == [0.0, 0.5]
@@ -101,8 +165,11 @@ def test_sarif_has_what_code_scanning_needs(tmp_path: Path) -> None:
     for rule in driver["rules"]:
         assert rule["shortDescription"]["text"] and rule["helpUri"].startswith("https://")
     results = run["results"]
-    assert [(r["ruleId"], r["level"]) for r in results] == [("GRIST101", "error"), ("GRIST105", "warning"),
-                                                            (ERROR_CODE, "note")]
+    assert [(r["ruleId"], r["level"]) for r in results] == [
+        ("GRIST101", "error"),
+        ("GRIST105", "warning"),
+        (ERROR_CODE, "note"),
+    ]
     loc = results[0]["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"] == {"uri": "pkg/model.py", "uriBaseId": "%SRCROOT%"}
     assert loc["region"] == {"startLine": 3, "startColumn": 12, "endLine": 3, "endColumn": 24}
@@ -115,25 +182,47 @@ def test_sarif_fingerprint_survives_lines_moving(tmp_path: Path) -> None:
     before = _report(tmp_path)
     after = _report(tmp_path)
     moved = after.verdicts[0]
-    after.verdicts[0] = Verdict(site=Site(**{**moved.site.__dict__, "span": Span(10, 11, 10, 23)}),
-                                status=moved.status, witness=moved.witness)
+    after.verdicts[0] = Verdict(
+        site=Site(**{**moved.site.__dict__, "span": Span(10, 11, 10, 23)}),
+        status=moved.status,
+        witness=moved.witness,
+    )
     first = json.loads(render_sarif(before))["runs"][0]["results"][0]["partialFingerprints"]
     second = json.loads(render_sarif(after))["runs"][0]["results"][0]["partialFingerprints"]
     assert first == second
 
 
 def test_core_messages_are_not_repeated(tmp_path: Path) -> None:
-    site = Site(file=str(tmp_path / "m.py"), span=Span(2, 4, 2, 14), op="torch.Tensor.mean", kind="mean",
-                operand="input", text="loss.mean()")
-    possible = Verdict(site=site, status=Status.POSSIBLE,
-                       message="torch.Tensor.mean: possible mean over an empty dimension; depends on shapes",
-                       reason="depends on shapes; dynamic: searched 12 runs in 5.0 s")
-    confirmed = Verdict(site=site, status=Status.CONFIRMED, message="torch.Tensor.mean receives shape [0]: nan",
-                        reason="torch.Tensor.mean receives shape [0]: nan [mutation: empty, 2 runs]",
-                        witness=Witness(entry="script:m.py", inputs={}, weights_moved={}, operand=None, result="nan"))
-    report = Report(verdicts=[possible, confirmed], stats={"files": 1, "possible": 1, "confirmed": 1}, root=tmp_path)
+    site = Site(
+        file=str(tmp_path / "m.py"),
+        span=Span(2, 4, 2, 14),
+        op="torch.Tensor.mean",
+        kind="mean",
+        operand="input",
+        text="loss.mean()",
+    )
+    possible = Verdict(
+        site=site,
+        status=Status.POSSIBLE,
+        message="torch.Tensor.mean: possible mean over an empty dimension; depends on shapes",
+        reason="depends on shapes; dynamic: searched 12 runs in 5.0 s",
+    )
+    confirmed = Verdict(
+        site=site,
+        status=Status.CONFIRMED,
+        message="torch.Tensor.mean receives shape [0]: nan",
+        reason="torch.Tensor.mean receives shape [0]: nan [mutation: empty, 2 runs]",
+        witness=Witness(entry="script:m.py", inputs={}, weights_moved={}, operand=None, result="nan"),
+    )
+    report = Report(
+        verdicts=[possible, confirmed], stats={"files": 1, "possible": 1, "confirmed": 1}, root=tmp_path
+    )
     lines = render_text(report, base=tmp_path).splitlines()
-    assert lines[0] == ("m.py:2:5: GRIST113 [possible] torch.Tensor.mean: possible mean over an empty dimension; "
-                        "depends on shapes (dynamic: searched 12 runs in 5.0 s)")
-    assert lines[1] == ("m.py:2:5: GRIST113 [confirmed] mean over an empty dimension: "
-                        "torch.Tensor.mean receives shape [0]: nan")
+    assert lines[0] == (
+        "m.py:2:5: GRIST113 [possible] torch.Tensor.mean: possible mean over an empty dimension; "
+        "depends on shapes (dynamic: searched 12 runs in 5.0 s)"
+    )
+    assert lines[1] == (
+        "m.py:2:5: GRIST113 [confirmed] mean over an empty dimension: "
+        "torch.Tensor.mean receives shape [0]: nan"
+    )

@@ -15,7 +15,10 @@ def _readme() -> str:
 
 
 def test_readme_lists_every_rule_code_with_its_kind() -> None:
-    rows = {m.group(1): m.group(2) for m in re.finditer(r"^\| (GRIST\d{3}) \| `?([a-z0-9]+)`? \|", _readme(), re.M)}
+    rows = {
+        m.group(1): m.group(2)
+        for m in re.finditer(r"^\| (GRIST\d{3}) \| `?([a-z0-9]+)`? \|", _readme(), re.M)
+    }
     expected = {kind.code: kind.name for kind in KINDS.values()}
     expected[ERROR_CODE] = "error"
     assert rows == expected
@@ -23,7 +26,9 @@ def test_readme_lists_every_rule_code_with_its_kind() -> None:
 
 def test_readme_test_command_is_the_one_ci_runs() -> None:
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    commands = [line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    commands = [
+        line.strip() for line in ci.splitlines() if line.strip() and not line.lstrip().startswith("#")
+    ]
     last = commands[-1]
     assert last == "python -m pytest"
     assert f"pip install torch==2.13.0 && pip install -e '.[dev]' && {last}" in _readme()

@@ -28,9 +28,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 
 import corpus_markers as cm  # noqa: E402
-
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
 from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
+
 from grist_lsp.model import Status  # noqa: E402
 
 PROGRAMS = cm.program_files()
@@ -87,7 +87,13 @@ def engine_results():
 
     def run(path: Path):
         static = analyze_file(str(path))
-        options = EngineOptions(budget=SCRIPT_BUDGET.get(path.name, BUDGET), seed=0, jobs=1, project_root=str(cm.REPO), entries=_entries(path))
+        options = EngineOptions(
+            budget=SCRIPT_BUDGET.get(path.name, BUDGET),
+            seed=0,
+            jobs=1,
+            project_root=str(cm.REPO),
+            entries=_entries(path),
+        )
         return path, confirm(str(path), path.read_text(), static, options)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -108,7 +114,9 @@ def test_engine_confirms_marked_bugs_and_nothing_safe(engine_results, path):
                 missed.append(f"{m.line} {m.kind}: {m.verdict.reason if m.verdict else 'no site'}")
                 continue
             w = m.verdict.witness
-            assert w is not None and w.result in ("nan", "inf", "-inf"), f"line {m.line}: confirmed without a witness"
+            assert w is not None and w.result in ("nan", "inf", "-inf"), (
+                f"line {m.line}: confirmed without a witness"
+            )
             assert m.verdict.site.span.start_line == m.line
         elif want in ("safe", "unproven", None) and status is Status.CONFIRMED:
             wrong.append(f"{m.line} {m.kind} ({want}): witness {m.verdict.witness.entry}")

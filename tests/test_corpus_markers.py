@@ -34,6 +34,7 @@ def _pr(name):
 
 # --- witnesses: program path -> function(module) -------------------------------
 
+
 def w_mnist(m):
     m.standardise(torch.rand(1, 1, 28, 28))  # one image: unbiased std is NaN
     x = torch.rand(4, 1, 28, 28)
@@ -46,7 +47,9 @@ def w_mnist(m):
 
 def w_vae(m):
     m.VAE().reparameterize(torch.zeros(1, 16), torch.full((1, 16), 200.0))
-    m.vae_loss(torch.full((1, 784), -200.0), torch.ones(1, 784), torch.zeros(1, 16), torch.full((1, 16), 100.0))
+    m.vae_loss(
+        torch.full((1, 784), -200.0), torch.ones(1, 784), torch.zeros(1, 16), torch.full((1, 16), 100.0)
+    )
 
 
 def w_box(m):
@@ -245,9 +248,16 @@ WITNESSES = {
     _pr("sharpen.py"): w_sharpen,
     _pr("class_centroids.py"): w_centroids,
     _pr("renormalised_attention.py"): w_renorm_attn,
-    **{_pr(f"{name}_safe.py"): w for name, w in (
-        ("weighted_pool", w_weighted_pool), ("learned_focal", w_learned_focal), ("sharpen", w_sharpen),
-        ("class_centroids", w_centroids), ("renormalised_attention", w_renorm_attn))},
+    **{
+        _pr(f"{name}_safe.py"): w
+        for name, w in (
+            ("weighted_pool", w_weighted_pool),
+            ("learned_focal", w_learned_focal),
+            ("sharpen", w_sharpen),
+            ("class_centroids", w_centroids),
+            ("renormalised_attention", w_renorm_attn),
+        )
+    },
 }
 
 # Scripts whose training loop runs at module level: the witness is the same
@@ -258,8 +268,13 @@ _CLIP_NEGATED_TEXT_TOWER = (
 )
 SCRIPT_VARIANTS = {
     _pr("training_lr_blowup.py"): [
-        ({"W1 = (0.05 * torch.randn(784, 128))": "W1 = (5.0 * torch.randn(784, 128))",
-          "range(3000)": "range(20)"}, {"log"}),
+        (
+            {
+                "W1 = (0.05 * torch.randn(784, 128))": "W1 = (5.0 * torch.randn(784, 128))",
+                "range(3000)": "range(20)",
+            },
+            {"log"},
+        ),
     ],
     _pr("training_std_normalize.py"): [
         ({"N, D, BATCH = 4096, 12, 32": "N, D, BATCH = 4096, 12, 1", "range(5000)": "range(5)"}, {"var"}),
@@ -267,28 +282,43 @@ SCRIPT_VARIANTS = {
     ],
     _pr("training_warmup_uncapped.py"): [
         # The log-variance head's bias far up (exp overflows) or far down (exp underflows to 0).
-        ({"head = nn.Linear(D, 2)  # mean and log-variance": "head = nn.Linear(D, 2); head.bias.data[1] = 200.0",
-          "range(1_000_000)": "range(5)"}, {"exp"}),
-        ({"head = nn.Linear(D, 2)  # mean and log-variance": "head = nn.Linear(D, 2); head.bias.data[1] = -200.0",
-          "range(1_000_000)": "range(5)"}, {"div"}),
+        (
+            {
+                "head = nn.Linear(D, 2)  # mean and log-variance": "head = nn.Linear(D, 2); head.bias.data[1] = 200.0",
+                "range(1_000_000)": "range(5)",
+            },
+            {"exp"},
+        ),
+        (
+            {
+                "head = nn.Linear(D, 2)  # mean and log-variance": "head = nn.Linear(D, 2); head.bias.data[1] = -200.0",
+                "range(1_000_000)": "range(5)",
+            },
+            {"div"},
+        ),
     ],
     _pr("training_clip_scale.py"): [
         ({"math.log(1 / 0.07)": "math.log(1 / 0.0001)", "range(6000)": "range(5)"}, {"exp"}),  # scale 10000
-        ({  # captions = images, text tower = image tower negated: each positive pair is opposed
-            "captions = images @": "captions = images.clone() if True else images @",
-            "text_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))": _CLIP_NEGATED_TEXT_TOWER,
-            "math.log(1 / 0.07)": "math.log(88.0)",
-            "range(6000)": "range(5)",
-        }, {"log"}),
-        ({  # as above, every image embedding pushed to one direction and scale 200: whole rows underflow
-            "captions = images @": "captions = images.clone() if True else images @",
-            "image_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))":
-                "image_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E)); "
+        (
+            {  # captions = images, text tower = image tower negated: each positive pair is opposed
+                "captions = images @": "captions = images.clone() if True else images @",
+                "text_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))": _CLIP_NEGATED_TEXT_TOWER,
+                "math.log(1 / 0.07)": "math.log(88.0)",
+                "range(6000)": "range(5)",
+            },
+            {"log"},
+        ),
+        (
+            {  # as above, every image embedding pushed to one direction and scale 200: whole rows underflow
+                "captions = images @": "captions = images.clone() if True else images @",
+                "image_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))": "image_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E)); "
                 "image_tower[2].bias.data.fill_(5.0)",
-            "text_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))": _CLIP_NEGATED_TEXT_TOWER,
-            "math.log(1 / 0.07)": "math.log(200.0)",
-            "range(6000)": "range(5)",
-        }, {"div"}),
+                "text_tower = nn.Sequential(nn.Linear(D, 64), nn.ReLU(), nn.Linear(64, E))": _CLIP_NEGATED_TEXT_TOWER,
+                "math.log(1 / 0.07)": "math.log(200.0)",
+                "range(6000)": "range(5)",
+            },
+            {"div"},
+        ),
     ],
 }
 
@@ -300,7 +330,9 @@ def _wanted(path: Path) -> set[tuple[int, str]]:
 def _never(path: Path) -> set[tuple[int, str]]:
     # The oracle knows lines, not columns: a line holding a confirmed and a safe site
     # of the same kind (vae.py's two logs) cannot be told apart here and is left out.
-    return {(m.line, m.kind) for m in cm.parse_markers(path) if m.status in ("safe", "unproven")} - _wanted(path)
+    return {(m.line, m.kind) for m in cm.parse_markers(path) if m.status in ("safe", "unproven")} - _wanted(
+        path
+    )
 
 
 def test_every_confirmed_marker_has_a_witness():
@@ -318,7 +350,9 @@ def test_function_witness_fires_every_confirmed_marker(path):
     with o, torch.no_grad():
         WITNESSES[path](module)
     fired = o.fired()
-    assert _wanted(path) - fired == set(), f"confirmed markers the witness did not reach; fired: {sorted(fired)}"
+    assert _wanted(path) - fired == set(), (
+        f"confirmed markers the witness did not reach; fired: {sorted(fired)}"
+    )
     assert fired & _never(path) == set(), "a site marked safe/unproven produced NaN/INF from finite operands"
 
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from grist_lsp.analyzer.catalogue import KINDS, lookup
 from grist_lsp.dynamic.engine import EngineOptions, confirm
+
 from grist_lsp.model import Site, Span, Status, Verdict, to_json
 
 CORPUS = Path(__file__).parent / "corpus" / "engine"
@@ -30,12 +30,17 @@ def site_at(path: Path, snippet: str, op: str, text: str | None = None) -> Site:
         col = line.find(snippet)
         if col >= 0:
             row = lookup(op)
-            return Site(str(path), Span(i, col, i, col + len(snippet)), op, row.kind, row.operand_keyword, snippet)
+            return Site(
+                str(path), Span(i, col, i, col + len(snippet)), op, row.kind, row.operand_keyword, snippet
+            )
     raise AssertionError(f"{snippet!r} not in {path}")
 
 
 def possible(path: Path, *specs: tuple[str, str], text: str | None = None) -> list[Verdict]:
-    return [Verdict(site_at(path, s, op, text), Status.POSSIBLE, reason="static: not proved safe") for s, op in specs]
+    return [
+        Verdict(site_at(path, s, op, text), Status.POSSIBLE, reason="static: not proved safe")
+        for s, op in specs
+    ]
 
 
 def by_text(verdicts: list[Verdict]) -> dict[str, Verdict]:
@@ -55,16 +60,25 @@ def replay_in_fresh_process(*verdicts: Verdict) -> list[dict]:
         "print(json.dumps(out))\n"
     )
     payload = json.dumps([{"site": to_json(v.site), "witness": to_json(v.witness)} for v in verdicts])
-    out = subprocess.run([sys.executable, "-c", code], input=payload, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", code], input=payload, capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-REPLAYED = [("train", "torch.log(p)"), ("models", "torch.sqrt(self.var(h))"), ("var", "h.var(dim=0)"),
-            ("var", "x / x.sum(dim=1, keepdim=True)"), ("entry", "dot / (a.norm(dim=-1) * b.norm(dim=-1))"),
-            ("backward", "torch.sqrt(d2)"), ("pytest", "torch.log(p / q)"), ("buffer", "torch.log(x)"),
-            ("models", "logits / self.temperature"),
-            ("masked", 'scores.masked_fill(~mask, float("-inf")).softmax(-1)')]
+REPLAYED = [
+    ("train", "torch.log(p)"),
+    ("models", "torch.sqrt(self.var(h))"),
+    ("var", "h.var(dim=0)"),
+    ("var", "x / x.sum(dim=1, keepdim=True)"),
+    ("entry", "dot / (a.norm(dim=-1) * b.norm(dim=-1))"),
+    ("backward", "torch.sqrt(d2)"),
+    ("pytest", "torch.log(p / q)"),
+    ("buffer", "torch.log(x)"),
+    ("models", "logits / self.temperature"),
+    ("masked", 'scores.masked_fill(~mask, float("-inf")).softmax(-1)'),
+]
 
 
 @pytest.fixture(scope="module")
@@ -79,40 +93,74 @@ def replays(results) -> dict[tuple[str, str], dict]:
 def results(tmp_path_factory) -> dict[str, list[Verdict]]:
     """Every corpus program confirmed once (two at a time: the machine is shared)."""
     jobs = {
-        "train": (CORPUS / "train_script.py", [
-            ("torch.log(p)", "torch.log"),
-            ("torch.log(p + 1e-10)", "torch.log"),
-            ("torch.exp(logits - logits.max(dim=1, keepdim=True).values)", "torch.exp"),
-        ], {}),
-        "models": (CORPUS / "models.py", [
-            ("torch.sqrt(self.var(h))", "torch.sqrt"),
-            ("torch.sqrt(F.softplus(self.var(h)) + 1e-6)", "torch.sqrt"),
-            ("x.std(dim=0)", "torch.Tensor.std"),
-            ("x.std(dim=0, correction=0)", "torch.Tensor.std"),
-            ("logits / self.temperature", "torch.Tensor.__truediv__"),
-        ], {}),
-        "entry": (CORPUS / "entry_model.py", [
-            ("dot / (a.norm(dim=-1) * b.norm(dim=-1))", "torch.Tensor.__truediv__"),
-            ("dot / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-8)", "torch.Tensor.__truediv__"),
-        ], {"entries": [str(CORPUS / "entry_model.py") + ":make"]}),
-        "upstream": (CORPUS / "upstream.py", [("torch.log(x)", "torch.log"), ("torch.exp(z)", "torch.exp")], {}),
-        "backward": (CORPUS / "backward.py", [
-            ("torch.sqrt(d2)", "torch.sqrt"), ("torch.sqrt(d2 + 1e-12)", "torch.sqrt"),
-        ], {}),
-        "masked": (CORPUS / "masked_softmax.py", [
-            ('scores.masked_fill(~mask, float("-inf")).softmax(-1)', "torch.Tensor.softmax"),
-            ('torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)', "torch.softmax"),
-        ], {}),
-        "var": (CORPUS / "var_script.py", [
-            ("h.var(dim=0)", "torch.Tensor.var"), ("x / x.sum(dim=1, keepdim=True)", "torch.Tensor.__truediv__"),
-        ], {}),
+        "train": (
+            CORPUS / "train_script.py",
+            [
+                ("torch.log(p)", "torch.log"),
+                ("torch.log(p + 1e-10)", "torch.log"),
+                ("torch.exp(logits - logits.max(dim=1, keepdim=True).values)", "torch.exp"),
+            ],
+            {},
+        ),
+        "models": (
+            CORPUS / "models.py",
+            [
+                ("torch.sqrt(self.var(h))", "torch.sqrt"),
+                ("torch.sqrt(F.softplus(self.var(h)) + 1e-6)", "torch.sqrt"),
+                ("x.std(dim=0)", "torch.Tensor.std"),
+                ("x.std(dim=0, correction=0)", "torch.Tensor.std"),
+                ("logits / self.temperature", "torch.Tensor.__truediv__"),
+            ],
+            {},
+        ),
+        "entry": (
+            CORPUS / "entry_model.py",
+            [
+                ("dot / (a.norm(dim=-1) * b.norm(dim=-1))", "torch.Tensor.__truediv__"),
+                ("dot / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-8)", "torch.Tensor.__truediv__"),
+            ],
+            {"entries": [str(CORPUS / "entry_model.py") + ":make"]},
+        ),
+        "upstream": (
+            CORPUS / "upstream.py",
+            [("torch.log(x)", "torch.log"), ("torch.exp(z)", "torch.exp")],
+            {},
+        ),
+        "backward": (
+            CORPUS / "backward.py",
+            [
+                ("torch.sqrt(d2)", "torch.sqrt"),
+                ("torch.sqrt(d2 + 1e-12)", "torch.sqrt"),
+            ],
+            {},
+        ),
+        "masked": (
+            CORPUS / "masked_softmax.py",
+            [
+                ('scores.masked_fill(~mask, float("-inf")).softmax(-1)', "torch.Tensor.softmax"),
+                ('torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)', "torch.softmax"),
+            ],
+            {},
+        ),
+        "var": (
+            CORPUS / "var_script.py",
+            [
+                ("h.var(dim=0)", "torch.Tensor.var"),
+                ("x / x.sum(dim=1, keepdim=True)", "torch.Tensor.__truediv__"),
+            ],
+            {},
+        ),
     }
 
     # A second run of one program, for determinism, and two projects written on the fly.
     jobs["upstream-again"] = jobs["upstream"]
     project = tmp_path_factory.mktemp("project")
     write_test_project(project)
-    jobs["pytest"] = (project / "lossmod.py", [("torch.log(p / q)", "torch.log")], {"project_root": str(project)})
+    jobs["pytest"] = (
+        project / "lossmod.py",
+        [("torch.log(p / q)", "torch.log")],
+        {"project_root": str(project)},
+    )
     buffer = tmp_path_factory.mktemp("buffer") / "buf.py"
     buffer.write_text("import torch\n\n\ndef f(x):\n    return torch.log(x.clamp_min(1e-6))\n")
     jobs["buffer"] = (buffer, [("torch.log(x)", "torch.log")], {"text": UNSAVED})
@@ -121,7 +169,9 @@ def results(tmp_path_factory) -> dict[str, list[Verdict]]:
         path, specs, extra = jobs[name]
         extra = dict(extra)
         text = extra.pop("text", None) or path.read_text()
-        return name, confirm(str(path), text, possible(path, *specs, text=text), EngineOptions(**{**FAST, **extra}))
+        return name, confirm(
+            str(path), text, possible(path, *specs, text=text), EngineOptions(**{**FAST, **extra})
+        )
 
     with ThreadPoolExecutor(max_workers=4) as pool:
         return dict(pool.map(one, jobs))
@@ -134,7 +184,8 @@ UNSAVED = "import torch\n\n# draft\n# draft\n\ndef f(x):\n    return torch.log(x
 def write_test_project(root: Path) -> None:
     (root / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (root / "lossmod.py").write_text(
-        "import torch\n\n\ndef kl(p, q):\n    return (p * torch.log(p / q)).sum()\n")
+        "import torch\n\n\ndef kl(p, q):\n    return (p * torch.log(p / q)).sum()\n"
+    )
     (root / "tests").mkdir()
     (root / "tests" / "test_lossmod.py").write_text(
         "import torch\nfrom lossmod import kl\n\n\n"
@@ -142,7 +193,8 @@ def write_test_project(root: Path) -> None:
         "    logits = torch.randn(3, 5)\n"
         "    p = torch.softmax(logits, dim=1)\n"
         "    q = torch.softmax(torch.randn(3, 5), dim=1)\n"
-        "    assert kl(p, q) >= 0\n")
+        "    assert kl(p, q) >= 0\n"
+    )
 
 
 def test_training_script_confirms_log_of_softmax_and_stops_the_loop(results, replays):
@@ -155,9 +207,20 @@ def test_training_script_confirms_log_of_softmax_and_stops_the_loop(results, rep
     assert w.replayed and w.result == "-inf" and w.phase == "forward"
     assert "torch.log receives 0 when x = " in bug.message
     # The input is the loop's torch.randn, keyed by file, line and occurrence.
-    assert list(w.inputs) == ["train_script.py:28:torch.randn#0"] or "train_script.py:28:torch.randn#0" in w.inputs
-    assert w.input_bound and max(abs(x) for row in w.inputs["train_script.py:28:torch.randn#0"].values for x in row) <= w.input_bound
-    assert replays[("train", "torch.log(p)")] == {"reproduced": True, "result": "-inf", "detail": bug_detail(bug)}
+    assert (
+        list(w.inputs) == ["train_script.py:28:torch.randn#0"]
+        or "train_script.py:28:torch.randn#0" in w.inputs
+    )
+    assert (
+        w.input_bound
+        and max(abs(x) for row in w.inputs["train_script.py:28:torch.randn#0"].values for x in row)
+        <= w.input_bound
+    )
+    assert replays[("train", "torch.log(p)")] == {
+        "reproduced": True,
+        "result": "-inf",
+        "detail": bug_detail(bug),
+    }
 
 
 def bug_detail(v: Verdict) -> str:
@@ -191,7 +254,9 @@ def test_module_is_probed_without_an_entry(results, replays):
     # Nothing in the file calls it: the inputs were made up, and the user is told so.
     assert "found by a probe (synthesized inputs)" in sqrt.message
     assert "probe (synthesized inputs) probe:" in sqrt.reason
-    assert list(sqrt.witness.inputs) == ["h"] and sqrt.witness.inputs["h"].shape[-1] == 8  # from nn.Linear(8, 4)
+    assert (
+        list(sqrt.witness.inputs) == ["h"] and sqrt.witness.inputs["h"].shape[-1] == 8
+    )  # from nn.Linear(8, 4)
     assert sqrt.witness.operand.values is not None and min(min(r) for r in sqrt.witness.operand.values) < 0
     assert replays[("models", "torch.sqrt(self.var(h))")]["reproduced"]
 
@@ -291,7 +356,11 @@ def test_same_seed_gives_the_same_witness(results):
 
 ERROR_CASES = [
     ("hang.py", "did not", 5),
-    ("hang_native.py", "did not finish", 7),  # deaf to the worker's timer: the parent's deadline, located by faulthandler
+    (
+        "hang_native.py",
+        "did not finish",
+        7,
+    ),  # deaf to the worker's timer: the parent's deadline, located by faulthandler
     ("segfault.py", "segmentation fault", 6),
     ("raises.py", "FileNotFoundError: data/train.pt", 5),
     ("oom.py", "memory", 5),
@@ -306,7 +375,9 @@ def broken() -> dict[str, list[Verdict]]:
     def one(name: str) -> tuple[str, list[Verdict]]:
         path = CORPUS / name
         text = path.read_text()
-        snippet = next(s for s in ("torch.log(x)", "torch.log(chunks[0])", "torch.log(torch.randn(3))") if s in text)
+        snippet = next(
+            s for s in ("torch.log(x)", "torch.log(chunks[0])", "torch.log(torch.randn(3))") if s in text
+        )
         opts = EngineOptions(budget=1.0, timeout=3.0 if name == "hang_native.py" else 6.0, memory_mb=1200)
         return name, confirm(str(path), text, possible(path, (snippet, "torch.log")), opts)
 
@@ -354,21 +425,25 @@ def test_static_verdicts_from_the_analyzer_flow_through(tmp_path):
 # Hand-written training scripts make their weights from factories; under search those factories'
 # results are substituted, and the weights must still be leaves an optimizer accepts.
 WEIGHT_SCRIPTS = {
-    "scaled.py": ("import torch\n"
-                  "W = (0.1 * torch.randn(3, 2)).requires_grad_()\n"
-                  "opt = torch.optim.SGD([W], lr=0.1)\n"
-                  "x = torch.randn(4, 3)\n"
-                  "loss = torch.log(x @ W).sum()\n"),
-    "styles.py": ("import torch\n"
-                  "P = torch.nn.Parameter(torch.randn(3, 2))\n"
-                  "R = torch.randn(2, 2, requires_grad=True)\n"
-                  "U = 0.5 * torch.randn(2, 2)\n"
-                  "U.requires_grad = True\n"
-                  "opt = torch.optim.SGD([P, R, U], lr=0.1)\n"
-                  "x = torch.randn(4, 3)\n"
-                  "loss = torch.log(x @ P @ R @ U).sum()\n"
-                  "loss.backward()\n"
-                  "opt.step()\n"),
+    "scaled.py": (
+        "import torch\n"
+        "W = (0.1 * torch.randn(3, 2)).requires_grad_()\n"
+        "opt = torch.optim.SGD([W], lr=0.1)\n"
+        "x = torch.randn(4, 3)\n"
+        "loss = torch.log(x @ W).sum()\n"
+    ),
+    "styles.py": (
+        "import torch\n"
+        "P = torch.nn.Parameter(torch.randn(3, 2))\n"
+        "R = torch.randn(2, 2, requires_grad=True)\n"
+        "U = 0.5 * torch.randn(2, 2)\n"
+        "U.requires_grad = True\n"
+        "opt = torch.optim.SGD([P, R, U], lr=0.1)\n"
+        "x = torch.randn(4, 3)\n"
+        "loss = torch.log(x @ P @ R @ U).sum()\n"
+        "loss.backward()\n"
+        "opt.step()\n"
+    ),
 }
 
 
@@ -398,8 +473,12 @@ def test_log_of_a_softmax_one_step_short_of_zero_is_landed(seed):
     # subnormal): the gradient of a softmax that small underflows. The landing moves push the
     # logit gap until the probability is exactly 0.
     path = Path(__file__).parent / "corpus" / "programs" / "aliases_kl.py"
-    (v,) = confirm(str(path), path.read_text(), possible(path, ("log(q)", "torch.log")),
-                   EngineOptions(**{**FAST, "seed": seed}))
+    (v,) = confirm(
+        str(path),
+        path.read_text(),
+        possible(path, ("log(q)", "torch.log")),
+        EngineOptions(**{**FAST, "seed": seed}),
+    )
     assert v.status is Status.CONFIRMED, v.reason
     assert (v.site.span.start_line, v.witness.result) == (12, "-inf")
     assert "torch.log receives 0 when" in v.message
@@ -411,8 +490,12 @@ def test_a_site_the_script_reaches_is_not_confirmed_by_a_probe_with_made_up_inpu
     # pole there. A probe of the function with synthesized (negative) counts would, but no caller
     # passes those: the probe searches only among the inputs callers pass, and the reason says so.
     path = Path(__file__).parent / "corpus" / "programs" / "negbin_loss.py"
-    (v,) = confirm(str(path), path.read_text(), possible(path, ("torch.lgamma(counts + 1)", "torch.lgamma")),
-                   EngineOptions(**FAST))
+    (v,) = confirm(
+        str(path),
+        path.read_text(),
+        possible(path, ("torch.lgamma(counts + 1)", "torch.lgamma")),
+        EngineOptions(**FAST),
+    )
     assert v.site.span.start_line == 32
     assert v.status is Status.POSSIBLE, v.message
     assert "kept to inputs real callers pass (counts non-negative whole numbers" in v.reason, v.reason
@@ -422,8 +505,12 @@ def test_a_probe_for_a_site_real_callers_reach_searches_inside_their_domain():
     # The script only passes ReLU feature maps (>= 0) whose pooled shape never leaves one element
     # per variance; a probe reaches that shape, and keeps its values >= 0 as the callers' are.
     path = Path(__file__).parent / "corpus" / "programs" / "feature_statistics.py"
-    (v,) = confirm(str(path), path.read_text(), possible(path, ("flat.std(-1)", "torch.Tensor.std")),
-                   EngineOptions(**FAST))
+    (v,) = confirm(
+        str(path),
+        path.read_text(),
+        possible(path, ("flat.std(-1)", "torch.Tensor.std")),
+        EngineOptions(**FAST),
+    )
     assert v.status is Status.CONFIRMED, v.reason
     assert v.site.span.start_line == 22
     assert v.witness.entry.startswith("probe:") and v.witness.entry.endswith(":style_statistics")
@@ -437,8 +524,9 @@ def test_a_probe_witness_with_noise_the_forward_draws_replays_and_reproduces(tmp
     # the replay (and the reproducer, which goes through replay) substitutes it again instead
     # of passing it to forward() as an argument.
     path = CORPUS / "reparam.py"
-    (v,) = confirm(str(path), path.read_text(), possible(path, ("torch.log(recon)", "torch.log")),
-                   EngineOptions(**FAST))
+    (v,) = confirm(
+        str(path), path.read_text(), possible(path, ("torch.log(recon)", "torch.log")), EngineOptions(**FAST)
+    )
     assert v.status is Status.CONFIRMED, v.reason
     assert v.witness.entry.startswith("probe:") and v.witness.entry.endswith(":Reparam")
     assert any(k.endswith(":torch.randn_like#0") for k in v.witness.inputs), v.witness.inputs
@@ -446,8 +534,13 @@ def test_a_probe_witness_with_noise_the_forward_draws_replays_and_reproduces(tmp
     from grist_lsp.dynamic.reproducer import write_reproducer
 
     test_file = write_reproducer(v.site, v.witness, str(tmp_path))
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
-                         capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
     assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout + run.stderr
 
 
@@ -465,16 +558,24 @@ def test_a_test_in_a_src_layout_reaches_the_file_and_its_constant_fills_are_data
         "def weighted_nll(logits, weight):\n"
         "    p = torch.softmax(logits, -1)[:, 0]\n"
         "    nll = -torch.log(p + torch.full_like(p, 1e-6))\n"
-        "    return (nll * weight).sum() / weight.sum()\n")
+        "    return (nll * weight).sum() / weight.sum()\n"
+    )
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_heads.py").write_text(
         "import torch\nfrom proj.heads import weighted_nll\n\n\n"
         "def test_weighted():\n"
-        "    assert torch.isfinite(weighted_nll(torch.randn(5, 3), torch.ones(5)))\n")
-    div, log = confirm(str(heads), heads.read_text(),
-                       possible(heads, ("(nll * weight).sum() / weight.sum()", "torch.Tensor.__truediv__"),
-                                ("torch.log(p + torch.full_like(p, 1e-6))", "torch.log")),
-                       EngineOptions(**FAST, project_root=str(tmp_path)))
+        "    assert torch.isfinite(weighted_nll(torch.randn(5, 3), torch.ones(5)))\n"
+    )
+    div, log = confirm(
+        str(heads),
+        heads.read_text(),
+        possible(
+            heads,
+            ("(nll * weight).sum() / weight.sum()", "torch.Tensor.__truediv__"),
+            ("torch.log(p + torch.full_like(p, 1e-6))", "torch.log"),
+        ),
+        EngineOptions(**FAST, project_root=str(tmp_path)),
+    )
     assert div.status is Status.CONFIRMED, div.reason
     assert div.witness.entry.startswith("test:") and div.witness.entry.endswith("::test_weighted")
     assert any(":torch.ones#" in k for k in div.witness.inputs), div.witness.inputs

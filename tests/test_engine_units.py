@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from grist_lsp.analyzer.catalogue import lookup
 from grist_lsp.dynamic import entries as E
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.replay import replay
 from grist_lsp.dynamic.search import LABEL_MUTATION, SearchSettings, mutations, search
 from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
+
 from grist_lsp.model import Site, Span, Status, Verdict, Witness
 
 torch.set_num_threads(1)
@@ -28,7 +28,15 @@ def site_at(path: Path, text: str, snippet: str, op: str, function: str | None =
         col = line.find(snippet)
         if col >= 0:
             row = lookup(op)
-            return Site(str(path), Span(i, col, i, col + len(snippet)), op, row.kind, row.operand_keyword, snippet, function)
+            return Site(
+                str(path),
+                Span(i, col, i, col + len(snippet)),
+                op,
+                row.kind,
+                row.operand_keyword,
+                snippet,
+                function,
+            )
     raise AssertionError(snippet)
 
 
@@ -36,8 +44,13 @@ def script(tmp_path: Path, name: str, text: str) -> E.ScriptProgram:
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     target = str(path.resolve())
-    prog = E.ScriptProgram(label=f"script:{path}", target_file=target, texts={target: text},
-                           user_files=frozenset({target}), text=text)
+    prog = E.ScriptProgram(
+        label=f"script:{path}",
+        target_file=target,
+        texts={target: text},
+        user_files=frozenset({target}),
+        text=text,
+    )
     prog.setup()
     return prog
 
@@ -70,26 +83,29 @@ def test_nested_sites_map_to_the_innermost_matching_span(tmp_path):
 
 
 def test_factories_in_user_code_are_inputs_keyed_by_line_and_occurrence(tmp_path):
-    text = ("import torch, numpy as np\n"
-            "eps = torch.tensor(1e-8)\n"  # a one-element literal: a constant, not an input
-            "lin = torch.nn.Linear(3, 2)\n"  # its weights are made inside torch: not inputs
-            "for i in range(2):\n"
-            "    x = torch.randn(4, 3)\n"
-            "a = torch.from_numpy(np.ones((2, 3), dtype=np.float32))\n"
-            "y = torch.log(lin(x).abs() + a.sum() + eps)\n")
+    text = (
+        "import torch, numpy as np\n"
+        "eps = torch.tensor(1e-8)\n"  # a one-element literal: a constant, not an input
+        "lin = torch.nn.Linear(3, 2)\n"  # its weights are made inside torch: not inputs
+        "for i in range(2):\n"
+        "    x = torch.randn(4, 3)\n"
+        "a = torch.from_numpy(np.ones((2, 3), dtype=np.float32))\n"
+        "y = torch.log(lin(x).abs() + a.sum() + eps)\n"
+    )
     prog = script(tmp_path, "inputs.py", text)
     site = site_at(tmp_path / "inputs.py", text, "torch.log(lin(x).abs() + a.sum() + eps)", "torch.log")
     tracer = record(prog, [site])
     # from_numpy does not pass through the mode: the tensor is caught where it is first used as an
     # operand (line 7), never having been produced under the mode.
-    assert sorted(tracer.recorded) == ["inputs.py:5:torch.randn#0", "inputs.py:5:torch.randn#1", "inputs.py:7:operand#0"]
+    assert sorted(tracer.recorded) == [
+        "inputs.py:5:torch.randn#0",
+        "inputs.py:5:torch.randn#1",
+        "inputs.py:7:operand#0",
+    ]
 
 
 def test_oracle_blames_the_op_that_turns_finite_into_nan_not_the_one_after(tmp_path):
-    text = ("import torch\n"
-            "x = torch.tensor([-1.0, 2.0])\n"
-            "y = torch.sqrt(x)\n"
-            "z = torch.log(y)\n")
+    text = "import torch\nx = torch.tensor([-1.0, 2.0])\ny = torch.sqrt(x)\nz = torch.log(y)\n"
     prog = script(tmp_path, "chain.py", text)
     sq = site_at(tmp_path / "chain.py", text, "torch.sqrt(x)", "torch.sqrt")
     lg = site_at(tmp_path / "chain.py", text, "torch.log(y)", "torch.log")
@@ -158,8 +174,14 @@ def test_shrink_keeps_one_failing_row_and_rounds():
 
 
 def _witness(entry: str, inputs: dict, seed: int = 0) -> Witness:
-    return Witness(entry=entry, inputs={k: to_value(v) for k, v in inputs.items()}, weights_moved={},
-                   operand=None, result="-inf", seed=seed)
+    return Witness(
+        entry=entry,
+        inputs={k: to_value(v) for k, v in inputs.items()},
+        weights_moved={},
+        operand=None,
+        result="-inf",
+        seed=seed,
+    )
 
 
 def test_replay_reproduces_and_a_fixed_line_still_counts_as_the_site(tmp_path):
@@ -182,15 +204,24 @@ def test_replay_of_a_script_witness_substitutes_the_keyed_factory(tmp_path):
     text = "import torch\nx = torch.randn(3)\ny = torch.sqrt(x)\n"
     path.write_text(text)
     site = site_at(path, text, "torch.sqrt(x)", "torch.sqrt")
-    assert replay(site, _witness(f"script:{path}", {"s.py:2:torch.randn#0": torch.tensor([1.0, -4.0, 9.0])})).result == "nan"
-    assert not replay(site, _witness(f"script:{path}", {"s.py:2:torch.randn#0": torch.tensor([1.0, 4.0, 9.0])})).reproduced
+    assert (
+        replay(
+            site, _witness(f"script:{path}", {"s.py:2:torch.randn#0": torch.tensor([1.0, -4.0, 9.0])})
+        ).result
+        == "nan"
+    )
+    assert not replay(
+        site, _witness(f"script:{path}", {"s.py:2:torch.randn#0": torch.tensor([1.0, 4.0, 9.0])})
+    ).reproduced
 
 
 def test_cancel_stops_the_engine_and_leaves_the_verdicts_alone(tmp_path):
     path = tmp_path / "slow.py"
     text = "import torch, time\ntime.sleep(600)\ny = torch.log(torch.randn(3))\n"
     path.write_text(text)
-    v = Verdict(site_at(path, text, "torch.log(torch.randn(3))", "torch.log"), Status.POSSIBLE, reason="static")
+    v = Verdict(
+        site_at(path, text, "torch.log(torch.randn(3))", "torch.log"), Status.POSSIBLE, reason="static"
+    )
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()
     out = confirm(str(path), text, [v], EngineOptions(budget=1.0, timeout=600.0), cancel=cancel)
@@ -208,14 +239,16 @@ def test_entry_spec_errors_name_the_problem(tmp_path):
 
 def test_buffers_and_module_constants_are_not_inputs(tmp_path):
     path = tmp_path / "buffers.py"
-    text = ("import torch\nimport torch.nn as nn\n\nTABLE = torch.arange(1.0, 5.0)\n\n\n"
-            "class Scaled(nn.Module):\n"
-            "    example_input_array = torch.ones(2, 4)\n\n"
-            "    def __init__(self):\n"
-            "        super().__init__()\n"
-            "        self.register_buffer('scale', torch.full((4,), 2.0))\n\n"
-            "    def forward(self, x):\n"
-            "        return x / self.scale / TABLE\n")
+    text = (
+        "import torch\nimport torch.nn as nn\n\nTABLE = torch.arange(1.0, 5.0)\n\n\n"
+        "class Scaled(nn.Module):\n"
+        "    example_input_array = torch.ones(2, 4)\n\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.register_buffer('scale', torch.full((4,), 2.0))\n\n"
+        "    def forward(self, x):\n"
+        "        return x / self.scale / TABLE\n"
+    )
     path.write_text(text)
     target = str(path.resolve())
     progs = [p for p in E.probe_programs(str(path), text, 0) if p.qualname == "Scaled"]
@@ -232,29 +265,42 @@ def test_buffers_and_module_constants_are_not_inputs(tmp_path):
 
 
 def test_gradients_reach_through_the_users_no_grad_blocks(tmp_path):
-    text = ("import torch\n\n\n@torch.no_grad()\ndef predict(model, x):\n"
-            "    return torch.log(torch.softmax(model(x), dim=1))\n\n\n"
-            "model = torch.nn.Linear(6, 3)\n"
-            "with torch.no_grad():\n    print(predict(model, torch.randn(5, 6)))\n"
-            "    for p in model.parameters():\n        p -= 0.1 * p  # torch's real no_grad is needed here\n")
+    text = (
+        "import torch\n\n\n@torch.no_grad()\ndef predict(model, x):\n"
+        "    return torch.log(torch.softmax(model(x), dim=1))\n\n\n"
+        "model = torch.nn.Linear(6, 3)\n"
+        "with torch.no_grad():\n    print(predict(model, torch.randn(5, 6)))\n"
+        "    for p in model.parameters():\n        p -= 0.1 * p  # torch's real no_grad is needed here\n"
+    )
     prog = script(tmp_path, "infer.py", text)
     site = site_at(tmp_path / "infer.py", text, "torch.log(torch.softmax(model(x), dim=1))", "torch.log")
     tracer = record(prog, [site])
     report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
     # Found by a move that needs the gradient (a signed step, or a Newton step landing the softmax at 0).
-    assert report.found is not None and (report.found.how == "gradient step" or "Newton" in report.found.how), report.note
+    assert report.found is not None and (
+        report.found.how == "gradient step" or "Newton" in report.found.how
+    ), report.note
     assert torch.no_grad.__module__.startswith("torch")  # the swap is undone after each run
 
 
 def test_explicit_entry_with_kwargs_names_every_argument(tmp_path):
     path = tmp_path / "ent.py"
-    text = ("import torch\n\n\ndef scale(x, eps=1e-3, *, temperature):\n"
-            "    return x / (x.norm() * temperature + eps)\n\n\n"
-            "def make():\n    return scale, (torch.ones(3),), {'eps': 0.0, 'temperature': torch.tensor([0.5, 2.0, 1.0])}\n")
+    text = (
+        "import torch\n\n\ndef scale(x, eps=1e-3, *, temperature):\n"
+        "    return x / (x.norm() * temperature + eps)\n\n\n"
+        "def make():\n    return scale, (torch.ones(3),), {'eps': 0.0, 'temperature': torch.tensor([0.5, 2.0, 1.0])}\n"
+    )
     path.write_text(text)
     target = str(path.resolve())
-    prog = E.EntryProgram(label=f"entry:{target}:make", target_file=target, texts={target: text},
-                          user_files=frozenset({target}), entry_file=target, function="make", text=text)
+    prog = E.EntryProgram(
+        label=f"entry:{target}:make",
+        target_file=target,
+        texts={target: text},
+        user_files=frozenset({target}),
+        entry_file=target,
+        function="make",
+        text=text,
+    )
     prog.produce_only(prog.setup)
     site = site_at(path, text, "x / (x.norm() * temperature + eps)", "torch.Tensor.__truediv__")
     tracer = record(prog, [site])
@@ -262,6 +308,11 @@ def test_explicit_entry_with_kwargs_names_every_argument(tmp_path):
     report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=20.0, seed=0))
     assert report.found is not None and report.found.outcome.result in ("nan", "inf")
     # Replay from the witness's own words: the entry label and the named inputs.
-    w = Witness(entry=prog.label, inputs={k: to_value(v) for k, v in report.found.values.items()},
-                weights_moved={}, operand=None, result=report.found.outcome.result)
+    w = Witness(
+        entry=prog.label,
+        inputs={k: to_value(v) for k, v in report.found.values.items()},
+        weights_moved={},
+        operand=None,
+        result=report.found.outcome.result,
+    )
     assert replay(site, w).reproduced

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.fixes import propose_fixes
 from grist_lsp.dynamic.verify import apply_edits
+
 from grist_lsp.model import Status, Verdict
 
 CORPUS = Path(__file__).parent / "corpus" / "fixes"
@@ -27,56 +27,104 @@ KINDS_FILE = CORPUS / "kinds.py"
 
 # (function, op) -> (the rewritten line, the fix's title); the first fix proposed for that site.
 EXPECTED = {
-    ("log_plain", "torch.log"): ("return torch.log(x.clamp_min(1e-8))", "Clamp the operand of torch.log to >= 1e-8"),
-    ("log_method", "torch.Tensor.log"): ("return x.clamp_min(1e-8).log()", "Clamp the operand of Tensor.log to >= 1e-8"),
-    ("log_inplace", "torch.Tensor.log_"): ("y.clamp_min_(1e-8).log_()", "Clamp the operand of Tensor.log_ to >= 1e-8"),
+    ("log_plain", "torch.log"): (
+        "return torch.log(x.clamp_min(1e-8))",
+        "Clamp the operand of torch.log to >= 1e-8",
+    ),
+    ("log_method", "torch.Tensor.log"): (
+        "return x.clamp_min(1e-8).log()",
+        "Clamp the operand of Tensor.log to >= 1e-8",
+    ),
+    ("log_inplace", "torch.Tensor.log_"): (
+        "y.clamp_min_(1e-8).log_()",
+        "Clamp the operand of Tensor.log_ to >= 1e-8",
+    ),
     ("log_of_softmax", "torch.log"): ("return F.log_softmax(x, dim=-1)", "Use log_softmax"),
     ("log_of_sigmoid", "torch.log"): ("return F.logsigmoid(x)", "Use F.logsigmoid"),
     ("log_of_sum_exp", "torch.log"): ("return torch.logsumexp(x, dim=-1)", "Use logsumexp"),
     ("log_of_sum_exp", "torch.exp"): ("return torch.logsumexp(x, dim=-1)", "Use logsumexp"),
-    ("log1p_method", "torch.Tensor.log1p"): ("return x.clamp_min(-1 + 1e-6).log1p()",
-                                             "Clamp the operand of Tensor.log1p to >= -1 + 1e-6"),
-    ("sqrt_of_difference", "torch.sqrt"): ("return torch.sqrt((x - y).clamp_min(1e-8))",
-                                           "Clamp the operand of torch.sqrt to >= 1e-8"),
-    ("rsqrt_plain", "torch.rsqrt"): ("return torch.rsqrt(x.clamp_min(1e-8))", "Clamp the operand of torch.rsqrt to >= 1e-8"),
+    ("log1p_method", "torch.Tensor.log1p"): (
+        "return x.clamp_min(-1 + 1e-6).log1p()",
+        "Clamp the operand of Tensor.log1p to >= -1 + 1e-6",
+    ),
+    ("sqrt_of_difference", "torch.sqrt"): (
+        "return torch.sqrt((x - y).clamp_min(1e-8))",
+        "Clamp the operand of torch.sqrt to >= 1e-8",
+    ),
+    ("rsqrt_plain", "torch.rsqrt"): (
+        "return torch.rsqrt(x.clamp_min(1e-8))",
+        "Clamp the operand of torch.rsqrt to >= 1e-8",
+    ),
     ("div_signed", "torch.Tensor.__truediv__"): (
         "return a / torch.where(b < 0, b.clamp_max(-1e-8), b.clamp_min(1e-8))",
-        "Keep the divisor of / at least 1e-8 away from 0 (sign kept)"),
-    ("div_by_norm", "torch.Tensor.__truediv__"): ("return a / b.abs().sum().clamp_min(1e-8)",
-                                                  "Clamp the divisor of / to >= 1e-8"),
+        "Keep the divisor of / at least 1e-8 away from 0 (sign kept)",
+    ),
+    ("div_by_norm", "torch.Tensor.__truediv__"): (
+        "return a / b.abs().sum().clamp_min(1e-8)",
+        "Clamp the divisor of / to >= 1e-8",
+    ),
     ("div_augmented", "torch.Tensor.__itruediv__"): (
         "a /= torch.where(b < 0, b.clamp_max(-1e-8), b.clamp_min(1e-8))",
-        "Keep the divisor of /= at least 1e-8 away from 0 (sign kept)"),
+        "Keep the divisor of /= at least 1e-8 away from 0 (sign kept)",
+    ),
     ("div_reflected", "torch.Tensor.__rtruediv__"): (
         "return 1 / torch.where(x < 0, x.clamp_max(-1e-8), x.clamp_min(1e-8))",
-        "Keep the divisor of / at least 1e-8 away from 0 (sign kept)"),
+        "Keep the divisor of / at least 1e-8 away from 0 (sign kept)",
+    ),
     ("reciprocal_method", "torch.Tensor.reciprocal"): (
         "return torch.where(x < 0, x.clamp_max(-1e-8), x.clamp_min(1e-8)).reciprocal()",
-        "Keep the operand of Tensor.reciprocal at least 1e-8 away from 0 (sign kept)"),
-    ("exp_plain", "torch.exp"): ("return torch.exp(x.clamp_max(88.7))",
-                                 "Clamp the operand of torch.exp to <= 88.7 (above it the result overflows to inf)"),
+        "Keep the operand of Tensor.reciprocal at least 1e-8 away from 0 (sign kept)",
+    ),
+    ("exp_plain", "torch.exp"): (
+        "return torch.exp(x.clamp_max(88.7))",
+        "Clamp the operand of torch.exp to <= 88.7 (above it the result overflows to inf)",
+    ),
     ("exp_manual_softmax", "torch.exp"): ("return torch.softmax(x, dim=-1)", "Use softmax"),
     ("exp_manual_softmax", "torch.Tensor.__truediv__"): ("return torch.softmax(x, dim=-1)", "Use softmax"),
-    ("pow_fractional", "torch.Tensor.__pow__"): ("return x.clamp_min(1e-8) ** 0.5", "Clamp the operand of ** to >= 1e-8"),
+    ("pow_fractional", "torch.Tensor.__pow__"): (
+        "return x.clamp_min(1e-8) ** 0.5",
+        "Clamp the operand of ** to >= 1e-8",
+    ),
     ("pow_negative", "torch.Tensor.__pow__"): (
         "return torch.where(x < 0, x.clamp_max(-1e-8), x.clamp_min(1e-8)) ** -1",
-        "Keep the base of ** at least 1e-8 away from 0 (sign kept)"),
-    ("pow_function", "torch.pow"): ("return torch.pow(x.clamp_min(1e-8), 1.5)", "Clamp the operand of torch.pow to >= 1e-8"),
-    ("acos_plain", "torch.acos"): ("return torch.acos(x.clamp(-1 + 1e-6, 1 - 1e-6))",
-                                   "Clamp the operand of torch.acos to [-1 + 1e-6, 1 - 1e-6]"),
-    ("asin_method", "torch.Tensor.asin"): ("return x.clamp(-1 + 1e-6, 1 - 1e-6).asin()",
-                                           "Clamp the operand of Tensor.asin to [-1 + 1e-6, 1 - 1e-6]"),
-    ("atanh_method", "torch.Tensor.atanh"): ("return x.clamp(-1 + 1e-6, 1 - 1e-6).atanh()",
-                                             "Clamp the operand of Tensor.atanh to [-1 + 1e-6, 1 - 1e-6]"),
-    ("acosh_plain", "torch.acosh"): ("return torch.acosh(x.clamp_min(1.0))", "Clamp the operand of torch.acosh to >= 1"),
-    ("lgamma_plain", "torch.lgamma"): ("return torch.lgamma(x.clamp_min(1e-8))",
-                                       "Clamp the operand of torch.lgamma to >= 1e-8 (away from the poles)"),
-    ("var_single", "torch.Tensor.var"): ("return x.var(correction=int(x.numel() > 1))",
-                                         "Keep the unbiased estimate; correction=0 only for a single element"),
-    ("std_function", "torch.std"): ("return torch.std(x, dim=0, correction=int(x.size(0) > 1))",
-                                    "Keep the unbiased estimate; correction=0 only for a single element"),
-    ("mean_of_selection", "torch.Tensor.mean"): ("return x[mask].sum() / max(x[mask].numel(), 1)",
-                                                 "Divide the sum by max(count, 1) (0 for an empty selection)"),
+        "Keep the base of ** at least 1e-8 away from 0 (sign kept)",
+    ),
+    ("pow_function", "torch.pow"): (
+        "return torch.pow(x.clamp_min(1e-8), 1.5)",
+        "Clamp the operand of torch.pow to >= 1e-8",
+    ),
+    ("acos_plain", "torch.acos"): (
+        "return torch.acos(x.clamp(-1 + 1e-6, 1 - 1e-6))",
+        "Clamp the operand of torch.acos to [-1 + 1e-6, 1 - 1e-6]",
+    ),
+    ("asin_method", "torch.Tensor.asin"): (
+        "return x.clamp(-1 + 1e-6, 1 - 1e-6).asin()",
+        "Clamp the operand of Tensor.asin to [-1 + 1e-6, 1 - 1e-6]",
+    ),
+    ("atanh_method", "torch.Tensor.atanh"): (
+        "return x.clamp(-1 + 1e-6, 1 - 1e-6).atanh()",
+        "Clamp the operand of Tensor.atanh to [-1 + 1e-6, 1 - 1e-6]",
+    ),
+    ("acosh_plain", "torch.acosh"): (
+        "return torch.acosh(x.clamp_min(1.0))",
+        "Clamp the operand of torch.acosh to >= 1",
+    ),
+    ("lgamma_plain", "torch.lgamma"): (
+        "return torch.lgamma(x.clamp_min(1e-8))",
+        "Clamp the operand of torch.lgamma to >= 1e-8 (away from the poles)",
+    ),
+    ("var_single", "torch.Tensor.var"): (
+        "return x.var(correction=int(x.numel() > 1))",
+        "Keep the unbiased estimate; correction=0 only for a single element",
+    ),
+    ("std_function", "torch.std"): (
+        "return torch.std(x, dim=0, correction=int(x.size(0) > 1))",
+        "Keep the unbiased estimate; correction=0 only for a single element",
+    ),
+    ("mean_of_selection", "torch.Tensor.mean"): (
+        "return x[mask].sum() / max(x[mask].numel(), 1)",
+        "Divide the sum by max(count, 1) (0 for an empty selection)",
+    ),
     ("logit_plain", "torch.logit"): ("return torch.logit(x, eps=1e-6)", "Pass eps=1e-6 to torch.logit"),
     ("softmax_masked", "torch.softmax"): (
         'return torch.softmax(scores.masked_fill(~keep, float("-inf")).clamp_min(-3.4028234663852886e38), dim=-1)',
@@ -108,9 +156,13 @@ def first_fixes(corpus: tuple[str, list[Verdict]]) -> dict[tuple[str, str], tupl
         if verdict.status is not Status.POSSIBLE:
             continue
         fixes = propose_fixes(text, verdict)
-        assert fixes, f"no fix for {verdict.site.text} ({verdict.site.op}) at line {verdict.site.span.start_line}"
+        assert fixes, (
+            f"no fix for {verdict.site.text} ({verdict.site.op}) at line {verdict.site.span.start_line}"
+        )
         assert all(not f.verified for f in fixes), "propose_fixes must not claim verification"
-        out.setdefault((verdict.site.function, verdict.site.op), (verdict, apply_edits(text, fixes[0].edits), fixes[0]))
+        out.setdefault(
+            (verdict.site.function, verdict.site.op), (verdict, apply_edits(text, fixes[0].edits), fixes[0])
+        )
     return out
 
 
@@ -140,13 +192,18 @@ def test_fixes_remove_the_bug_on_the_bad_input(first_fixes: dict) -> None:
     bad = _bad_inputs()
     text = KINDS_FILE.read_text()
     cases, keys = [], []
-    for key, (verdict, fixed, _) in sorted(first_fixes.items()):
+    for key, (_verdict, fixed, _) in sorted(first_fixes.items()):
         function = key[0]
         for label, source in (("before", text), ("after", fixed)):
             cases.append({"source": source, "function": function, "args": list(bad[function])})
             keys.append((key, label))
-    proc = subprocess.run([sys.executable, str(CORPUS / "run_cases.py")], input=json.dumps(cases),
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(CORPUS / "run_cases.py")],
+        input=json.dumps(cases),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     results = dict(zip(keys, json.loads(proc.stdout)))
     for key in sorted(first_fixes):
@@ -159,14 +216,29 @@ def test_fixed_sites_are_no_longer_possible_where_the_static_pass_can_tell(first
     """After the fix the static pass either finds no such op at the site or proves it safe,
     for the rewrites its range facts cover (clamp_min, log_softmax, logsumexp, correction=0 ...)."""
     statically_settled = {
-        "log_plain", "log_method", "log_of_softmax", "log_of_sigmoid", "log_of_sum_exp", "sqrt_of_difference",
-        "rsqrt_plain", "exp_manual_softmax", "pow_fractional", "pow_function",
+        "log_plain",
+        "log_method",
+        "log_of_softmax",
+        "log_of_sigmoid",
+        "log_of_sum_exp",
+        "sqrt_of_difference",
+        "rsqrt_plain",
+        "exp_manual_softmax",
+        "pow_fractional",
+        "pow_function",
     }
-    for (function, op), (verdict, fixed, _) in first_fixes.items():
+    for (function, _op), (verdict, fixed, _) in first_fixes.items():
         if function not in statically_settled:
             continue
         after = analyze_source(str(KINDS_FILE), fixed)
         line = verdict.site.span.start_line
-        still = [v for v in after if v.site.span.start_line == line and v.site.kind == verdict.site.kind
-                 and v.status is Status.POSSIBLE]
-        assert not still, f"{function}: {still[0].site.text} is still possible after the fix: {still[0].reason}"
+        still = [
+            v
+            for v in after
+            if v.site.span.start_line == line
+            and v.site.kind == verdict.site.kind
+            and v.status is Status.POSSIBLE
+        ]
+        assert not still, (
+            f"{function}: {still[0].site.text} is still possible after the fix: {still[0].reason}"
+        )

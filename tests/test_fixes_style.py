@@ -4,22 +4,28 @@ precedence, and ``apply_edits`` positions (code points, insertions, overlaps).""
 from __future__ import annotations
 
 import pytest
-
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.fixes import eps_near_one, propose_fixes
 from grist_lsp.dynamic.verify import EditError, apply_edits, edited_region
+
 from grist_lsp.model import Span, Status, TensorValue, TextEdit, Verdict, Witness
 
 
 def _fixed(text: str, site_text: str, index: int = 0, dtype: str | None = None) -> tuple[str, list]:
     """The text after the ``index``-th fix of the (real) static pass's site whose text is ``site_text``."""
-    verdicts = [v for v in analyze_source("m.py", text)
-                if v.status is Status.POSSIBLE and v.site.text == site_text]
+    verdicts = [
+        v for v in analyze_source("m.py", text) if v.status is Status.POSSIBLE and v.site.text == site_text
+    ]
     assert verdicts, f"the static pass reports no site {site_text!r}"
     verdict = verdicts[0]
     if dtype is not None:
-        verdict.witness = Witness(entry="entry:m.py:make", inputs={}, weights_moved={},
-                                  operand=TensorValue(shape=[1], dtype=dtype, values=[0.0]), result="-inf")
+        verdict.witness = Witness(
+            entry="entry:m.py:make",
+            inputs={},
+            weights_moved={},
+            operand=TensorValue(shape=[1], dtype=dtype, values=[0.0]),
+            result="-inf",
+        )
     fixes = propose_fixes(text, verdict)
     return apply_edits(text, fixes[index].edits), fixes
 
@@ -46,8 +52,10 @@ def test_logsigmoid_reuses_an_existing_functional_alias() -> None:
 def test_logsigmoid_adds_the_import_only_when_no_alias_exists() -> None:
     text = '"""Doc."""\n\nimport math\nimport torch as th\n\n\ndef f(x):\n    return th.log(x.sigmoid())\n'
     fixed, fixes = _fixed(text, "th.log(x.sigmoid())")
-    assert fixed == ('"""Doc."""\n\nimport math\nimport torch as th\nimport torch.nn.functional as F\n\n\n'
-                     "def f(x):\n    return F.logsigmoid(x)\n")
+    assert fixed == (
+        '"""Doc."""\n\nimport math\nimport torch as th\nimport torch.nn.functional as F\n\n\n'
+        "def f(x):\n    return F.logsigmoid(x)\n"
+    )
     compile(fixed, "m.py", "exec")
 
 
@@ -112,7 +120,9 @@ def test_older_unbiased_style_is_kept() -> None:
 
 
 def test_in_place_and_augmented_forms_stay_in_place() -> None:
-    text = "import torch\n\ndef f(x):\n    x.sqrt_()\n    return x\n\n\ndef g(x):\n    x **= 0.5\n    return x\n"
+    text = (
+        "import torch\n\ndef f(x):\n    x.sqrt_()\n    return x\n\n\ndef g(x):\n    x **= 0.5\n    return x\n"
+    )
     assert "    x.clamp_min_(1e-8).sqrt_()\n" in _fixed(text, "x.sqrt_()")[0]
     assert "    x.clamp_min_(1e-8).pow_(0.5)\n" in _fixed(text, "x **= 0.5")[0]
 
@@ -120,16 +130,23 @@ def test_in_place_and_augmented_forms_stay_in_place() -> None:
 def test_multiline_site_is_replaced_exactly() -> None:
     text = "import torch\n\ndef f(x):\n    y = torch.log(\n        x\n    )  # keep me\n    return y\n"
     fixed, fixes = _fixed(text, "torch.log(\n        x\n    )")
-    assert fixed == "import torch\n\ndef f(x):\n    y = torch.log(\n        x.clamp_min(1e-8)\n    )  # keep me\n    return y\n"
+    assert (
+        fixed
+        == "import torch\n\ndef f(x):\n    y = torch.log(\n        x.clamp_min(1e-8)\n    )  # keep me\n    return y\n"
+    )
 
 
 # --- apply_edits / edited_region ------------------------------------------------------------
 
+
 def test_apply_edits_counts_code_points_and_keeps_insertion_order() -> None:
     text = "s = 'héllo'; y = a / b\n"
     col = text.index("a / b")
-    edits = [TextEdit(Span(1, col, 1, col + 5), "a / c"), TextEdit(Span(1, 0, 1, 0), "# 1\n"),
-             TextEdit(Span(1, 0, 1, 0), "# 2\n")]
+    edits = [
+        TextEdit(Span(1, col, 1, col + 5), "a / c"),
+        TextEdit(Span(1, 0, 1, 0), "# 1\n"),
+        TextEdit(Span(1, 0, 1, 0), "# 2\n"),
+    ]
     assert apply_edits(text, edits) == "# 1\n# 2\ns = 'héllo'; y = a / c\n"
     assert apply_edits("x\n", [TextEdit(Span(2, 0, 2, 0), "y\n")]) == "x\ny\n"
 
@@ -150,14 +167,16 @@ def test_edited_region_follows_an_added_import() -> None:
     fixed = apply_edits(text, fix.edits)
     region = edited_region(text, fix.edits, verdict.site.span)
     line = fixed.splitlines()[region.start_line - 1]
-    assert line[region.start_col:region.end_col] == "F.logsigmoid(x)"
+    assert line[region.start_col : region.end_col] == "F.logsigmoid(x)"
 
 
 def test_no_fix_for_a_span_that_is_not_in_the_text() -> None:
     text = "import torch\n\ndef f(x):\n    return torch.log(x)\n"
     verdict = analyze_source("m.py", text)[0]
-    moved = Verdict(site=verdict.site.__class__(**{**verdict.site.__dict__, "span": Span(9, 0, 9, 4)}),
-                    status=Status.POSSIBLE)
+    moved = Verdict(
+        site=verdict.site.__class__(**{**verdict.site.__dict__, "span": Span(9, 0, 9, 4)}),
+        status=Status.POSSIBLE,
+    )
     assert propose_fixes(text, moved) == []
     assert propose_fixes("def broken(:\n", verdict) == []
 
@@ -165,11 +184,18 @@ def test_no_fix_for_a_span_that_is_not_in_the_text() -> None:
 def test_var_offers_an_output_preserving_guard_too() -> None:
     text = "import torch\n\ndef f(x):\n    return torch.std(x, dim=0)\n"
     verdict = [v for v in analyze_source("m.py", text) if v.status is Status.POSSIBLE][0]
-    titles_and_lines = [(f.title, apply_edits(text, f.edits).splitlines()[3].strip()) for f in propose_fixes(text, verdict)]
+    titles_and_lines = [
+        (f.title, apply_edits(text, f.edits).splitlines()[3].strip()) for f in propose_fixes(text, verdict)
+    ]
     assert titles_and_lines == [
-        ("Keep the unbiased estimate; correction=0 only for a single element",
-         "return torch.std(x, dim=0, correction=int(x.size(0) > 1))"),
-        ("Use correction=0 (population variance: defined for one element)", "return torch.std(x, dim=0, correction=0)"),
+        (
+            "Keep the unbiased estimate; correction=0 only for a single element",
+            "return torch.std(x, dim=0, correction=int(x.size(0) > 1))",
+        ),
+        (
+            "Use correction=0 (population variance: defined for one element)",
+            "return torch.std(x, dim=0, correction=0)",
+        ),
     ]
 
 
@@ -182,8 +208,10 @@ def test_log_of_one_minus_sigmoid_becomes_logsigmoid_of_the_negation() -> None:
 def test_bare_softmax_gets_log_softmax_from_the_same_module() -> None:
     text = "import torch\nfrom torch.nn.functional import softmax\n\ndef f(x):\n    return torch.log(softmax(x, 1))\n"
     fixed, _ = _fixed(text, "torch.log(softmax(x, 1))")
-    assert fixed == ("import torch\nfrom torch.nn.functional import softmax\nfrom torch.nn.functional import log_softmax\n"
-                     "\ndef f(x):\n    return log_softmax(x, 1)\n")
+    assert fixed == (
+        "import torch\nfrom torch.nn.functional import softmax\nfrom torch.nn.functional import log_softmax\n"
+        "\ndef f(x):\n    return log_softmax(x, 1)\n"
+    )
 
 
 def test_an_F_that_is_not_functional_is_not_reused() -> None:
@@ -196,7 +224,10 @@ def test_inverse_edits_map_fixed_positions_back() -> None:
     from grist_lsp.dynamic.verify import inverse_edits, shift_span
 
     text = "import torch\nx = torch.log(a)\ny = b / c\n"
-    edits = [TextEdit(Span(2, 0, 2, 0), "import foo\n"), TextEdit(Span(2, 4, 2, 16), "torch.log(a.clamp_min(1e-8))")]
+    edits = [
+        TextEdit(Span(2, 0, 2, 0), "import foo\n"),
+        TextEdit(Span(2, 4, 2, 16), "torch.log(a.clamp_min(1e-8))"),
+    ]
     fixed = apply_edits(text, edits)
     back = inverse_edits(text, edits)
     assert apply_edits(fixed, back) == text
@@ -205,11 +236,15 @@ def test_inverse_edits_map_fixed_positions_back() -> None:
 
 
 def test_log_of_a_softmax_variable_becomes_log_softmax_when_nothing_is_rebound() -> None:
-    text = ("import torch\n\ndef ce(logits, onehot):\n    probs = torch.softmax(logits, dim=1)\n"
-            "    return -(onehot * torch.log(probs)).sum(1).mean()\n")
+    text = (
+        "import torch\n\ndef ce(logits, onehot):\n    probs = torch.softmax(logits, dim=1)\n"
+        "    return -(onehot * torch.log(probs)).sum(1).mean()\n"
+    )
     fixed, fixes = _fixed(text, "torch.log(probs)")
     assert fixes[0].title == "Use log_softmax"
     assert fixed.splitlines()[4] == "    return -(onehot * torch.log_softmax(logits, dim=1)).sum(1).mean()"
     rebound = text.replace("    return", "    logits = logits * 2\n    return")
-    fixes = propose_fixes(rebound, [v for v in analyze_source("m.py", rebound) if v.site.text == "torch.log(probs)"][0])
+    fixes = propose_fixes(
+        rebound, [v for v in analyze_source("m.py", rebound) if v.site.text == "torch.log(probs)"][0]
+    )
     assert [f.title for f in fixes] == ["Clamp the operand of torch.log to >= 1e-8"]

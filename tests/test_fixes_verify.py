@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.reproducer import write_reproducer
 from grist_lsp.dynamic.verify import apply_edits, check_fix, fix_verdicts
+
 from grist_lsp.model import Fix, Status, TextEdit, Verdict
 
 CORPUS = Path(__file__).parent / "corpus" / "fixes"
@@ -60,9 +60,18 @@ def checked(norm: Confirmed) -> dict[str, object]:
     site = norm.bug.site
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         proposed = pool.submit(fix_verdicts, str(norm.path), norm.text, norm.verdicts, norm.options)
-        others = {name: pool.submit(check_fix, str(norm.path), norm.text, norm.bug,
-                                    Fix(name, [TextEdit(site.span, code)]), norm.verdicts, norm.options)
-                  for name, code in (("weak", WEAK), ("heavy", HEAVY))}
+        others = {
+            name: pool.submit(
+                check_fix,
+                str(norm.path),
+                norm.text,
+                norm.bug,
+                Fix(name, [TextEdit(site.span, code)]),
+                norm.verdicts,
+                norm.options,
+            )
+            for name, code in (("weak", WEAK), ("heavy", HEAVY))
+        }
         return {"proposed": proposed.result(), **{k: f.result() for k, f in others.items()}}
 
 
@@ -71,16 +80,22 @@ def fixed(checked: dict[str, object]) -> list[Verdict]:
     return checked["proposed"]  # type: ignore[return-value]
 
 
-def test_the_proposed_fix_is_verified_and_says_what_was_checked(norm: Confirmed, fixed: list[Verdict]) -> None:
+def test_the_proposed_fix_is_verified_and_says_what_was_checked(
+    norm: Confirmed, fixed: list[Verdict]
+) -> None:
     [verdict] = fixed
     assert verdict.status is Status.CONFIRMED and verdict.witness is not None
     [fix] = verdict.fixes
     assert fix.title == "Clamp the operand of torch.sqrt to >= 1e-8"
     assert apply_edits(norm.text, fix.edits).count("torch.sqrt((v * v).sum(dim=-1).clamp_min(1e-8))") == 1
     assert fix.verified, fix.note
-    for words in ("static pass", "engine (fresh search, same seed): the site is not confirmed",
-                  "no new confirmed site", "original witness replayed on the fixed code: not reproduced",
-                  "program output on its example inputs unchanged"):
+    for words in (
+        "static pass",
+        "engine (fresh search, same seed): the site is not confirmed",
+        "no new confirmed site",
+        "original witness replayed on the fixed code: not reproduced",
+        "program output on its example inputs unchanged",
+    ):
         assert words in fix.note
 
 
@@ -115,7 +130,8 @@ def test_possible_sites_get_unverified_fixes_without_running_anything() -> None:
 
 
 def test_engine_witness_reproducer_fails_then_passes_after_the_verified_fix(
-        norm: Confirmed, fixed: list[Verdict], tmp_path: Path) -> None:
+    norm: Confirmed, fixed: list[Verdict], tmp_path: Path
+) -> None:
     """The full loop a user sees: confirmed bug -> reproducer fails -> apply the verified fix -> passes."""
     program = tmp_path / "norm_loop.py"
     program.write_text(norm.text)
@@ -125,8 +141,13 @@ def test_engine_witness_reproducer_fails_then_passes_after_the_verified_fix(
     repro = write_reproducer(site, witness, str(tmp_path / "repro"))
 
     def run() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", repro],
-                              capture_output=True, text=True, cwd=str(tmp_path), timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", repro],
+            capture_output=True,
+            text=True,
+            cwd=str(tmp_path),
+            timeout=300,
+        )
 
     before = run()
     assert before.returncode == 1, before.stdout + before.stderr
@@ -148,9 +169,15 @@ def test_script_fixes_are_compared_on_what_the_script_prints(tmp_path: Path) -> 
     [verdict] = log
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
         proposed = pool.submit(fix_verdicts, str(path), text, [verdict], options)
-        heavy = pool.submit(check_fix, str(path), text, verdict,
-                            Fix("Clamp at 0.5", [TextEdit(verdict.site.span, "torch.log(p.clamp_min(0.5))")]),
-                            [verdict], options)
+        heavy = pool.submit(
+            check_fix,
+            str(path),
+            text,
+            verdict,
+            Fix("Clamp at 0.5", [TextEdit(verdict.site.span, "torch.log(p.clamp_min(0.5))")]),
+            [verdict],
+            options,
+        )
         [fixed] = proposed.result()
         heavy_fix = heavy.result()
     fix = fixed.fixes[0]

@@ -55,4 +55,6 @@ def test_bad_max_input_scale_is_a_usage_error(grist_cli, write_tree) -> None:
     assert flag.returncode == 2 and "--max-input-scale" in flag.stderr
     (root / "pyproject.toml").write_text('[tool.grist]\nmax-input-scale = "big"\n', encoding="utf-8")
     config = grist_cli("--check", ".", "--static-only", cwd=root)
-    assert config.returncode == 2 and "pyproject.toml" in config.stderr and "`max-input-scale`" in config.stderr
+    assert (
+        config.returncode == 2 and "pyproject.toml" in config.stderr and "`max-input-scale`" in config.stderr
+    )

@@ -16,12 +16,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from grist_lsp.analyzer.catalogue import KINDS
 
 NVIM = shutil.which("nvim")
 
-BUGGY = '''import torch
+BUGGY = """import torch
 
 
 def loss(logits):
@@ -31,10 +30,10 @@ def loss(logits):
 
 if __name__ == "__main__":
     print(loss(torch.randn(2, 3)))
-'''
+"""
 
 # Neovim 0.7.2 has no vim.lsp.start: start_client + buf_attach_client.
-SCRIPT = r'''
+SCRIPT = r"""
 local out_path = os.getenv("GRIST_NVIM_OUT")
 local result = { stage = "start" }
 local function finish()
@@ -119,7 +118,7 @@ local ok, err = pcall(function()
 end)
 if not ok then result.error = tostring(err) end
 finish()
-'''
+"""
 
 
 def test_neovim_shows_diagnostics_and_applies_the_quick_fix(tmp_path: Path) -> None:
@@ -143,7 +142,12 @@ def test_neovim_shows_diagnostics_and_applies_the_quick_fix(tmp_path: Path) -> N
     }
     subprocess.run(
         [NVIM, "--headless", "--clean", "-c", f"luafile {script}"],
-        cwd=tmp_path, env=env, timeout=240, check=False, capture_output=True, stdin=subprocess.DEVNULL,
+        cwd=tmp_path,
+        env=env,
+        timeout=240,
+        check=False,
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
     )
     result = json.loads(out.read_text(encoding="utf-8"))
     assert "error" not in result, result

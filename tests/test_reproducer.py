@@ -12,17 +12,17 @@ import dataclasses
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 from xml.etree import ElementTree
 
 import pytest
-
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.fixes import propose_fixes
 from grist_lsp.dynamic.reproducer import render_reproducer, write_reproducer
 from grist_lsp.dynamic.verify import apply_edits
+
 from grist_lsp.model import Site, Status, TensorValue, Verdict, Witness
 
 CORPUS = Path(__file__).parent / "corpus" / "fixes"
@@ -45,23 +45,34 @@ def _site(path: Path, text: str) -> Site:
 def _run_pytest(folder: Path, tag: str) -> dict[str, str]:
     """Run every reproducer in ``folder`` in one pytest subprocess; test module -> passed/failed/error."""
     report = folder.parent / f"{tag}.xml"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}",
-                           str(folder)], capture_output=True, text=True, cwd=str(folder), timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", str(folder)],
+        capture_output=True,
+        text=True,
+        cwd=str(folder),
+        timeout=600,
+    )
     outcomes: dict[str, str] = {}
     for case in ElementTree.parse(report).getroot().iter("testcase"):
         failed = case.find("failure") is not None
         errored = case.find("error") is not None
-        message = "".join((case.find("failure") if failed else case.find("error") if errored else case).itertext())
-        outcomes[case.get("classname", "").rpartition(".")[2]] = ("failed: " + message) if failed else ("error: " + message) if errored \
-            else "passed"
+        message = "".join(
+            (case.find("failure") if failed else case.find("error") if errored else case).itertext()
+        )
+        outcomes[case.get("classname", "").rpartition(".")[2]] = (
+            ("failed: " + message) if failed else ("error: " + message) if errored else "passed"
+        )
     assert outcomes, proc.stdout + proc.stderr
     return outcomes
 
 
 def _fix(path: Path, site: Site, title_start: str) -> None:
     text = path.read_text()
-    fixes = [f for f in propose_fixes(text, Verdict(site=site, status=Status.CONFIRMED))
-             if f.title.startswith(title_start)]
+    fixes = [
+        f
+        for f in propose_fixes(text, Verdict(site=site, status=Status.CONFIRMED))
+        if f.title.startswith(title_start)
+    ]
     assert fixes, f"no fix starting with {title_start!r}"
     path.write_text(apply_edits(text, fixes[0].edits))
 
@@ -101,24 +112,65 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     cases: dict[str, Case] = {}
 
     p = _copy("entry_log_softmax.py", programs, "softmax_entry.py")
-    cases.update([_case("entry", p, "torch.log(F.softmax(x, dim=-1))", Witness(
-        entry=f"entry:{p}:make", inputs={"x": TensorValue([2, 3], "float32", [[0.0, -200.0, 0.0], [0.1, 0.2, 0.3]])},
-        weights_moved={}, operand=None, result="-inf"), "Use log_softmax")])
+    cases.update(
+        [
+            _case(
+                "entry",
+                p,
+                "torch.log(F.softmax(x, dim=-1))",
+                Witness(
+                    entry=f"entry:{p}:make",
+                    inputs={"x": TensorValue([2, 3], "float32", [[0.0, -200.0, 0.0], [0.1, 0.2, 0.3]])},
+                    weights_moved={},
+                    operand=None,
+                    result="-inf",
+                ),
+                "Use log_softmax",
+            )
+        ]
+    )
 
     p = _copy("entry_logsigmoid.py", programs, "sigmoid_import.py")
     # logsigmoid adds `import torch.nn.functional as F` above the site: the lines move
-    cases.update([_case("import", p, "torch.log(1 - torch.sigmoid(logits))", Witness(
-        entry=f"entry:{p}:make", inputs={"logits": TensorValue([4], "float32", [0.3, -1.2, 200.0, 0.5])},
-        weights_moved={}, operand=None, result="-inf"), "Use F.logsigmoid")])
+    cases.update(
+        [
+            _case(
+                "import",
+                p,
+                "torch.log(1 - torch.sigmoid(logits))",
+                Witness(
+                    entry=f"entry:{p}:make",
+                    inputs={"logits": TensorValue([4], "float32", [0.3, -1.2, 200.0, 0.5])},
+                    weights_moved={},
+                    operand=None,
+                    result="-inf",
+                ),
+                "Use F.logsigmoid",
+            )
+        ]
+    )
 
     p = _copy("entry_logsigmoid.py", programs, "sigmoid_wrong_fix.py")
-    name, case = _case("wrong", p, "torch.log(torch.sigmoid(logits))", Witness(
-        entry=f"entry:{p}:make", inputs={"logits": TensorValue([4], "float32", [-200.0, -1.2, 2.0, 0.5])},
-        weights_moved={}, operand=None, result="-inf"), "")
+    name, case = _case(
+        "wrong",
+        p,
+        "torch.log(torch.sigmoid(logits))",
+        Witness(
+            entry=f"entry:{p}:make",
+            inputs={"logits": TensorValue([4], "float32", [-200.0, -1.2, 2.0, 0.5])},
+            weights_moved={},
+            operand=None,
+            result="-inf",
+        ),
+        "",
+    )
 
     def wrong_fix(path: Path = p) -> None:  # a clamp at 0 is no guard for log: still -inf
-        path.write_text(path.read_text().replace("torch.log(torch.sigmoid(logits))",
-                                                 "torch.log(torch.sigmoid(logits).clamp_min(0.0))"))
+        path.write_text(
+            path.read_text().replace(
+                "torch.log(torch.sigmoid(logits))", "torch.log(torch.sigmoid(logits).clamp_min(0.0))"
+            )
+        )
 
     case.fix = wrong_fix
     cases[name] = case
@@ -136,51 +188,125 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
         cases[name] = case
 
     def softmax_witness(p: Path) -> Witness:
-        return Witness(entry=f"entry:{p}:make", inputs={"x": TensorValue([2, 3], "float32", [[0.0, -200.0, 0.0], [0.1, 0.2, 0.3]])},
-                       weights_moved={}, operand=None, result="-inf")
+        return Witness(
+            entry=f"entry:{p}:make",
+            inputs={"x": TensorValue([2, 3], "float32", [[0.0, -200.0, 0.0], [0.1, 0.2, 0.3]])},
+            weights_moved={},
+            operand=None,
+            result="-inf",
+        )
 
     site_text = "torch.log(F.softmax(x, dim=-1))"
     p = _copy("entry_log_softmax.py", programs, "softmax_raises.py")  # NameError before the site
-    breaking("raises", p, site_text, softmax_witness(p), "    logp = torch.log", "    undefined_name\n    logp = torch.log")
+    breaking(
+        "raises",
+        p,
+        site_text,
+        softmax_witness(p),
+        "    logp = torch.log",
+        "    undefined_name\n    logp = torch.log",
+    )
     p = _copy("entry_log_softmax.py", programs, "softmax_syntax.py")
     breaking("syntax", p, site_text, softmax_witness(p), "def make():", "def make(:")
     p = _copy("entry_log_softmax.py", programs, "softmax_gone.py")  # the entry no longer calls the function
-    breaking("gone", p, site_text, softmax_witness(p), "return loss, (x, target)",
-             "return (lambda x, target: (x - target).sum()), (x, target)")
+    breaking(
+        "gone",
+        p,
+        site_text,
+        softmax_witness(p),
+        "return loss, (x, target)",
+        "return (lambda x, target: (x - target).sum()), (x, target)",
+    )
     p = _copy("entry_log_softmax.py", programs, "softmax_rewritten.py")  # op rewritten away, output still NaN
     breaking("rewritten", p, site_text, softmax_witness(p), site_text, "F.log_softmax(x / 0.0, dim=-1)")
 
     p = _copy("entry_log_softmax.py", programs, "softmax_payload.py")
     rows = [[0.0, -200.0, 0.0]] + [[0.1, 0.2, 0.3]] * 39
-    cases.update([_case("payload", p, "torch.log(F.softmax(x, dim=-1))", Witness(
-        entry=f"entry:{p}:make", inputs={"x": TensorValue([40, 3], "float32", rows),
-                                         "target": TensorValue([40, 3], "float32", [[1.0, 0.0, 0.0]] * 40)},
-        weights_moved={}, operand=None, result="-inf"), "Clamp")])
+    cases.update(
+        [
+            _case(
+                "payload",
+                p,
+                "torch.log(F.softmax(x, dim=-1))",
+                Witness(
+                    entry=f"entry:{p}:make",
+                    inputs={
+                        "x": TensorValue([40, 3], "float32", rows),
+                        "target": TensorValue([40, 3], "float32", [[1.0, 0.0, 0.0]] * 40),
+                    },
+                    weights_moved={},
+                    operand=None,
+                    result="-inf",
+                ),
+                "Clamp",
+            )
+        ]
+    )
 
     p = _copy("backward_norm.py", programs, "norm_backward.py")
-    cases.update([_case("backward", p, "torch.sqrt((v * v).sum(dim=-1))", Witness(
-        entry=f"entry:{p}:make", inputs={"v": TensorValue([1, 2], "float32", [[0.0, 0.0]])}, weights_moved={},
-        operand=None, result="inf", phase="backward"), "Clamp")])
+    cases.update(
+        [
+            _case(
+                "backward",
+                p,
+                "torch.sqrt((v * v).sum(dim=-1))",
+                Witness(
+                    entry=f"entry:{p}:make",
+                    inputs={"v": TensorValue([1, 2], "float32", [[0.0, 0.0]])},
+                    weights_moved={},
+                    operand=None,
+                    result="inf",
+                    phase="backward",
+                ),
+                "Clamp",
+            )
+        ]
+    )
 
     p = _copy("entry_log_softmax.py", programs, "softmax_probe.py")
-    cases.update([_case("probe", p, "torch.log(F.softmax(logits, dim=-1))", Witness(
-        entry=f"probe:{p}:Head", inputs={"x": TensorValue([1, 4], "float32", [[900.0, -900.0, 5.0, 1.0]])},
-        weights_moved={}, operand=None, result="-inf", seed=0), "Use log_softmax")])
+    cases.update(
+        [
+            _case(
+                "probe",
+                p,
+                "torch.log(F.softmax(logits, dim=-1))",
+                Witness(
+                    entry=f"probe:{p}:Head",
+                    inputs={"x": TensorValue([1, 4], "float32", [[900.0, -900.0, 5.0, 1.0]])},
+                    weights_moved={},
+                    operand=None,
+                    result="-inf",
+                    seed=0,
+                ),
+                "Use log_softmax",
+            )
+        ]
+    )
 
     # a real witness: the engine confirms log(p) in a script (entered as `script:`, so replay)
     from grist_lsp.dynamic.engine import EngineOptions, confirm
 
     p = _copy("script_entropy.py", programs / "script", "entropy_script.py")
     text = p.read_text()
-    verdicts = confirm(str(p), text, analyze_source(str(p), text),
-                       EngineOptions(budget=2.0, seed=0, project_root=str(p.parent)))
+    verdicts = confirm(
+        str(p),
+        text,
+        analyze_source(str(p), text),
+        EngineOptions(budget=2.0, seed=0, project_root=str(p.parent)),
+    )
     confirmed = [v for v in verdicts if v.status is Status.CONFIRMED and v.site.text == "torch.log(p)"]
     assert confirmed, [(v.status, v.site.text, v.reason) for v in verdicts]
-    cases["script"] = Case(site=confirmed[0].site, witness=confirmed[0].witness, program=p,
-                           fix=lambda: _fix(p, confirmed[0].site, "Clamp"))
+    cases["script"] = Case(
+        site=confirmed[0].site,
+        witness=confirmed[0].witness,
+        program=p,
+        fix=lambda: _fix(p, confirmed[0].site, "Clamp"),
+    )
     # the same witness on copies (same file name: inputs are keyed by it) that break after the first run
-    for name, old, new in (("script_raises", "torch.manual_seed(0)\n", "torch.manual_seed(0)\nundefined_name\n"),
-                           ("script_syntax", "torch.manual_seed(0)", "torch.manual_seed(0")):
+    for name, old, new in (
+        ("script_raises", "torch.manual_seed(0)\n", "torch.manual_seed(0)\nundefined_name\n"),
+        ("script_syntax", "torch.manual_seed(0)", "torch.manual_seed(0"),
+    ):
         copy = _copy("script_entropy.py", programs / name, "entropy_script.py")
         witness = dataclasses.replace(confirmed[0].witness, entry=f"script:{copy}")
         site = dataclasses.replace(confirmed[0].site, file=str(copy))
@@ -295,8 +421,13 @@ def test_a_broken_program_makes_pytest_exit_1_with_an_error_not_a_pass(batch: Ba
     """One reproducer alone, as a user runs it: exit status 1, reported as an error."""
     folder = batch.cases["raises"].program.parent.parent / "repro"
     test_file = folder / "test_grist_raises.py"
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
-                          capture_output=True, text=True, cwd=str(folder), timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test_file)],
+        capture_output=True,
+        text=True,
+        cwd=str(folder),
+        timeout=600,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "1 error" in proc.stdout and "passed" not in proc.stdout, proc.stdout
 
@@ -305,9 +436,13 @@ def test_a_broken_program_makes_pytest_exit_1_with_an_error_not_a_pass(batch: Ba
 def test_rendered_source_compiles_for_every_entry_kind(tmp_path: Path, entry: str) -> None:
     program = _copy("entry_log_softmax.py", tmp_path)
     site = _site(program, "torch.log(F.softmax(x, dim=-1))")
-    witness = Witness(entry=entry.format(p=program), inputs={"x": TensorValue([1], "float32", ["nan"]),
-                                                             "dim": TensorValue([], "python:int", -1)},
-                      weights_moved={}, operand=None, result="nan")
+    witness = Witness(
+        entry=entry.format(p=program),
+        inputs={"x": TensorValue([1], "float32", ["nan"]), "dim": TensorValue([], "python:int", -1)},
+        weights_moved={},
+        operand=None,
+        result="nan",
+    )
     repro = render_reproducer(site, witness, str(tmp_path))
     compile(repro.source, repro.filename, "exec")
     assert repro.filename.startswith("test_") and repro.filename.endswith(".py")
@@ -322,33 +457,63 @@ def test_replay_reproducer_carries_file_held_tensors_beside_it(tmp_path: Path) -
     held = tmp_path / "cache" / "big.pt"
     held.parent.mkdir()
     torch.save(torch.zeros(300), held)
-    witness = Witness(entry=f"script:{program}", inputs={"script_entropy.py:6:torch.rand#0": TensorValue(
-        [300], "float32", None, file=str(held))}, weights_moved={}, operand=None, result="-inf")
+    witness = Witness(
+        entry=f"script:{program}",
+        inputs={"script_entropy.py:6:torch.rand#0": TensorValue([300], "float32", None, file=str(held))},
+        weights_moved={},
+        operand=None,
+        result="-inf",
+    )
     repro = render_reproducer(site, witness, str(tmp_path / "repro"))
     [(name, data)] = repro.payloads.items()
     assert name == "test_grist_script_entropy_8_log_script_entropy_py_6_torch_rand_0.pt"
     assert data == held.read_bytes()
     assert str(held) not in repro.source  # the cache path does not leak into the test
     assert f"with_name({name!r})" in repro.source
-    assert f"WITNESS[\"entry\"].replace({str(program)!r}, str(PROGRAM))" in repro.source
+    assert f'WITNESS["entry"].replace({str(program)!r}, str(PROGRAM))' in repro.source
 
 
 def test_cli_written_reproducer_fails_on_the_bug_and_errors_once_the_program_raises(tmp_path: Path) -> None:
     """``grist-lsp --check --write-reproducers DIR``, then pytest on DIR as a user would."""
     program = _copy("script_entropy.py", tmp_path / "project")
     out = tmp_path / "project" / "tests" / "grist"
-    check = subprocess.run([sys.executable, "-m", "grist_lsp", "--check", str(program), "--budget", "2", "--seed", "0",
-                            "--write-reproducers", str(out)], capture_output=True, text=True, timeout=600)
+    check = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grist_lsp",
+            "--check",
+            str(program),
+            "--budget",
+            "2",
+            "--seed",
+            "0",
+            "--write-reproducers",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert check.returncode == 1, check.stdout + check.stderr  # a confirmed bug
     [test_file] = [f for f in out.glob("test_grist_*.py") if "_log" in f.name]
 
     def pytest_on(path: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
-                              capture_output=True, text=True, cwd=str(path.parent), timeout=600)
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+            capture_output=True,
+            text=True,
+            cwd=str(path.parent),
+            timeout=600,
+        )
 
     buggy = pytest_on(test_file)
     assert buggy.returncode == 1 and "1 failed" in buggy.stdout, buggy.stdout
-    program.write_text(program.read_text().replace("weights = torch.rand(6)", "weights = torch.rand(6)\nundefined_name"))
+    program.write_text(
+        program.read_text().replace("weights = torch.rand(6)", "weights = torch.rand(6)\nundefined_name")
+    )
     broken = pytest_on(test_file)
-    assert broken.returncode == 1 and "1 error" in broken.stdout and "passed" not in broken.stdout, broken.stdout
+    assert broken.returncode == 1 and "1 error" in broken.stdout and "passed" not in broken.stdout, (
+        broken.stdout
+    )
     assert "cannot judge" in broken.stdout and "NameError" in broken.stdout

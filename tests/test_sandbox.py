@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
-
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.sandbox import BwrapProbe
+
 from grist_lsp.model import Status
 
 SCRIPT = """\
@@ -101,8 +101,15 @@ def _check(proj: Path, *extra: str, env: dict[str, str] | None = None) -> subpro
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", **(env or {})}
     env.pop("PYTHONPATH", None)
     script = Path(sys.executable).parent / "grist-lsp"
-    return subprocess.run([str(script), "--check", "--budget", "2", "--format", "json", *extra, "train.py"],
-                          cwd=proj, capture_output=True, text=True, timeout=600, env=env, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [str(script), "--check", "--budget", "2", "--format", "json", *extra, "train.py"],
+        cwd=proj,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def _the_log_finding(result: subprocess.CompletedProcess[str]) -> dict:
@@ -123,8 +130,13 @@ def _assert_sandboxed(project, env: dict[str, str] | None) -> tuple[dict, str]:
     assert finding["status"] == "confirmed"
     assert (finding["line"], finding["column"]) == (21, 7)
     reason = finding["reason"]
-    for said in ("write checkpoints/model.pt", "remove data/cache.bin", f"write {outside}",
-                 f"connect to 127.0.0.1:{server.port}", ": blocked (sandbox)"):
+    for said in (
+        "write checkpoints/model.pt",
+        "remove data/cache.bin",
+        f"write {outside}",
+        f"connect to 127.0.0.1:{server.port}",
+        ": blocked (sandbox)",
+    ):
         assert said in reason, reason
     # said on stderr too, for people reading the text output
     assert "train.py: the program tried to write checkpoints/model.pt" in result.stderr
@@ -167,7 +179,9 @@ def test_a_sandbox_setting_other_than_auto_or_off_is_a_usage_error(tmp_path: Pat
     assert '`sandbox` must be "auto" or "off"' in result.stderr and "pyproject.toml" in result.stderr
 
 
-def test_under_bubblewrap_a_hung_program_and_the_process_it_started_are_killed(tmp_path: Path, monkeypatch) -> None:
+def test_under_bubblewrap_a_hung_program_and_the_process_it_started_are_killed(
+    tmp_path: Path, monkeypatch
+) -> None:
     if BwrapProbe().result().bwrap is None:
         pytest.skip("bubblewrap does not work on this machine")
     monkeypatch.setenv("GRIST_SANDBOX", "auto")
@@ -187,8 +201,12 @@ def test_under_bubblewrap_a_hung_program_and_the_process_it_started_are_killed(t
         """)
     path = tmp_path / "hang.py"
     path.write_text(text, encoding="utf-8")
-    verdicts = confirm(str(path), text, analyze_source(str(path), text),
-                       EngineOptions(budget=1.0, timeout=3.0, project_root=str(tmp_path)))
+    verdicts = confirm(
+        str(path),
+        text,
+        analyze_source(str(path), text),
+        EngineOptions(budget=1.0, timeout=3.0, project_root=str(tmp_path)),
+    )
     # reported as stuck where it sleeps: the stack dump reached the parent through bwrap
     assert any(v.status is Status.ERROR and v.site.span.start_line == 9 for v in verdicts), verdicts
     # bubblewrap lets the program start processes (they are confined like it): none is left behind

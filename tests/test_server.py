@@ -12,40 +12,40 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Union
+from typing import Any
 
 import pytest
 import pytest_lsp
+from grist_lsp.analyzer.analysis import analyze_source
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+from grist_lsp.analyzer.fixes import propose_fixes
 from lsprotocol import types
 from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
-from grist_lsp.analyzer.analysis import analyze_source
-from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
-from grist_lsp.analyzer.fixes import propose_fixes
-
 pytestmark = pytest.mark.asyncio
 
 WAIT = 60.0  # seconds before a wait gives up: a failure guard, not a speed assertion
 
-BUGGY = '''import torch
+BUGGY = """import torch
 
 
 def loss(logits):
     p = torch.softmax(logits, dim=-1)
     return -torch.log(p).sum()
-'''
+"""
 
 # The emoji is one code point but two UTF-16 code units; "é" is one of each.
-UNICODE = '''import torch
+UNICODE = """import torch
 
 
 def f(x):
     s = "é😀"; y = torch.log(x)
     return y
-'''
+"""
 
 
 def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
@@ -53,7 +53,9 @@ def _record_publish(client: LanguageClient, params: types.PublishDiagnosticsPara
     client.publications.append(params)  # type: ignore[attr-defined]
 
 
-def _record_apply_edit(client: LanguageClient, params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+def _record_apply_edit(
+    client: LanguageClient, params: types.ApplyWorkspaceEditParams
+) -> types.ApplyWorkspaceEditResult:
     client.applied_edits.append(params)  # type: ignore[attr-defined]
     return types.ApplyWorkspaceEditResult(applied=True)
 
@@ -72,7 +74,7 @@ def converter():
             return conv.structure(obj, types.Command)
         return conv.structure(obj, types.CodeAction)
 
-    conv.register_structure_hook(Union[types.Command, types.CodeAction], action_or_command)
+    conv.register_structure_hook(types.Command | types.CodeAction, action_or_command)
     return conv
 
 
@@ -107,7 +109,10 @@ async def client(lsp_client: LanguageClient):
 
 
 async def start(
-    client: LanguageClient, root: Path, options: dict[str, Any] | None = None, capabilities: types.ClientCapabilities | None = None
+    client: LanguageClient,
+    root: Path,
+    options: dict[str, Any] | None = None,
+    capabilities: types.ClientCapabilities | None = None,
 ) -> types.InitializeResult:
     return await client.initialize_session(
         types.InitializeParams(
@@ -145,7 +150,9 @@ async def wait_for(client: LanguageClient, check: Callable[[], bool], what: str)
     deadline = loop.time() + WAIT
     while not check():
         if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; last publications: {client.publications[-3:]}")
+            raise AssertionError(
+                f"timed out waiting for {what}; last publications: {client.publications[-3:]}"
+            )
         await asyncio.sleep(0.05)
 
 
@@ -175,6 +182,7 @@ async def status(client: LanguageClient) -> dict[str, Any]:
 
 
 # --- static diagnostics --------------------------------------------------------
+
 
 async def test_open_publishes_static_warning_at_the_op(client: LanguageClient, tmp_path: Path) -> None:
     await start(client, tmp_path, {"dynamic": {"enable": False}})
@@ -235,14 +243,18 @@ async def test_change_updates_diagnostics(client: LanguageClient, tmp_path: Path
     assert codes <= {KINDS["sqrt"].code}
 
 
-async def test_hundred_rapid_edits_end_with_the_last_texts_diagnostics(client: LanguageClient, tmp_path: Path) -> None:
+async def test_hundred_rapid_edits_end_with_the_last_texts_diagnostics(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     # The engine is on: edits keep cancelling and re-debouncing it while the static pass keeps up.
     await start(client, tmp_path, {"budget": 1})
     uri = open_file(client, tmp_path / "model.py", "import torch\n")
     lines = ["import torch", "", "", "def f(x):"]
     for version in range(2, 102):
         # Each edit adds one more unsafe op; only the last text's sites may remain.
-        lines.append(f"    y{version} = torch.log(x + {version})" if version % 2 else f"    y{version} = x / {version}")
+        lines.append(
+            f"    y{version} = torch.log(x + {version})" if version % 2 else f"    y{version} = x / {version}"
+        )
         replace_text(client, uri, "\n".join(lines) + "\n", version)
     final_text = "\n".join(lines) + "\n"
     await wait_for(client, lambda: published_for(client, uri, 101) is not None, "diagnostics for version 101")
@@ -255,12 +267,16 @@ async def test_hundred_rapid_edits_end_with_the_last_texts_diagnostics(client: L
     log_rows = {row for row, line in enumerate(final_text.split("\n")) if "torch.log(" in line}
     assert log_rows <= rows  # every log(x + k) of the final text is reported on its own line
     assert len(lines) - 1 in rows  # including the one the very last edit added
-    op_rows = {row for row, line in enumerate(final_text.split("\n")) if "torch.log(" in line or " / " in line}
+    op_rows = {
+        row for row, line in enumerate(final_text.split("\n")) if "torch.log(" in line or " / " in line
+    }
     assert rows <= op_rows  # and nothing points at a line of an older text
     assert (await status(client))["open_documents"] == 1  # the server still answers
 
 
-async def test_syntax_error_gives_error_diagnostic_and_server_keeps_answering(client: LanguageClient, tmp_path: Path) -> None:
+async def test_syntax_error_gives_error_diagnostic_and_server_keeps_answering(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     await start(client, tmp_path, {"dynamic": {"enable": False}})
     broken = "import torch\n\ndef f(x:\n    return torch.log(x)\n"
     uri = open_file(client, tmp_path / "broken.py", broken)
@@ -294,19 +310,30 @@ async def test_settings_hide_possible_and_disable(client: LanguageClient, tmp_pa
     # Settings that arrive later (didChangeConfiguration) re-publish the same text.
     count = len(client.publications)
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"grist": {"showPossible": True, "dynamic": {"enable": False}}})
+        types.DidChangeConfigurationParams(
+            settings={"grist": {"showPossible": True, "dynamic": {"enable": False}}}
+        )
     )
-    await wait_for(client, lambda: len(client.publications) > count and bool(client.publications[-1].diagnostics), "re-publication")
+    await wait_for(
+        client,
+        lambda: len(client.publications) > count and bool(client.publications[-1].diagnostics),
+        "re-publication",
+    )
     assert [d.code for d in client.publications[-1].diagnostics] == [KINDS["log"].code]
 
 
 # --- trust ---------------------------------------------------------------------
 
+
 async def test_untrusted_workspace_never_runs_code(client: LanguageClient, tmp_path: Path) -> None:
     await start(client, tmp_path, {"workspaceTrusted": False, "budget": 2})
     uri = open_file(client, tmp_path / "model.py", BUGGY + "\nloss(torch.tensor([[103.0, 0.0]]))\n")
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="grist.recheck", arguments=[uri]))
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="grist.recheck", arguments=[uri])
+    )
     await wait_for(client, lambda: published_for(client, uri, 1) is not None, "static diagnostics")
 
     state = await status(client)
@@ -317,7 +344,9 @@ async def test_untrusted_workspace_never_runs_code(client: LanguageClient, tmp_p
     assert d.severity == types.DiagnosticSeverity.Warning
 
 
-async def test_pulled_configuration_applies_before_any_code_runs(client: LanguageClient, tmp_path: Path) -> None:
+async def test_pulled_configuration_applies_before_any_code_runs(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     # initializationOptions allow running code; the workspace/configuration answer forbids it.
     client.set_configuration({"grist": {"dynamic": {"enable": False}, "showSafe": True}})
     await start(client, tmp_path, {"budget": 2})
@@ -336,6 +365,7 @@ async def test_pulled_configuration_applies_before_any_code_runs(client: Languag
 
 
 # --- code actions and commands ---------------------------------------------------
+
 
 async def code_actions_at(client: LanguageClient, uri: str, diagnostic: types.Diagnostic) -> list[Any]:
     return list(
@@ -383,7 +413,9 @@ async def test_recheck_command_republishes_current_text(client: LanguageClient, 
     await wait_for(client, lambda: published_for(client, uri, 1) is not None, "diagnostics")
     count = len(client.publications)
 
-    await client.workspace_execute_command_async(types.ExecuteCommandParams(command="grist.recheck", arguments=[uri]))
+    await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="grist.recheck", arguments=[uri])
+    )
     await wait_for(client, lambda: len(client.publications) > count, "re-publication after grist.recheck")
     assert client.publications[-1].version == 1
     assert [d.code for d in client.publications[-1].diagnostics] == [KINDS["log"].code]
@@ -391,22 +423,31 @@ async def test_recheck_command_republishes_current_text(client: LanguageClient, 
 
 # --- dynamic confirmation (runs the program in the engine's worker processes) -----
 
-SCRIPT = BUGGY + '''
+SCRIPT = (
+    BUGGY
+    + """
 
 if __name__ == "__main__":
     print(loss(torch.randn(2, 3)))
-'''
+"""
+)
 
 
-def diagnostics_with(client: LanguageClient, uri: str, version: int, code: str, severity: types.DiagnosticSeverity) -> list[types.Diagnostic]:
-    return [d for d in (published_for(client, uri, version) or []) if d.code == code and d.severity == severity]
+def diagnostics_with(
+    client: LanguageClient, uri: str, version: int, code: str, severity: types.DiagnosticSeverity
+) -> list[types.Diagnostic]:
+    return [
+        d for d in (published_for(client, uri, version) or []) if d.code == code and d.severity == severity
+    ]
 
 
 def verified_fixes(d: types.Diagnostic) -> list[dict]:
     return [f for f in d.data["verdict"]["fixes"] if f["verified"]]
 
 
-async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproducer(client: LanguageClient, tmp_path: Path) -> None:
+async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproducer(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     (tmp_path / "tests").mkdir()
     await start(client, tmp_path, {"budget": 1})
     path = tmp_path / "train.py"
@@ -414,19 +455,28 @@ async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproduce
     path.write_text("import torch\n", encoding="utf-8")  # the buggy text exists only in the editor
     log = KINDS["log"].code
 
-    await wait_for(client, lambda: bool(diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)), "a confirmed error")
+    await wait_for(
+        client,
+        lambda: bool(diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)),
+        "a confirmed error",
+    )
     (d,) = diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)
     assert d.range.start == position_of(SCRIPT, "torch.log(p)")
     assert d.message.startswith("logarithm of a non-positive value: torch.log receives")
     assert "-inf" in d.message
     assert d.data["status"] == "confirmed" and d.data["verdict"]["witness"]["replayed"] is True
-    assert any(r.location.uri == uri and r.location.range.start.line == SCRIPT.split("\n").index("    print(loss(torch.randn(2, 3)))")
-               for r in d.related_information or [])  # the failing input's creation site
+    assert any(
+        r.location.uri == uri
+        and r.location.range.start.line == SCRIPT.split("\n").index("    print(loss(torch.randn(2, 3)))")
+        for r in d.related_information or []
+    )  # the failing input's creation site
 
     # Verified fixes arrive in a second publication, after each was re-checked by the engine.
     await wait_for(
         client,
-        lambda: any(verified_fixes(x) for x in diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)),
+        lambda: any(
+            verified_fixes(x) for x in diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)
+        ),
         "a verified fix",
     )
     (d,) = diagnostics_with(client, uri, 1, log, types.DiagnosticSeverity.Error)
@@ -440,7 +490,11 @@ async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproduce
 
     actions = await code_actions_at(client, uri, d)
     preferred = [a for a in actions if a.is_preferred]
-    assert preferred and preferred[0].kind == types.CodeActionKind.QuickFix and "verified by GRIST" in preferred[0].title
+    assert (
+        preferred
+        and preferred[0].kind == types.CodeActionKind.QuickFix
+        and "verified by GRIST" in preferred[0].title
+    )
     (edit,) = preferred[0].edit.document_changes[0].edits
     assert edit.range.start == d.range.start
     assert edit.new_text == verified_fixes(d)[0]["edits"][0]["new_text"]
@@ -466,11 +520,17 @@ async def test_unsaved_buggy_buffer_is_confirmed_with_progress_fix_and_reproduce
     assert carried.range.start == position_of(edited, "torch.log(p)")
 
 
-async def test_crashing_program_gives_error_and_server_keeps_answering(client: LanguageClient, tmp_path: Path) -> None:
+async def test_crashing_program_gives_error_and_server_keeps_answering(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     await start(client, tmp_path, {"budget": 2})
     crash = "import ctypes\nimport torch\n\nx = torch.randn(3)\nctypes.string_at(0)\ny = torch.log(x)\n"
     uri = open_file(client, tmp_path / "crash.py", crash)
-    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []), "an error verdict")
+    await wait_for(
+        client,
+        lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []),
+        "an error verdict",
+    )
     (err,) = [d for d in published_for(client, uri, 1) if d.code == ERROR_CODE]
     assert err.severity == types.DiagnosticSeverity.Error
     assert (await status(client))["engine_runs"] == 1
@@ -478,12 +538,20 @@ async def test_crashing_program_gives_error_and_server_keeps_answering(client: L
     # The same text again (an edit and its undo, then a save) is answered from the cache.
     replace_text(client, uri, crash + "# typing\n", version=2)
     replace_text(client, uri, crash, version=3)
-    client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 3) or []), "the cached error")
+    client.text_document_did_save(
+        types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(
+        client,
+        lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 3) or []),
+        "the cached error",
+    )
     assert (await status(client))["engine_runs"] == 1
 
 
-async def test_edits_during_a_run_cancel_it_and_the_last_text_wins(client: LanguageClient, tmp_path: Path) -> None:
+async def test_edits_during_a_run_cancel_it_and_the_last_text_wins(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     await start(client, tmp_path, {"budget": 3, "dynamic": {"enable": True, "debounce": 0.3}})
     # The program sleeps before it reaches the op: the run is surely still going when we type.
     slow = "import time\n" + SCRIPT.replace("    print(loss(", "    time.sleep(600)\n    print(loss(")
@@ -492,18 +560,33 @@ async def test_edits_during_a_run_cancel_it_and_the_last_text_wins(client: Langu
     safe = slow.replace("-torch.log(p).sum()", "-torch.log(p.clamp_min(1e-8)).sum()")
     for version in range(2, 22):
         replace_text(client, uri, safe if version % 2 else slow + f"\n# edit {version}\n", version)
-    await wait_for(client, lambda: published_for(client, uri, 21) is not None, "diagnostics for the last version")
+    await wait_for(
+        client, lambda: published_for(client, uri, 21) is not None, "diagnostics for the last version"
+    )
     final = published_for(client, uri, 21)
     assert not [d for d in final if d.code == KINDS["log"].code]  # the last text clamps the operand
     versions = [p.version for p in client.publications if p.uri == uri]
     assert versions == sorted(versions)
     # The first run was stopped (its workers killed), not left to finish.
-    await wait_for(client, lambda: all(r and isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values()), "progress to end")
+    await wait_for(
+        client,
+        lambda: all(
+            r and isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values()
+        ),
+        "progress to end",
+    )
     first = next(r for r in client.progress_reports.values() if r)
     assert first[-1].message == "cancelled"
     # Nothing is left running: the clamped last text is proved safe statically and needs no run.
-    await wait_for(client, lambda: all(isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values() if r), "all runs to end")
+    await wait_for(
+        client,
+        lambda: all(
+            isinstance(r[-1], types.WorkDoneProgressEnd) for r in client.progress_reports.values() if r
+        ),
+        "all runs to end",
+    )
     assert (await status(client))["running"] == []
+
 
 def descendants(pid: int) -> list[int]:
     """Processes started (transitively) by ``pid``, from /proc."""
@@ -532,7 +615,9 @@ def cmdline(pid: int) -> str:
         return ""
 
 
-async def test_worker_killed_from_outside_gives_error_and_server_keeps_answering(client: LanguageClient, tmp_path: Path) -> None:
+async def test_worker_killed_from_outside_gives_error_and_server_keeps_answering(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     await start(client, tmp_path, {"budget": 3})
     slow = "import time\nimport torch\n\nx = torch.randn(3)\ntime.sleep(600)\ny = torch.log(x)\n"
     uri = open_file(client, tmp_path / "slow.py", slow)
@@ -549,7 +634,11 @@ async def test_worker_killed_from_outside_gives_error_and_server_keeps_answering
     for pid in workers:
         os.kill(pid, signal.SIGKILL)
 
-    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []), "an error verdict")
+    await wait_for(
+        client,
+        lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []),
+        "an error verdict",
+    )
     (err,) = [d for d in published_for(client, uri, 1) if d.code == ERROR_CODE]
     assert err.severity == types.DiagnosticSeverity.Error
     assert "signal" in err.message or "killed" in err.message, err.message
@@ -568,14 +657,24 @@ async def test_cancelling_the_progress_stops_the_run(client: LanguageClient, tmp
     assert client.progress_reports[token][0].cancellable is True
 
     client.window_work_done_progress_cancel(types.WorkDoneProgressCancelParams(token=token))
-    await wait_for(client, lambda: isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd), "the run to end")
+    await wait_for(
+        client,
+        lambda: isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd),
+        "the run to end",
+    )
     assert client.progress_reports[token][-1].message == "cancelled"
     state = await status(client)
     assert state["running"] == [] and state["engine_runs"] == 1
     # Static diagnostics stay; closing the file clears them.
     assert [d.code for d in published_for(client, uri, 1)] == [KINDS["log"].code]
-    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
-    await wait_for(client, lambda: client.publications[-1].uri == uri and not client.publications[-1].diagnostics, "cleared diagnostics")
+    client.text_document_did_close(
+        types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    await wait_for(
+        client,
+        lambda: client.publications[-1].uri == uri and not client.publications[-1].diagnostics,
+        "cleared diagnostics",
+    )
 
 
 def alive(pid: int) -> bool:
@@ -616,7 +715,11 @@ async def test_hanging_program_gives_error_at_its_line(client: LanguageClient, t
     await start(client, tmp_path, {"budget": 1, "dynamic": {"enable": True, "timeout": 2}})
     hang = "import torch\n\nx = torch.randn(3)\nwhile True:\n    pass\ny = torch.log(x)\n"
     uri = open_file(client, tmp_path / "hang.py", hang)
-    await wait_for(client, lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []), "an error verdict")
+    await wait_for(
+        client,
+        lambda: any(d.code == ERROR_CODE for d in published_for(client, uri, 1) or []),
+        "an error verdict",
+    )
     (err,) = [d for d in published_for(client, uri, 1) if d.code == ERROR_CODE]
     assert err.severity == types.DiagnosticSeverity.Error
     assert err.range.start.line in (3, 4), err  # the loop the program hangs in
@@ -630,9 +733,17 @@ async def test_turning_dynamic_off_stops_the_running_check(client: LanguageClien
     await wait_for(client, lambda: any(client.progress_reports.values()), "the run to begin")
     (token,) = [t for t, r in client.progress_reports.items() if r]
 
-    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"grist": {"dynamic": {"enable": False}}}))
-    await wait_for(client, lambda: isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd), "the run to end")
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"grist": {"dynamic": {"enable": False}}})
+    )
+    await wait_for(
+        client,
+        lambda: isinstance(client.progress_reports[token][-1], types.WorkDoneProgressEnd),
+        "the run to end",
+    )
     assert client.progress_reports[token][-1].message == "cancelled"
     state = await status(client)
     assert state["running"] == [] and state["dynamic_allowed"] is False
-    assert [d.severity for d in published_for(client, uri, 1) if d.code == KINDS["log"].code] == [types.DiagnosticSeverity.Warning]
+    assert [d.severity for d in published_for(client, uri, 1) if d.code == KINDS["log"].code] == [
+        types.DiagnosticSeverity.Warning
+    ]

@@ -22,14 +22,14 @@ pytestmark = pytest.mark.asyncio
 
 STATIC_ONLY = {"dynamic": {"enable": False}}
 
-SOURCE = '''import torch
+SOURCE = """import torch
 
 
 def f(x, y):
     a = torch.log(x)  # grist: ignore[GRIST101] -- x is a probability, never 0
     b = torch.log(y)
     return a, b
-'''
+"""
 
 
 @pytest_lsp.fixture(config=CONFIG)
@@ -48,18 +48,22 @@ def _apply(text: str, edit: types.TextEdit) -> str:
     start, end = edit.range.start, edit.range.end
     assert start.line == end.line
     line = lines[start.line]
-    lines[start.line] = line[:start.character] + edit.new_text + line[end.character:]
+    lines[start.line] = line[: start.character] + edit.new_text + line[end.character :]
     return "\n".join(lines)
 
 
-async def test_a_suppressed_site_is_not_shown_and_its_neighbour_is(client: LanguageClient, tmp_path: Path) -> None:
+async def test_a_suppressed_site_is_not_shown_and_its_neighbour_is(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     await start(client, tmp_path, STATIC_ONLY)
     uri = open_file(client, tmp_path / "m.py", SOURCE)
     shown = await _diagnostics(client, uri)
     assert [(d.code, d.range.start.line) for d in shown] == [("GRIST101", 5)]
 
 
-async def test_ignore_action_adds_the_comment_that_silences_the_site(client: LanguageClient, tmp_path: Path) -> None:
+async def test_ignore_action_adds_the_comment_that_silences_the_site(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     await start(client, tmp_path, STATIC_ONLY)
     uri = open_file(client, tmp_path / "m.py", SOURCE)
     (diagnostic,) = await _diagnostics(client, uri)
@@ -73,32 +77,55 @@ async def test_ignore_action_adds_the_comment_that_silences_the_site(client: Lan
     assert fixed.split("\n")[5] == "    b = torch.log(y)  # grist: ignore[GRIST101]"
 
     # The edited text shows nothing more.
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
-        content_changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)],
-    ))
+    client.text_document_did_change(
+        types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangeWholeDocument(text=fixed)],
+        )
+    )
     assert await _diagnostics(client, uri, 2) == []
 
 
 async def test_ignore_action_extends_an_existing_comment(client: LanguageClient, tmp_path: Path) -> None:
-    source = "import torch\n\n\ndef f(x, y):\n    return torch.log(x) / y  # grist: ignore[GRIST105] -- y > 0\n"
+    source = (
+        "import torch\n\n\ndef f(x, y):\n    return torch.log(x) / y  # grist: ignore[GRIST105] -- y > 0\n"
+    )
     await start(client, tmp_path, STATIC_ONLY)
     uri = open_file(client, tmp_path / "m.py", source)
     (diagnostic,) = await _diagnostics(client, uri)
     actions = await code_actions_at(client, uri, diagnostic)
     (ignore,) = [a for a in actions if a.title == "Ignore GRIST101 on this line"]
     (edit,) = ignore.edit.document_changes[0].edits
-    assert _apply(source, edit).split("\n")[4] == "    return torch.log(x) / y  # grist: ignore[GRIST101, GRIST105] -- y > 0"
+    assert (
+        _apply(source, edit).split("\n")[4]
+        == "    return torch.log(x) / y  # grist: ignore[GRIST101, GRIST105] -- y > 0"
+    )
 
 
-async def test_server_honours_per_file_ignores_and_the_baseline(client: LanguageClient, tmp_path: Path) -> None:
+async def test_server_honours_per_file_ignores_and_the_baseline(
+    client: LanguageClient, tmp_path: Path
+) -> None:
     (tmp_path / "pyproject.toml").write_text(
         '[tool.grist]\nbaseline = "grist-baseline.json"\nper-file-ignores = {"scripts/*" = ["GRIST105"]}\n',
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     old = "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"
     (tmp_path / "m.py").write_text(old, encoding="utf-8")
-    written = subprocess.run([sys.executable, "-m", "grist_lsp", "--check", "m.py", "--static-only",
-                              "--write-baseline", "grist-baseline.json"], cwd=tmp_path, capture_output=True, text=True)
+    written = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "grist_lsp",
+            "--check",
+            "m.py",
+            "--static-only",
+            "--write-baseline",
+            "grist-baseline.json",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
     assert written.returncode == 0, written.stderr
 
     await start(client, tmp_path, STATIC_ONLY)
@@ -116,6 +143,7 @@ async def test_ignore_comment_goes_where_a_comment_can_stand() -> None:
     from grist_lsp.analyzer.analysis import analyze_source
     from grist_lsp.server.actions import ignore_edit
     from grist_lsp.server.diagnostics import split_lines
+
     from grist_lsp.suppressions import RuleSelection, silence
 
     source = 'import torch\n\n\ndef f(x):\n    return torch.log(x + len("""a\nb"""))\n'

@@ -9,20 +9,24 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from lsprotocol import types
-
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
-from grist_lsp.model import Fix, Site, Span, Status, TensorValue, TextEdit, Verdict, Witness, file_error
 from grist_lsp.server import actions, diagnostics
 from grist_lsp.server.settings import Settings, client_trust, merge_settings
+from lsprotocol import types
+
+from grist_lsp.model import Fix, Site, Span, Status, TensorValue, TextEdit, Verdict, Witness, file_error
 
 UTF8 = types.PositionEncodingKind.Utf8
 UTF16 = types.PositionEncodingKind.Utf16
 UTF32 = types.PositionEncodingKind.Utf32
 
 
-def site(line: int, start: int, end: int, kind: str = "log", op: str = "torch.log", text: str = "torch.log(x)") -> Site:
-    return Site(file="/w/m.py", span=Span(line, start, line, end), op=op, kind=kind, operand="input", text=text)
+def site(
+    line: int, start: int, end: int, kind: str = "log", op: str = "torch.log", text: str = "torch.log(x)"
+) -> Site:
+    return Site(
+        file="/w/m.py", span=Span(line, start, line, end), op=op, kind=kind, operand="input", text=text
+    )
 
 
 def witness(**kw) -> Witness:
@@ -38,6 +42,7 @@ def witness(**kw) -> Witness:
 
 
 # --- columns -------------------------------------------------------------------
+
 
 def test_columns_count_utf16_units_utf8_bytes_or_code_points() -> None:
     line = 'a = "é😀"; y = torch.log(x)'
@@ -73,6 +78,7 @@ def test_span_past_the_end_is_clamped() -> None:
 
 # --- diagnostics -----------------------------------------------------------------
 
+
 def test_severity_follows_status_and_settings() -> None:
     on, off = Settings(show_safe=True), Settings(show_possible=False)
     confirmed = Verdict(site(1, 0, 3), Status.CONFIRMED, witness=witness())
@@ -96,14 +102,23 @@ def test_confirmed_message_names_input_operand_and_result() -> None:
 
 
 def test_large_tensors_are_summarised() -> None:
-    big = TensorValue(shape=[64, 64], dtype="float32", values=None, summary={"min": -3.0, "max": 4.5}, file="x.pt")
+    big = TensorValue(
+        shape=[64, 64], dtype="float32", values=None, summary={"min": -3.0, "max": 4.5}, file="x.pt"
+    )
     assert diagnostics.describe_tensor(big) == "tensor(shape [64, 64]; min -3, max 4.5)"  # no cache path
 
 
 def test_diagnostic_carries_code_docs_data_and_entry_location(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("import torch\n\n\ndef make():\n    return f, (x,)\n", encoding="utf-8")
     v = Verdict(site(5, 4, 16), Status.CONFIRMED, witness=witness(), fixes=[Fix("clamp", [], verified=True)])
-    (p,) = diagnostics.build([v], "\n" * 4 + "    torch.log(x)\n", UTF16, Settings(), document_path=str(tmp_path / "m.py"), root=str(tmp_path))
+    (p,) = diagnostics.build(
+        [v],
+        "\n" * 4 + "    torch.log(x)\n",
+        UTF16,
+        Settings(),
+        document_path=str(tmp_path / "m.py"),
+        root=str(tmp_path),
+    )
     d = p.diagnostic
     assert d.code == "GRIST101" and d.source == "grist" and "rule-codes" in d.code_description.href
     assert d.data["key"] == v.site.key and d.data["verdict"]["fixes"][0]["verified"] is True
@@ -120,16 +135,39 @@ def test_disabled_publishes_nothing() -> None:
 
 # --- settings --------------------------------------------------------------------
 
+
 def test_settings_accept_every_client_shape() -> None:
-    section = {"enable": True, "dynamic": {"enable": False}, "budget": 3, "entries": ["a.py:f"],
-               "showPossible": False, "showSafe": True, "workspaceTrusted": False}
-    expected = Settings(dynamic_enable=False, budget=3.0, entries=("a.py:f",), show_possible=False, show_safe=True)
+    section = {
+        "enable": True,
+        "dynamic": {"enable": False},
+        "budget": 3,
+        "entries": ["a.py:f"],
+        "showPossible": False,
+        "showSafe": True,
+        "workspaceTrusted": False,
+    }
+    expected = Settings(
+        dynamic_enable=False, budget=3.0, entries=("a.py:f",), show_possible=False, show_safe=True
+    )
     assert merge_settings(Settings(), section) == expected  # initializationOptions / configuration
     assert merge_settings(Settings(), {"grist": section}) == expected  # didChangeConfiguration
     assert merge_settings(Settings(), {"settings": {"grist": section}}) == expected
-    assert merge_settings(Settings(), {"grist.dynamic.enable": False, "grist.budget": "3", "grist.entries": "a.py:f",
-                                       "grist.showPossible": False, "grist.showSafe": True}) == expected
-    assert client_trust(section) is False and client_trust({"grist": {}}) is None and client_trust(None) is None
+    assert (
+        merge_settings(
+            Settings(),
+            {
+                "grist.dynamic.enable": False,
+                "grist.budget": "3",
+                "grist.entries": "a.py:f",
+                "grist.showPossible": False,
+                "grist.showSafe": True,
+            },
+        )
+        == expected
+    )
+    assert (
+        client_trust(section) is False and client_trust({"grist": {}}) is None and client_trust(None) is None
+    )
 
 
 def test_bad_setting_values_keep_the_previous_ones() -> None:
@@ -149,6 +187,7 @@ def test_dynamic_needs_every_switch() -> None:
 
 # --- code actions ----------------------------------------------------------------
 
+
 def _published(verdict: Verdict, text: str) -> list[diagnostics.Published]:
     return diagnostics.build([verdict], text, UTF16, Settings())
 
@@ -156,7 +195,11 @@ def _published(verdict: Verdict, text: str) -> list[diagnostics.Published]:
 def test_verified_fix_is_preferred_quickfix_with_utf16_edit() -> None:
     text = 'import torch\ns = "😀"; y = torch.log(x)\n'
     col = text.split("\n")[1].index("torch")
-    fix = Fix("clamp the operand", [TextEdit(Span(2, col, 2, col + 12), "torch.log(x.clamp_min(1e-8))")], verified=True)
+    fix = Fix(
+        "clamp the operand",
+        [TextEdit(Span(2, col, 2, col + 12), "torch.log(x.clamp_min(1e-8))")],
+        verified=True,
+    )
     unverified = Fix("use log_softmax", [TextEdit(Span(2, col, 2, col + 12), "y")], verified=False)
     v = Verdict(site(2, col, col + 12), Status.CONFIRMED, witness=witness(), fixes=[unverified, fix])
     published = _published(v, text)
@@ -176,8 +219,12 @@ def test_actions_filter_by_range_and_kind() -> None:
     text = "torch.log(x)\n"
     v = Verdict(site(1, 0, 12), Status.POSSIBLE, fixes=[Fix("clamp", [TextEdit(Span(1, 0, 1, 12), "z")])])
     published = _published(v, text)
-    elsewhere = types.Range(start=types.Position(line=5, character=0), end=types.Position(line=5, character=1))
-    assert [a.kind for a in actions.code_actions(published, elsewhere, "u", 1, text, UTF16)] == [actions.RECHECK_KIND]
+    elsewhere = types.Range(
+        start=types.Position(line=5, character=0), end=types.Position(line=5, character=1)
+    )
+    assert [a.kind for a in actions.code_actions(published, elsewhere, "u", 1, text, UTF16)] == [
+        actions.RECHECK_KIND
+    ]
     at = published[0].diagnostic.range
     only = actions.code_actions(published, at, "u", 1, text, UTF16, only=[types.CodeActionKind.QuickFix])
     assert [a.kind for a in only] == [types.CodeActionKind.QuickFix, actions.IGNORE_KIND]
@@ -192,21 +239,40 @@ def test_reproducer_edit_creates_then_fills_the_file(tmp_path: Path) -> None:
     (folder / "test_x.py").write_text("", encoding="utf-8")
     target = actions.free_name(folder, "test_x.py", exists=Path.exists)
     assert target == folder / "test_x_2.py"
-    edit = actions.reproducer_edit(target.as_uri(), "def test_x():\n    assert True\n", resource_operations=True)
+    edit = actions.reproducer_edit(
+        target.as_uri(), "def test_x():\n    assert True\n", resource_operations=True
+    )
     create, fill = edit.document_changes
-    assert isinstance(create, types.CreateFile) and create.uri == target.as_uri() and not create.options.overwrite
+    assert (
+        isinstance(create, types.CreateFile)
+        and create.uri == target.as_uri()
+        and not create.options.overwrite
+    )
     assert fill.text_document.uri == target.as_uri() and fill.edits[0].new_text.startswith("def test_x")
 
 
 # --- carrying confirmations over an edit -------------------------------------------
+
 
 def test_confirmed_site_is_carried_to_its_new_place_while_rechecking() -> None:
     from grist_lsp.server.scheduler import CARRIED_NOTE, carry_over
 
     old_site = Site("/w/m.py", Span(6, 12, 6, 24), "torch.log", "log", "input", "torch.log(p)", "loss")
     fix = Fix("clamp", [TextEdit(Span(6, 12, 6, 24), "torch.log(p.clamp_min(1e-8))")], verified=True)
-    outside = Fix("log_softmax", [TextEdit(Span(1, 0, 1, 0), "import x\n"), TextEdit(Span(6, 12, 6, 24), "y")], verified=True)
-    previous = [Verdict(old_site, Status.CONFIRMED, witness=witness(), fixes=[fix, outside], message="torch.log receives 0")]
+    outside = Fix(
+        "log_softmax",
+        [TextEdit(Span(1, 0, 1, 0), "import x\n"), TextEdit(Span(6, 12, 6, 24), "y")],
+        verified=True,
+    )
+    previous = [
+        Verdict(
+            old_site,
+            Status.CONFIRMED,
+            witness=witness(),
+            fixes=[fix, outside],
+            message="torch.log receives 0",
+        )
+    ]
     # A comment line above and two more spaces of indentation later:
     new_site = dataclasses.replace(old_site, span=Span(7, 14, 7, 26))
     other = Site("/w/m.py", Span(9, 4, 9, 12), "torch.sqrt", "sqrt", "input", "torch.sqrt(q)", "loss")

@@ -13,10 +13,10 @@ import re
 from pathlib import Path
 
 import pytest
-
 from grist_lsp.analyzer.analysis import MAX_FILE_BYTES, analyze_file, analyze_source
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.positions import SourceLines
+
 from grist_lsp.model import Span, Status
 
 CORPUS = Path(__file__).parent / "corpus" / "static"
@@ -58,7 +58,8 @@ def test_corpus_program(path: Path):
     verdicts = analyze_file(str(path))
     actual = {(v.site.span.start_line, v.site.span.start_col, v.site.op, v.status.value) for v in verdicts}
     assert actual == expected, (
-        f"missing: {sorted(expected - actual)}\nunexpected: {sorted(actual - expected)}")
+        f"missing: {sorted(expected - actual)}\nunexpected: {sorted(actual - expected)}"
+    )
     assert len(verdicts) == len(actual), "two verdicts for one site"
     for v in verdicts:
         assert v.reason and v.message and v.site.op in v.message
@@ -71,8 +72,14 @@ def _instruction_spans(code, lines: SourceLines) -> set[Span]:
     for ins in dis.get_instructions(code):
         if ins.opname in ("CALL", "BINARY_OP", "CALL_KW", "CALL_FUNCTION_EX") and ins.positions.lineno:
             p = ins.positions
-            spans.add(Span(p.lineno, lines.col(p.lineno, p.col_offset), p.end_lineno,
-                           lines.col(p.end_lineno, p.end_col_offset)))
+            spans.add(
+                Span(
+                    p.lineno,
+                    lines.col(p.lineno, p.col_offset),
+                    p.end_lineno,
+                    lines.col(p.end_lineno, p.end_col_offset),
+                )
+            )
     for const in code.co_consts:
         if hasattr(const, "co_code"):
             spans |= _instruction_spans(const, lines)
@@ -86,7 +93,9 @@ def test_site_spans_are_cpython_instruction_positions(path: Path):
     lines = SourceLines(text)
     spans = _instruction_spans(compile(text, str(path), "exec"), lines)
     for v in analyze_file(str(path)):
-        assert v.site.span in spans, f"{path.name}: {v.site.op} span {v.site.span} is no CALL/BINARY_OP position"
+        assert v.site.span in spans, (
+            f"{path.name}: {v.site.op} span {v.site.span} is no CALL/BINARY_OP position"
+        )
         assert v.site.text == lines.text_of(v.site.span)
 
 
@@ -156,8 +165,11 @@ def test_non_utf8_without_cookie_is_an_error(tmp_path: Path):
 
 def test_coding_cookie_is_respected(tmp_path: Path):
     p = tmp_path / "c.py"
-    p.write_bytes("# -*- coding: latin-1 -*-\nimport torch\ns = 'caf\xe9'; y = torch.log(torch.rand(2))\n"
-                  .encode("latin-1"))
+    p.write_bytes(
+        "# -*- coding: latin-1 -*-\nimport torch\ns = 'caf\xe9'; y = torch.log(torch.rand(2))\n".encode(
+            "latin-1"
+        )
+    )
     (v,) = analyze_file(str(p))
     assert v.site.op == "torch.log" and v.status is Status.POSSIBLE
     assert v.site.span.start_col == len("s = 'café'; y = ")
@@ -224,7 +236,9 @@ def test_in_place_updates_in_loops_terminate():
     )
     out = analyze_source("adam.py", src)
     assert [(v.site.op, v.status) for v in out] == [
-        ("torch.Tensor.sqrt", Status.POSSIBLE), ("torch.log", Status.SAFE)]
+        ("torch.Tensor.sqrt", Status.POSSIBLE),
+        ("torch.log", Status.SAFE),
+    ]
 
 
 def test_real_world_sources_never_raise():

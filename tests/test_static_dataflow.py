@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 
 import networkx as nx
-
 from grist_lsp.analyzer.dataflow import DataFlow, Def, build_dataflow
 from grist_lsp.analyzer.names import Resolver
 
@@ -17,7 +16,9 @@ def _flow(src: str) -> tuple[ast.Module, DataFlow]:
 
 def _names(tree: ast.AST, ident: str) -> list[ast.Name]:
     """Loads of ``ident`` in source order."""
-    out = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == ident and isinstance(n.ctx, ast.Load)]
+    out = [
+        n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == ident and isinstance(n.ctx, ast.Load)
+    ]
     return sorted(out, key=lambda n: (n.lineno, n.col_offset))
 
 
@@ -159,8 +160,13 @@ def test_import_aliases_resolve_and_shadowing_is_respected():
     values = {t.targets[0].id: t.value for t in tree.body if isinstance(t, ast.Assign)}
     got = {k: r.qualified_name(v) for k, v in values.items()}
     assert got == {
-        "a": "torch.special.log1p", "b": "torch.nn.functional.softplus", "c": "torch.nn.functional.relu",
-        "d": "torch.log", "e": "numpy.log", "f": "math.sqrt", "h": "builtins.abs",
+        "a": "torch.special.log1p",
+        "b": "torch.nn.functional.softplus",
+        "c": "torch.nn.functional.relu",
+        "d": "torch.log",
+        "e": "numpy.log",
+        "f": "math.sqrt",
+        "h": "builtins.abs",
     }
     ret = tree.body[11].body[0].value
     assert r.qualified_name(ret) is None  # the parameter th shadows the module

@@ -7,12 +7,20 @@ import math
 import struct
 
 import pytest
-
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
-from grist_lsp.analyzer.ranges import (INF, Fact, RangeAnalysis, describe, join, pow_interval, round_down,
-                                       round_up, static_safe)
+from grist_lsp.analyzer.ranges import (
+    INF,
+    Fact,
+    RangeAnalysis,
+    describe,
+    join,
+    pow_interval,
+    round_down,
+    round_up,
+    static_safe,
+)
 
 
 def _f32(v: float) -> float:
@@ -65,35 +73,38 @@ def test_static_safe_splits_nonzero_intervals():
     assert static_safe(Fact(0.0, 1.0, True), log, "float32")  # (0, 1]: x > 0
 
 
-@pytest.mark.parametrize("src, lo, hi", [
-    ("F.softmax(x, dim=-1)", 0.0, 1.0),
-    ("torch.sigmoid(x)", 0.0, 1.0),
-    ("x.exp()", 0.0, INF),
-    ("torch.exp(-x.abs())", 0.0, 1.0),
-    ("F.relu(x)", 0.0, INF),
-    ("x.norm() + 1e-6", _f32(1e-6), INF),
-    ("x.clamp(min=0.5, max=2)", 0.5, 2.0),
-    ("torch.clamp(x, -1, 1)", -1.0, 1.0),
-    ("x.clamp_max(3)", -INF, 3.0),
-    ("torch.rand(2).clamp(min=torch.rand(2) * 5)", 0.0, 5.0),
-    ("torch.rand(2).clamp(max=torch.rand(2) - 1)", -1.0, 0.0),
-    ("1 - torch.rand(3)", 0.0, 1.0),
-    ("torch.ones(3) * 4", 4.0, 4.0),
-    ("torch.full((2,), 2.5)", 2.5, 2.5),
-    ("torch.arange(1, 10)", 1.0, 10.0),
-    ("x * x", 0.0, INF),
-    ("torch.tanh(x)", -1.0, 1.0),
-    ("max(x.abs(), 2)", 2.0, INF),
-    ("torch.maximum(x, torch.tensor(1e-3))", _f32(1e-3), INF),
-    ("torch.max(x, torch.tensor(0.5))", 0.5, INF),
-    ("x.clamp(-2, -1).max(torch.tensor(0.5))", 0.5, 0.5),
-    ("F.softplus(x) + 1", 1.0, INF),
-    ("torch.where(x > 0, x, 1)", 0.0, INF),
-    ("x.abs().sum()", 0.0, INF),
-    ("x.abs().mean()", 0.0, INF),
-    ("x.clamp(-1, 1).mean()", -1.000001, 1.000001),
-    ("math.pi", _f32(math.pi), _f32(math.pi)),
-])
+@pytest.mark.parametrize(
+    "src, lo, hi",
+    [
+        ("F.softmax(x, dim=-1)", 0.0, 1.0),
+        ("torch.sigmoid(x)", 0.0, 1.0),
+        ("x.exp()", 0.0, INF),
+        ("torch.exp(-x.abs())", 0.0, 1.0),
+        ("F.relu(x)", 0.0, INF),
+        ("x.norm() + 1e-6", _f32(1e-6), INF),
+        ("x.clamp(min=0.5, max=2)", 0.5, 2.0),
+        ("torch.clamp(x, -1, 1)", -1.0, 1.0),
+        ("x.clamp_max(3)", -INF, 3.0),
+        ("torch.rand(2).clamp(min=torch.rand(2) * 5)", 0.0, 5.0),
+        ("torch.rand(2).clamp(max=torch.rand(2) - 1)", -1.0, 0.0),
+        ("1 - torch.rand(3)", 0.0, 1.0),
+        ("torch.ones(3) * 4", 4.0, 4.0),
+        ("torch.full((2,), 2.5)", 2.5, 2.5),
+        ("torch.arange(1, 10)", 1.0, 10.0),
+        ("x * x", 0.0, INF),
+        ("torch.tanh(x)", -1.0, 1.0),
+        ("max(x.abs(), 2)", 2.0, INF),
+        ("torch.maximum(x, torch.tensor(1e-3))", _f32(1e-3), INF),
+        ("torch.max(x, torch.tensor(0.5))", 0.5, INF),
+        ("x.clamp(-2, -1).max(torch.tensor(0.5))", 0.5, 0.5),
+        ("F.softplus(x) + 1", 1.0, INF),
+        ("torch.where(x > 0, x, 1)", 0.0, INF),
+        ("x.abs().sum()", 0.0, INF),
+        ("x.abs().mean()", 0.0, INF),
+        ("x.clamp(-1, 1).mean()", -1.000001, 1.000001),
+        ("math.pi", _f32(math.pi), _f32(math.pi)),
+    ],
+)
 def test_facts_of_library_calls(src: str, lo: float, hi: float):
     f = fact_of(src)
     assert f.lo <= lo and f.hi >= hi  # sound

@@ -17,14 +17,14 @@ from grist_lsp.model import Status, Verdict
 from grist_lsp.suppressions import find_suppressions
 
 # Two divisions on neighbouring lines; only the first carries a suppression.
-BOXES = '''import torch
+BOXES = """import torch
 
 
 def aspect(w, h):
     ratio = w / h  # grist: ignore[GRIST105] -- heights are >= 1 by construction
     inverse = h / w
     return ratio, inverse
-'''
+"""
 
 
 def _findings(result) -> list[dict]:
@@ -50,11 +50,13 @@ def test_comment_silences_its_line_and_not_the_next(grist_cli, write_tree) -> No
 def test_the_same_through_the_shared_orchestration(write_tree) -> None:
     root = write_tree({"boxes.py": BOXES})
     report = check_paths([str(root / "boxes.py")], CheckOptions(static_only=True))
-    assert [(v.site.span.start_line, v.site.kind) for v in report.verdicts if v.status is Status.POSSIBLE] == [(6, "div")]
+    assert [
+        (v.site.span.start_line, v.site.kind) for v in report.verdicts if v.status is Status.POSSIBLE
+    ] == [(6, "div")]
 
 
 def test_forms_of_the_comment(grist_cli, write_tree) -> None:
-    source = '''import torch
+    source = """import torch
 
 
 def f(x, y):
@@ -67,7 +69,7 @@ def f(x, y):
         x + y
     )  # grist: ignore[GRIST101]
     return a, b, c, d, s, e, g
-'''
+"""
     root = write_tree({"forms.py": source})
     found = _where(_findings(grist_cli("--check", "forms.py", "--static-only", "--format", "json", cwd=root)))
     # Line 6 names another rule; line 9's "comment" is inside a string.
@@ -88,29 +90,42 @@ LOG_AND_DIV = "import torch\n\n\ndef f(x, y):\n    return torch.log(x) / y\n"
 
 
 def test_per_file_ignores(grist_cli, write_tree) -> None:
-    root = _project(write_tree, 'per-file-ignores = {"tests/*" = ["GRIST105"], "gen_*.py" = ["GRIST101"]}',
-                    {"tests/test_a.py": LOG_AND_DIV, "pkg/gen_b.py": LOG_AND_DIV, "pkg/c.py": LOG_AND_DIV})
+    root = _project(
+        write_tree,
+        'per-file-ignores = {"tests/*" = ["GRIST105"], "gen_*.py" = ["GRIST101"]}',
+        {"tests/test_a.py": LOG_AND_DIV, "pkg/gen_b.py": LOG_AND_DIV, "pkg/c.py": LOG_AND_DIV},
+    )
     found = _where(_findings(grist_cli("--check", ".", "--static-only", "--format", "json", cwd=root)))
-    assert sorted(found) == [("pkg/c.py", 5, "div"), ("pkg/c.py", 5, "log"), ("pkg/gen_b.py", 5, "div"),
-                             ("tests/test_a.py", 5, "log")]
+    assert sorted(found) == [
+        ("pkg/c.py", 5, "div"),
+        ("pkg/c.py", 5, "log"),
+        ("pkg/gen_b.py", 5, "div"),
+        ("tests/test_a.py", 5, "log"),
+    ]
 
 
-@pytest.mark.parametrize(("table", "kinds"), [
-    ('select = ["GRIST101"]', ["log"]),
-    ('ignore = ["GRIST101"]', ["div"]),
-    ('select = ["GRIST101", "GRIST105"]\nignore = ["grist105"]', ["log"]),
-])
+@pytest.mark.parametrize(
+    ("table", "kinds"),
+    [
+        ('select = ["GRIST101"]', ["log"]),
+        ('ignore = ["GRIST101"]', ["div"]),
+        ('select = ["GRIST101", "GRIST105"]\nignore = ["grist105"]', ["log"]),
+    ],
+)
 def test_select_and_ignore(grist_cli, write_tree, table: str, kinds: list[str]) -> None:
     root = _project(write_tree, table, {"m.py": LOG_AND_DIV})
     found = _findings(grist_cli("--check", ".", "--static-only", "--format", "json", cwd=root))
     assert [f["kind"] for f in found] == kinds
 
 
-@pytest.mark.parametrize(("table", "key"), [
-    ('select = ["GRIST999"]', "`select`"),
-    ('ignore = ["E501"]', "`ignore`"),
-    ('per-file-ignores = {"tests/*" = ["GRIST1O5"]}', '`per-file-ignores` "tests/*"'),
-])
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ('select = ["GRIST999"]', "`select`"),
+        ('ignore = ["E501"]', "`ignore`"),
+        ('per-file-ignores = {"tests/*" = ["GRIST1O5"]}', '`per-file-ignores` "tests/*"'),
+    ],
+)
 def test_unknown_rule_code_is_a_usage_error(grist_cli, write_tree, table: str, key: str) -> None:
     root = _project(write_tree, table, {"m.py": LOG_AND_DIV})
     result = grist_cli("--check", ".", "--static-only", cwd=root)
@@ -131,11 +146,23 @@ def test_unused_suppressions_only_with_the_flag(grist_cli, write_tree) -> None:
     assert all("matched no finding" in line for line in unused)
     assert shown.returncode == plain.returncode == 0  # reported, never failing on its own
 
-    data = json.loads(grist_cli("--check", "boxes.py", "--static-only", "--show-unused-suppressions",
-                                "--format", "json", cwd=root).stdout)
+    data = json.loads(
+        grist_cli(
+            "--check", "boxes.py", "--static-only", "--show-unused-suppressions", "--format", "json", cwd=root
+        ).stdout
+    )
     assert [(u["line"], u["code"]) for u in data["unused_suppressions"]] == [(6, "GRIST001"), (7, "GRIST001")]
-    sarif = json.loads(grist_cli("--check", "boxes.py", "--static-only", "--show-unused-suppressions",
-                                 "--format", "sarif", cwd=root).stdout)
+    sarif = json.loads(
+        grist_cli(
+            "--check",
+            "boxes.py",
+            "--static-only",
+            "--show-unused-suppressions",
+            "--format",
+            "sarif",
+            cwd=root,
+        ).stdout
+    )
     assert [r["ruleId"] for r in sarif["runs"][0]["results"]].count("GRIST001") == 2
 
 
@@ -145,15 +172,17 @@ def test_the_engine_is_never_given_a_silenced_site(write_tree, monkeypatch: pyte
 
     handed: list[list[Verdict]] = []
 
-    def confirm(path: str, text: str, verdicts: list[Verdict], options: object, progress=None, cancel=None,
-                warm=None):
+    def confirm(
+        path: str, text: str, verdicts: list[Verdict], options: object, progress=None, cancel=None, warm=None
+    ):
         handed.append(list(verdicts))
         return verdicts  # record what the engine would search; run nothing
 
     monkeypatch.setattr(engine, "confirm", confirm)
     monkeypatch.setattr(check, "VERIFY_MODULE", "grist_lsp_test_no_verifier")
 
-    root = write_tree({"boxes.py": BOXES, "quiet.py": "import torch\ny = torch.log(torch.rand(3))  # grist: ignore\n"})
+    root = write_tree(
+        {"boxes.py": BOXES, "quiet.py": "import torch\ny = torch.log(torch.rand(3))  # grist: ignore\n"}
+    )
     check_paths([str(root)], CheckOptions(jobs=1))
     assert [[(v.site.span.start_line, v.status) for v in vs] for vs in handed] == [[(6, Status.POSSIBLE)]]
-

@@ -14,11 +14,12 @@ import sys
 from pathlib import Path
 
 from grist_lsp.analyzer.programs import has_training_loop, is_script
+
 from grist_lsp.discovery import imported_modules
 
 # Logistic regression from an old tutorial: Variable(FloatTensor(list)), bare weights, SGD, an
 # endless loop that exits once the loss is NaN (by itself after tens of thousands of steps).
-WHILE_TRUE = '''\
+WHILE_TRUE = """\
 import sys
 import torch
 from torch.autograd import Variable
@@ -39,12 +40,12 @@ while True:
         f.write(f"{cost.item()}\\n")
     if torch.isnan(cost) or torch.isinf(cost):
         sys.exit(0)
-'''
+"""
 LOG_LINE = 13
 
 # Softmax regression on data made with the legacy typed constructor: the features must move
 # (far beyond what training alone reaches in a few steps) for the log of a softmax to hit 0.
-LEGACY = '''\
+LEGACY = """\
 import torch
 import torch.nn.functional as F
 
@@ -59,7 +60,7 @@ for step in range(1000000):
     optimizer.zero_grad()
     cost.backward()
     optimizer.step()
-'''
+"""
 
 
 def _check(grist_cli, cwd: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict]]:
@@ -69,11 +70,19 @@ def _check(grist_cli, cwd: Path, *args: str) -> tuple[subprocess.CompletedProces
 
 
 def _pytest(folder: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)], cwd=cwd,
-                          capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        stdin=subprocess.DEVNULL,
+    )
 
 
-def test_a_while_true_script_that_exits_on_nan_is_confirmed_with_the_state_training_reached(grist_cli, write_tree):
+def test_a_while_true_script_that_exits_on_nan_is_confirmed_with_the_state_training_reached(
+    grist_cli, write_tree
+):
     project = write_tree({"train.py": WHILE_TRUE})
     before = (project / "train.py").read_text()
     result, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
@@ -108,20 +117,22 @@ def test_data_made_by_a_legacy_constructor_is_an_input_the_search_moves(grist_cl
     assert log["status"] == "confirmed", log
     inputs = log["witness"]["inputs"]
     [(key, value)] = [(k, v) for k, v in inputs.items() if v["dtype"] == "float32" and v["shape"][-1] == 4]
-    assert key.startswith("softmax.py:10:")  # named by its first use: FloatTensor is no torch call the mode sees
+    assert key.startswith(
+        "softmax.py:10:"
+    )  # named by its first use: FloatTensor is no torch call the mode sees
     original = [[1, 2, 1, 1], [2, 1, 3, 2], [3, 1, 3, 4], [4, 1, 5, 5], [1, 6, 6, 6], [1, 7, 5, 5]]
     rows = value["values"]
     assert rows is not None and any(row not in original for row in rows), rows
 
 
-LIBRARY = '''\
+LIBRARY = """\
 import torch
 
 
 def rms_distance(a, b):
     return torch.sqrt(((a - b) ** 2).mean(dim=1)).mean()
-'''
-TEST = '''\
+"""
+TEST = """\
 import torch
 
 from mylib.losses import rms_distance
@@ -131,12 +142,18 @@ def test_rms_distance_is_small_for_close_points():
     a = torch.randn(4, 3)
     b = a + 0.01 * torch.randn(4, 3)
     assert rms_distance(a, b) < 1.0
-'''
+"""
 
 
 def test_checking_a_test_file_reports_the_bug_in_the_module_it_imports(grist_cli, write_tree):
-    project = write_tree({"mylib/__init__.py": "", "mylib/losses.py": LIBRARY, "tests/test_losses.py": TEST,
-                          "pyproject.toml": "[project]\nname = 'mylib'\n"})
+    project = write_tree(
+        {
+            "mylib/__init__.py": "",
+            "mylib/losses.py": LIBRARY,
+            "tests/test_losses.py": TEST,
+            "pyproject.toml": "[project]\nname = 'mylib'\n",
+        }
+    )
     result, findings = _check(grist_cli, project, "tests/test_losses.py")
     assert result.returncode == 1, result.stdout + result.stderr
     [sqrt] = [f for f in findings if f["kind"] == "sqrt"]
@@ -145,7 +162,7 @@ def test_checking_a_test_file_reports_the_bug_in_the_module_it_imports(grist_cli
     assert sqrt["witness"]["entry"].startswith("test:") and "test_losses.py" in sqrt["witness"]["entry"]
 
 
-MODEL = '''\
+MODEL = """\
 import torch
 
 
@@ -156,8 +173,8 @@ class Scorer(torch.nn.Module):
 
     def forward(self, x, counts):
         return torch.log(counts) + self.lin(x)
-'''
-SCRIPT = '''\
+"""
+SCRIPT = """\
 import torch
 
 from model import Scorer
@@ -166,7 +183,7 @@ model = Scorer()
 counts = torch.tensor([[3.0], [5.0], [2.0], [4.0]])
 x = torch.randn(4, 3)
 print(model(x, counts).sum())
-'''
+"""
 
 
 def test_checking_a_model_file_enters_it_through_the_project_script_that_imports_it(grist_cli, write_tree):
@@ -193,5 +210,8 @@ def test_imports_resolve_to_project_modules_only(tmp_path: Path):
     (tmp_path / "helpers.py").write_text("Y = 2\n")
     text = "import torch\nimport numpy as np\nfrom pkg import core\nimport helpers\nfrom . import nothing\n"
     found = imported_modules(tmp_path / "main.py", text, tmp_path)
-    assert {p.relative_to(tmp_path.resolve()).as_posix() for p in found} == {"pkg/__init__.py", "pkg/core.py",
-                                                                           "helpers.py"}
+    assert {p.relative_to(tmp_path.resolve()).as_posix() for p in found} == {
+        "pkg/__init__.py",
+        "pkg/core.py",
+        "helpers.py",
+    }
