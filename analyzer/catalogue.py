@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 # --- dtype limits ------------------------------------------------------------
 
@@ -284,6 +284,19 @@ class Op:
         return self.operand_keyword
 
 
+class _OpArgs(TypedDict, total=False):
+    """The optional fields of an ``Op`` row, so shared argument sets (``_DIVISOR``, ``_POW``) and
+    ``_forms``' keywords are checked against ``Op`` field by field."""
+
+    operand_index: int
+    operand_keyword: str
+    safe_when: tuple[tuple[str, Any], ...]
+    aux_index: int | None
+    aux_keyword: str | None
+    clamp_index: int | None
+    clamp_keyword: str | None
+
+
 def _forms(
     kind: str,
     base: str,
@@ -293,7 +306,7 @@ def _forms(
     inplace: bool = True,
     special: bool = False,
     math_mod: bool = False,
-    **kw: Any,
+    **kw: Unpack[_OpArgs],
 ) -> list[Op]:
     """The usual spellings of one elementwise op: torch.f, Tensor.f, Tensor.f_, torch.special.f, math.f."""
     rows = []
@@ -310,9 +323,9 @@ def _forms(
     return rows
 
 
-_DIVISOR = dict(operand_index=1, operand_keyword="other")
+_DIVISOR: _OpArgs = {"operand_index": 1, "operand_keyword": "other"}
 _VAR_SAFE = (("correction", 0), ("unbiased", False))
-_POW = dict(operand_index=0, operand_keyword="input", aux_index=1, aux_keyword="exponent")
+_POW: _OpArgs = {"operand_index": 0, "operand_keyword": "input", "aux_index": 1, "aux_keyword": "exponent"}
 
 OPS: list[Op] = [
     # logarithms
