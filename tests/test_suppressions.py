@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from grist_lsp import check
 from grist_lsp.check import CheckOptions, check_paths
 from grist_lsp.model import Status, Verdict
 from grist_lsp.suppressions import find_suppressions
@@ -168,7 +167,7 @@ def test_unused_suppressions_only_with_the_flag(grist_cli, write_tree) -> None:
 
 def test_the_engine_is_never_given_a_silenced_site(write_tree, monkeypatch: pytest.MonkeyPatch) -> None:
     """Suppressed sites leave before the engine: it cannot spend search time on them."""
-    from grist_lsp.dynamic import engine
+    from grist_lsp.dynamic import engine, verify
 
     handed: list[list[Verdict]] = []
 
@@ -179,7 +178,7 @@ def test_the_engine_is_never_given_a_silenced_site(write_tree, monkeypatch: pyte
         return verdicts  # record what the engine would search; run nothing
 
     monkeypatch.setattr(engine, "confirm", confirm)
-    monkeypatch.setattr(check, "VERIFY_MODULE", "grist_lsp_test_no_verifier")
+    monkeypatch.setattr(verify, "fix_verdicts", lambda path, text, verdicts, options, shared=None: verdicts)
 
     root = write_tree(
         {"boxes.py": BOXES, "quiet.py": "import torch\ny = torch.log(torch.rand(3))  # grist: ignore\n"}

@@ -1,0 +1,374 @@
+"""The one service behind the CLI and the language server: configuration, then one file's checks.
+
+`Service.resolve` decides every option once, highest first:
+
+1. what the caller asked for explicitly (CLI flags: `CheckOptions` fields that are not None),
+2. `[tool.grist]` of the nearest pyproject.toml (re-read on every call: it is a few small files),
+3. the editor's settings (`EditorSettings`; only the language server has them),
+4. the table in `grist_lsp/defaults.py`.
+
+The project file beats the editor because it is what the team and CI share: a file shows the
+same findings in the editor as `grist-lsp --check` gives for it. The methods then run one
+file's checks in the order both front ends need: `static` (analyzer + the project's
+suppressions and baseline), `confirm` (the GRIST engine, in subprocesses), `verify_fixes`.
+
+The engine and the fix verifier are imported inside the methods that use them, so the static
+path (every keystroke in the editor, `--static-only`) never imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grist_lsp.config import (
+    FAIL_ON_CHOICES,
+    ConfigError,
+    GristConfig,
+    find_pyproject,
+    load_config,
+    validate_entry,
+)
+from grist_lsp.defaults import MAX_DEFAULT_JOBS, default
+from grist_lsp.discovery import Discovery, PathNotFound, discover
+from grist_lsp.model import Verdict, file_error
+from grist_lsp.policy import Policy, Prepared, make_policy
+
+if TYPE_CHECKING:
+    from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.verify import SharedChild
+
+ProgressFn = Callable[[str, float], None]
+
+
+@dataclass
+class CheckOptions:
+    """What the caller asked for. None means "not said": `[tool.grist]`, the editor, then the defaults decide."""
+
+    static_only: bool = False
+    budget: float | None = None  # seconds of search per site
+    seed: int | None = None
+    jobs: int | None = None  # parallel worker processes (files, then sites within a file)
+    entries: list[str] = field(default_factory=list)  # FILE:FUNCTION, relative to the cwd
+    fail_on: str | None = None  # "confirmed" | "possible"
+    write_reproducers: str | None = None  # folder for pytest reproducers of confirmed bugs
+    fix: bool = False  # apply verified fixes to the files
+    diff: bool = False  # compute the verified fixes as a diff, write nothing
+    show_safe: bool = False
+    project_root: str | None = None  # overrides the config's folder as the root
+    config: str | None = None  # an explicit pyproject.toml instead of the nearest one
+    exclude: list[str] = field(default_factory=list)  # extra gitignore-style patterns (relative to the root)
+    force_exclude: bool = False  # exclude even files named explicitly (pre-commit)
+    timeout: float | None = None  # wall-clock seconds for one worker run
+    memory_mb: int | None = None
+    baseline: str | None = None  # report only findings not in this file (over `[tool.grist] baseline`)
+    write_baseline: str | None = None  # record today's findings here (any baseline is then not applied)
+    max_input_scale: float | None = None  # confirmations needing inputs beyond this factor stay possible
+    show_unused_suppressions: bool = False
+    sandbox: str | None = None  # "auto" | "off" (--no-sandbox), over `[tool.grist] sandbox`
+    cancel: threading.Event | None = None
+
+
+@dataclass(frozen=True)
+class EditorSettings:
+    """The editor's values, below `[tool.grist]`: option name -> value, and the folder they are relative to."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+    folder: Path | None = None  # the workspace folder: editor entries and the root without a config
+
+    def get(self, name: str) -> Any:
+        value = self.values.get(name)
+        return default(name) if value is None else value
+
+
+@dataclass
+class Settings:
+    """Every option decided, for one run."""
+
+    config: GristConfig
+    root: Path
+    static_only: bool
+    budget: float
+    seed: int
+    jobs: int
+    entries: list[str]  # absolute FILE:FUNCTION
+    fail_on: str
+    timeout: float
+    memory_mb: int
+    write_reproducers: str | None
+    policy: Policy
+    sandbox: str = "auto"
+    exclude: list[str] = field(default_factory=list)  # `[tool.grist]` exclude + the caller's
+
+
+def _pick(explicit: Any, configured: Any, editor: EditorSettings, name: str) -> Any:
+    """The precedence of the module docstring, for one option."""
+    if explicit is not None:
+        return explicit
+    if configured is not None:
+        return configured
+    return editor.get(name)
+
+
+def _load(paths: list[str], options: CheckOptions, editor: EditorSettings) -> GristConfig:
+    """`[tool.grist]` of --config, else of the nearest pyproject.toml above the first path."""
+    start = Path(paths[0]).resolve() if paths and Path(paths[0]).exists() else Path.cwd()
+    if options.config:
+        pyproject: Path | None = Path(options.config)
+        if not pyproject.is_file():
+            raise ConfigError(
+                f"{options.config}: config file not found; pass an existing pyproject.toml to --config"
+            )
+    else:
+        pyproject = find_pyproject(start)
+    # Without a config, the root is the editor's folder, else the git work tree holding the
+    # first path, else the cwd.
+    folder = start if start.is_dir() else start.parent
+    git_root = next((f for f in (folder, *folder.parents) if (f / ".git").exists()), None)
+    default_root = Path(options.project_root) if options.project_root else (editor.folder or git_root)
+    return load_config(pyproject, default_root or Path.cwd())
+
+
+def _check_explicit(options: CheckOptions) -> None:
+    """Values a CLI caller gave that cannot be used (argparse checks types; these are ranges)."""
+    if options.fail_on is not None and options.fail_on not in FAIL_ON_CHOICES:
+        raise ConfigError(f"--fail-on must be one of {', '.join(FAIL_ON_CHOICES)}, got {options.fail_on!r}")
+    for entry in options.entries:
+        validate_entry(entry, "--entry")
+    if options.budget is not None and options.budget < 0:
+        raise ConfigError(f"--budget must be >= 0 seconds, got {options.budget:g}")
+    if options.jobs is not None and options.jobs < 1:
+        raise ConfigError(f"--jobs must be >= 1, got {options.jobs}")
+    if options.max_input_scale is not None and not options.max_input_scale >= 1:
+        raise ConfigError(f"--max-input-scale must be a factor >= 1, got {options.max_input_scale:g}")
+    if options.write_baseline is not None and not Path(options.write_baseline).resolve().parent.is_dir():
+        raise ConfigError(
+            f"--write-baseline {options.write_baseline}: the folder does not exist; create it first"
+        )
+
+
+def _entries(options: CheckOptions, config: GristConfig, editor: EditorSettings) -> list[str]:
+    """Every entry, absolute: CLI ones from the cwd, config ones from its folder, editor ones from the
+    workspace folder. Entries add up rather than override: each names another way into the program."""
+    entries = [_absolute_entry(e, Path.cwd()) for e in options.entries]
+    entries += [_absolute_entry(e, config.root) for e in config.entries]
+    editor_entries = [str(e) for e in editor.values.get("entries") or ()]
+    for entry in editor_entries:
+        validate_entry(entry, "grist.entries")
+    entries += [_absolute_entry(e, editor.folder or config.root) for e in editor_entries]
+    for entry in entries:
+        file_part = entry.rpartition(":")[0]
+        if not Path(file_part).is_file():
+            raise ConfigError(
+                f"entry {entry!r}: {file_part} does not exist; fix the FILE part of FILE:FUNCTION"
+            )
+    return entries
+
+
+def _absolute_entry(entry: str, base: Path) -> str:
+    file_part, _, func = entry.rpartition(":")
+    return f"{(base / file_part).resolve()}:{func}"
+
+
+def _reproducer_folder(options: CheckOptions) -> str | None:
+    if not options.write_reproducers:
+        return None
+    folder = Path(options.write_reproducers).resolve()
+    if not options.static_only:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"--write-reproducers {options.write_reproducers}: cannot create the folder "
+                f"({exc.strerror}); pass a writable folder"
+            ) from exc
+    return str(folder)
+
+
+def resolve_settings(
+    paths: list[str], options: CheckOptions, editor: EditorSettings | None = None
+) -> Settings:
+    """Find and validate the config, then decide every option. Raises ConfigError naming the file."""
+    editor = editor or EditorSettings()
+    config = _load(paths, options, editor)
+    _check_explicit(options)
+    root = Path(options.project_root).resolve() if options.project_root else config.root
+    policy = make_policy(
+        config,
+        root,
+        baseline=options.baseline,
+        use_baseline=options.write_baseline is None,
+        max_input_scale=options.max_input_scale,
+    )
+    jobs = options.jobs or config.jobs or max(1, min(os.cpu_count() or 1, MAX_DEFAULT_JOBS))
+    return Settings(
+        config=config,
+        root=root,
+        static_only=options.static_only,
+        budget=_pick(options.budget, config.budget, editor, "budget"),
+        seed=_pick(options.seed, config.seed, editor, "seed"),
+        jobs=jobs,
+        entries=_entries(options, config, editor),
+        fail_on=_pick(options.fail_on, config.fail_on, editor, "fail_on"),
+        timeout=_pick(options.timeout, config.timeout, editor, "timeout"),
+        memory_mb=_pick(options.memory_mb, config.memory_mb, editor, "memory_mb"),
+        write_reproducers=_reproducer_folder(options),
+        policy=policy,
+        sandbox=_pick(options.sandbox, config.sandbox, editor, "sandbox"),
+        exclude=config.exclude + list(options.exclude),
+    )
+
+
+@dataclass
+class Service:
+    """One run's decided settings and the checks of one file under them."""
+
+    settings: Settings
+
+    @classmethod
+    def resolve(
+        cls, paths: list[str], options: CheckOptions, editor: EditorSettings | None = None
+    ) -> Service:
+        return cls(resolve_settings(paths, options, editor))
+
+    # --- which files -----------------------------------------------------------
+
+    def discovery(self, force_exclude: bool = False) -> Discovery:
+        config = self.settings.config
+        return Discovery(
+            root=self.settings.root,
+            exclude=self.settings.exclude,
+            include=config.include,
+            force_exclude=force_exclude,
+        )
+
+    def excluded(self, path: str) -> bool:
+        """Whether `[tool.grist]` (or .gitignore) excludes the file at ``path`` (an editor's open file)."""
+        try:
+            return not discover([path], self.discovery(force_exclude=True))
+        except PathNotFound:
+            return False  # an unsaved buffer: nothing on disk to match
+
+    # --- static ----------------------------------------------------------------
+
+    def static(self, path: str, text: str | None, on_disk: bool = False) -> Prepared:
+        """The static verdicts minus what the project silenced (suppression comments read from ``text``).
+
+        ``on_disk``: analyse the file itself (the CLI: a binary, huge or unreadable file gets its
+        own error verdict), else ``text`` (an editor buffer, which may differ from the disk).
+        """
+        # Imported here: the server imports this module at start-up, the analyzer on its first file.
+        from grist_lsp.analyzer.analysis import analyze_file, analyze_source
+
+        try:
+            verdicts = analyze_file(path) if on_disk or text is None else analyze_source(path, text)
+        except Exception as exc:  # the analyzer promises not to raise; one file must not stop the run
+            verdicts = [
+                file_error(
+                    path,
+                    f"internal error in the static analyzer ({type(exc).__name__}: {exc}); "
+                    "please report it with this file",
+                )
+            ]
+        # Silenced and baselined findings leave before the engine: no search time is spent on them.
+        return self.settings.policy.before_engine(path, text, verdicts)
+
+    # --- dynamic ---------------------------------------------------------------
+
+    def engine_options(self, jobs: int | None = None, via: str | None = None) -> EngineOptions:
+        from grist_lsp.dynamic.engine import EngineOptions
+
+        s = self.settings
+        return EngineOptions(
+            budget=s.budget,
+            seed=s.seed,
+            jobs=jobs or s.jobs,
+            entries=list(s.entries),
+            project_root=str(s.root),
+            timeout=s.timeout,
+            memory_mb=s.memory_mb,
+            write_reproducers=s.write_reproducers,
+            via=via,
+            sandbox=s.sandbox,
+        )
+
+    def confirm(
+        self,
+        path: str,
+        text: str,
+        verdicts: list[Verdict],
+        options: EngineOptions,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+        warm: SharedChild | None = None,
+    ) -> list[Verdict]:
+        """The engine's verdicts, witnesses beyond `max-input-scale` refused."""
+        from grist_lsp.dynamic import engine
+
+        confirmed = engine.confirm(path, text, verdicts, options, progress=progress, cancel=cancel, warm=warm)
+        # Before fixes are verified: a refused witness needs no verified fix.
+        return self.settings.policy.after_engine(list(confirmed))
+
+    def verify_fixes(
+        self,
+        path: str,
+        text: str,
+        verdicts: list[Verdict],
+        options: EngineOptions,
+        warm: SharedChild | None = None,
+    ) -> list[Verdict]:
+        """``verdicts`` with fixes attached, each re-checked by the engine."""
+        from grist_lsp.dynamic import verify
+
+        return list(verify.fix_verdicts(path, text, verdicts, options, warm))
+
+    def check_file(
+        self,
+        path: str,
+        text: str,
+        verdicts: list[Verdict],
+        options: EngineOptions,
+        progress: ProgressFn | None = None,
+        cancel: threading.Event | None = None,
+    ) -> tuple[list[Verdict], list[str]]:
+        """Confirm, then verify fixes, in one warm child: the verdicts and warnings for stderr."""
+        from grist_lsp.dynamic import engine, verify
+
+        warnings: list[str] = []
+        # One warm child replays the witnesses and then runs the fix checks: it starts with the
+        # search, so no start-up waits behind it.
+        shared = verify.SharedChild(options, path)
+        try:
+            try:
+                verdicts = self.confirm(path, text, verdicts, options, progress, cancel, shared)
+            except Exception as exc:  # keep the static verdicts; say the engine failed on this file
+                return verdicts + [_engine_failed(path, exc)], warnings
+            blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
+            if blocked:
+                warnings.append(f"{path}: {blocked}")
+            if cancel is None or not cancel.is_set():
+                try:
+                    verdicts = self.verify_fixes(path, text, verdicts, options, shared)
+                except Exception as exc:  # fixes are a bonus; never lose the findings over them
+                    warnings.append(f"{path}: could not verify fixes ({type(exc).__name__}: {exc})")
+            return verdicts, warnings
+        finally:
+            shared.close()
+
+    def sandbox_warning(self, options: EngineOptions) -> str | None:
+        """Why the OS sandbox is unavailable, when it is (said once per run)."""
+        from grist_lsp.dynamic import engine
+
+        return engine.sandbox_warning(options)
+
+
+def _engine_failed(path: str, exc: Exception) -> Verdict:
+    return file_error(
+        path,
+        f"internal error in the dynamic engine ({type(exc).__name__}: {exc}); "
+        "the static findings stand; please report it with this file",
+    )
