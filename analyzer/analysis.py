@@ -10,6 +10,7 @@ undecodable, too large) into one ``error`` verdict. Neither raises.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import gc
 import io
 import os
@@ -32,6 +33,7 @@ from grist_lsp.analyzer.ranges import (
     static_safe,
 )
 from grist_lsp.analyzer.sites import Candidate, find_sites
+from grist_lsp.analyzer.where_branch import mark_where_branches, where_reason
 
 from grist_lsp.model import Site, Status, Verdict, file_error
 
@@ -129,9 +131,19 @@ def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:
     resolver = Resolver(flow)
     dtype = file_dtype(text)
     ranges = RangeAnalysis(flow, resolver, dtype)
-    verdicts = [_verdict(c, ranges, dtype) for c in find_sites(path, lines, tree, flow, resolver, ranges)]
+    candidates = find_sites(path, lines, tree, flow, resolver, ranges)
+    mark_where_branches(candidates, tree, flow, resolver)
+    verdicts = [_with_where_reason(_verdict(c, ranges, dtype)) for c in candidates]
     # find_sites returns the sites sorted by position, so the verdicts are too
     return verdicts
+
+
+def _with_where_reason(v: Verdict) -> Verdict:
+    """A where-branch site that is not proved safe says why its discarded value still matters."""
+    if v.site.discarded_by is None or v.status is not Status.POSSIBLE:
+        return v
+    clause = where_reason(v.site.discarded_by, v.site.kind)
+    return dataclasses.replace(v, reason=f"{v.reason}; {clause}", message=f"{v.message}; {clause}")
 
 
 def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:

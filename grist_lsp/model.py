@@ -67,6 +67,11 @@ class Site:
     operand: str
     text: str
     function: str | None = None
+    # A "where-branch" site: its forward value is discarded downstream where it is invalid
+    # (``torch.where(x > 0, torch.log(x), 0)``, ``masked_fill``, boolean indexing, ``nan_to_num``),
+    # in words ("torch.where on line 5"). Its NaN/INF forward value is not the bug; the gradient
+    # through the discarded branch is (0 * inf = NaN), so the engine judges it by the backward pass.
+    discarded_by: str | None = None
 
     @property
     def key(self) -> str:
