@@ -32,12 +32,12 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import torch
-from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
@@ -129,7 +129,7 @@ def load_module_from_file(path: str, text: str | None = None) -> Any:
             raise
     stem = "_grist_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
     spec = importlib.util.spec_from_file_location(stem, path)
-    if spec is None:
+    if spec is None or spec.loader is None:
         raise EntryError(f"{path}: cannot be imported as a module; check the file name")
     if text is not None:
         spec.loader = _TextLoader(os.path.abspath(path), text)
@@ -140,6 +140,21 @@ def load_module_from_file(path: str, text: str | None = None) -> Any:
 
 
 # --- programs ---------------------------------------------------------------
+
+
+class ProgramBase(TypedDict):
+    """The constructor arguments every program of one checked file shares (``Program(**base)``)."""
+
+    target_file: str
+    texts: dict[str, str]
+    seed: int
+
+
+class ProbeBase(ProgramBase):
+    """``ProgramBase`` plus what every probe of the file shares."""
+
+    user_files: frozenset[str]
+    text: str
 
 
 @dataclass
@@ -251,8 +266,8 @@ class _KeepGrad:
     def __enter__(self) -> _KeepGrad:
         return self
 
-    def __exit__(self, *exc: Any) -> bool:
-        return False
+    def __exit__(self, *exc: Any) -> None:
+        pass  # never swallows the exception
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn
@@ -299,10 +314,9 @@ class _GradEverywhere:
         for mod, attr, value in self.saved:
             setattr(mod, attr, self._switch(value))
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         for mod, attr, value in self.saved:
             setattr(mod, attr, value)
-        return False
 
 
 def split_arguments(named: list[tuple[str, Any, bool]]) -> tuple[list[Any], dict[str, Any]]:
@@ -429,7 +443,7 @@ class ProbeProgram(Program):
     def instance(self) -> Any:
         if not self.is_module:
             return self.obj
-        if self._instance is None:
+        if self._instance is None or self._state is None:  # both are set together, here
             seed_everything(self.seed)
             self._instance = self.obj(*self.ctor_args)
             self._state = {k: v.detach().clone() for k, v in self._instance.state_dict().items()}
@@ -681,7 +695,7 @@ def synthesize(
 def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
     """Module classes then functions of the file, each with candidate inputs (several programs per object)."""
     target = os.path.abspath(path)
-    base = dict(
+    base = ProbeBase(
         target_file=target, texts={target: text}, user_files=frozenset({target}), seed=seed, text=text
     )
     mod = load_module_from_file(target, text)
@@ -721,7 +735,7 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
     return progs + funcs
 
 
-def _probe_class(path: str, name: str, cls: type, base: dict, seed: int) -> list[ProbeProgram]:
+def _probe_class(path: str, name: str, cls: type, base: ProbeBase, seed: int) -> list[ProbeProgram]:
     ctor: tuple = ()
     instance = None
     for attempt in ((), "fill16", "fill8"):

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from grist_lsp.analyzer.catalogue import KINDS
 
+from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json, to_json
 
 from . import entries as E
@@ -118,7 +118,7 @@ def candidates(
     target = os.path.abspath(path)
     root = E.project_root_for(path, req.get("project_root"))
     seed = int(req.get("seed", 0))
-    base = dict(target_file=target, texts={target: text}, seed=seed)
+    base = E.ProgramBase(target_file=target, texts={target: text}, seed=seed)
     for spec in req.get("entries") or []:
         try:
             file, func = E.parse_entry(spec, root)
@@ -341,10 +341,10 @@ class Worker:
         Returns the keys found."""
         groups: dict[str, tuple[Assignment, set[str]]] = {}
         for site in self.targets:
-            a = assigned.get(site.key)
-            if a is None or isinstance(a.program, E.ProbeProgram) or not a.program.trains:
+            hit = assigned.get(site.key)
+            if hit is None or isinstance(hit.program, E.ProbeProgram) or not hit.program.trains:
                 continue
-            groups.setdefault(a.program.label, (a, set()))[1].add(site.key)
+            groups.setdefault(hit.program.label, (hit, set()))[1].add(site.key)
         by_key = {s.key: s for s in self.targets}
         found: set[str] = set()
         for a, todo in groups.values():
@@ -419,10 +419,10 @@ class Worker:
         """Search one site from one entry; report it when found or when this was the last try."""
         settings = SearchSettings(budget=budget, seed=seed, harvest=self.harvest)
         before = set(self.harvest)
-        probe_for_real = isinstance(a.program, E.ProbeProgram) and site.key in self.real_reached
-        if probe_for_real:
+        program = a.program
+        if isinstance(program, E.ProbeProgram) and site.key in self.real_reached:
             # Real entries reach this site: the probe searches only among inputs they could pass.
-            settings.supports = self.callers.supports(a.program.qualname)
+            settings.supports = self.callers.supports(program.qualname)
         report = self._timed(
             budget + self.record_timeout, lambda: search(a.program, site, self.sites, a.examples, settings)
         )
@@ -467,15 +467,15 @@ class Worker:
         runner = Runner(a.program, site, self.sites, supports=settings.supports)
 
         def fails(values: dict[str, Any]) -> bool:
-            ev = runner.evaluate(values, found.deltas or None, grad=False)
-            return ev.found and ev.outcome.phase == found.outcome.phase
+            got = runner.evaluate(values, found.deltas or None, grad=False).outcome
+            return got is not None and got.found and got.phase == found.outcome.phase
 
         values = found.values
         outcome = found.outcome
         try:
             values = self._timed(min(2.0, self.budget) + 1.0, lambda: shrink(values, fails))
             ev = runner.evaluate(values, found.deltas or None, grad=False)
-            if ev.found:
+            if ev.outcome is not None and ev.outcome.found:  # ev.found, spelled so the checker narrows
                 outcome = ev.outcome
                 values = {k: values[k] for k in ev.used if k in values} or values
             else:
