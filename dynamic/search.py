@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from grist_lsp.analyzer.catalogue import KINDS
 
+from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import FACTORY_KEY, Site
 
 from .entries import Program
@@ -397,16 +397,114 @@ def search(
     deadline: float | None = None,
 ) -> SearchReport:
     """Look for inputs (and parameter moves) that make ``site`` produce NaN/INF from finite operands."""
-    t0 = time.monotonic()
-    end = t0 + settings.budget if deadline is None else min(deadline, t0 + settings.budget)
-    runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
-    gen = torch.Generator().manual_seed((settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63))
-    bounds = _bounds(examples, settings.bound_factor)
-    best = float("inf")
+    return Search(program, site, sites, examples, settings, deadline).run()
+
+
+class Search:
+    """One search for one site: its state as fields, one method per move (see the module docstring).
+
+    Before the loop, once each: ``try_examples`` (the inputs as recorded) and ``try_mutations``
+    (the early mutations; the domain's extremes and the integer labels are kept for later).
+    Then, one move per iteration, the first that applies:
+
+    * ``start_moving_weights``: parameters join the search (weight mutations first);
+    * ``try_late_mutation``: the next of the kept mutations;
+    * ``land``: the landing moves for an operand a hair's breadth from the region;
+    * ``coast``: keep going the last way when the gradient underflowed on a plateau;
+    * ``restart``: a random restart when the gradient vanished or the step collapsed;
+    * ``step``: a Newton step and a signed-gradient step (and, with weights, a step along the
+      gradient relative to each weight's size), the better one kept.
+
+    Every move returns the report when it broke the site, else None.
+    """
+
+    def __init__(
+        self,
+        program: Program,
+        site: Site,
+        sites: list[Site],
+        examples: dict[str, Any],
+        settings: SearchSettings,
+        deadline: float | None,
+    ) -> None:
+        self.site = site
+        self.settings = settings
+        self.t0 = time.monotonic()
+        budget_end = self.t0 + settings.budget
+        self.end = budget_end if deadline is None else min(deadline, budget_end)
+        self.runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
+        seed = (settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63)
+        self.gen = torch.Generator().manual_seed(seed)
+        self.examples = examples
+        self.bounds = _bounds(examples, settings.bound_factor)
+        self.best = float("inf")  # the smallest objective seen
+        # The point the gradient moves from: the examples, or the mutation closest to the region.
+        self.start: dict[str, Any] = examples
+        self.start_ev = _unreached()
+        self.late: list[tuple[str, dict[str, Any]]] = []  # mutations kept for after the gradient
+        self.cur: dict[str, Any] = {}
+        self.cur_ev = _unreached()
+        self.deltas: dict[str, torch.Tensor] = {}  # parameter key -> delta (when weights move)
+        self.weights_on = False
+        self.step_size = 0.05  # of the signed steps, relative to each input's bound
+        self.newton_ok = _newton_applies(site.kind)
+        self.momentum: dict[str, torch.Tensor] = {}  # the last successful signed step
+        self.coasting = 0  # steps taken along the momentum since the gradient vanished
+        self.tiny_at = TINY
+        # Phases switch by iteration count, not by the clock, so that the same seed gives the
+        # same witness on a busy machine; the budget only decides when to give up.
+        self.late_at = 0
+        self.weights_at = 0
+        self.stalled_at = 0
+        self.progress = float("inf")
+
+    def run(self) -> SearchReport:
+        report = self.try_examples()
+        if report is not None:
+            return report
+        report = self.try_mutations()
+        if report is not None:
+            return report
+        self._begin_gradient_phase()
+        while time.monotonic() < self.end:
+            self._note_progress()
+            report = self._next_move()()
+            if report is not None:
+                return report
+        return self.give_up()
+
+    def _next_move(self) -> Callable[[], SearchReport | None]:
+        ev = self.cur_ev
+        if (
+            not self.weights_on
+            and self.settings.move_weights
+            and self.runner.param_values
+            and self.runner.iterations >= min(self.weights_at, self.stalled_at)
+        ):
+            return self.start_moving_weights
+        if self.late and (not ev.grads or ev.d == float("inf") or self.runner.iterations >= self.late_at):
+            return self.try_late_mutation
+        if 0 < ev.d < self.tiny_at:
+            return self.land
+        if not ev.grads and self.momentum and ev.d != float("inf") and self.coasting < 4:
+            return self.coast
+        if not ev.grads or ev.d == float("inf"):
+            return self.restart
+        return self.step
+
+    def _moving(self, deltas: dict[str, torch.Tensor]) -> dict[str, torch.Tensor] | None:
+        """The deltas a run adds: none until the parameters move."""
+        return deltas if self.weights_on else None
+
+    def _moved(self, deltas: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The deltas a witness states: none until the parameters move."""
+        return deltas if self.weights_on else {}
 
     def done(
-        ev: Evaluation, values: dict[str, Any], deltas: dict[str, torch.Tensor], how: str
+        self, ev: Evaluation, values: dict[str, Any], deltas: dict[str, torch.Tensor], how: str
     ) -> SearchReport:
+        """The report for run ``ev``, which broke the site."""
+        assert ev.outcome is not None, "done() is called only for a run that reached the site"
         values = {k: v for k, v in (ev.values or values).items() if k not in ev.weight_inputs}
         used = {k: values[k] for k in ev.used if k in values} or dict(values)
         found = Found(
@@ -414,207 +512,290 @@ def search(
             used,
             {k: d.detach().clone() for k, d in deltas.items()},
             ev.param_names,
-            runner.iterations,
-            time.monotonic() - t0,
+            self.runner.iterations,
+            time.monotonic() - self.t0,
             how,
         )
-        return SearchReport(found, runner.iterations, time.monotonic() - t0, 0.0)
+        return SearchReport(found, self.runner.iterations, time.monotonic() - self.t0, 0.0)
 
-    ev = runner.evaluate(examples)
-    if ev.outcome is None and ev.error is not None:
-        runner.grad_everywhere = False
-        ev = runner.evaluate(examples)
-    if ev.weight_inputs:
-        # Values that only initialise trainable tensors stay as the program drew them: the
-        # weights they made are moved as weights (bounded as weights are), not as inputs.
-        examples = {k: v for k, v in examples.items() if k not in ev.weight_inputs}
-        bounds = _bounds(examples, settings.bound_factor)
-    if ev.found:
-        return done(ev, examples, {}, "example inputs")
-    if ev.outcome is None:
-        # Not reached with the examples: nothing to steer from.
-        why = f"not reached ({type(ev.error).__name__}: {ev.error})" if ev.error else "not reached"
-        return SearchReport(None, runner.iterations, time.monotonic() - t0, best, why)
-    best = ev.d
-    start, start_ev = examples, ev
+    def try_examples(self) -> SearchReport | None:
+        """The example inputs as recorded; also a report when they do not reach the site."""
+        runner = self.runner
+        ev = runner.evaluate(self.examples)
+        if ev.outcome is None and ev.error is not None:
+            runner.grad_everywhere = False
+            ev = runner.evaluate(self.examples)
+        if ev.weight_inputs:
+            # Values that only initialise trainable tensors stay as the program drew them: the
+            # weights they made are moved as weights (bounded as weights are), not as inputs.
+            self.examples = {k: v for k, v in self.examples.items() if k not in ev.weight_inputs}
+            self.bounds = _bounds(self.examples, self.settings.bound_factor)
+        if ev.found:
+            return self.done(ev, self.examples, {}, "example inputs")
+        if ev.outcome is None:
+            # Not reached with the examples: nothing to steer from.
+            why = f"not reached ({type(ev.error).__name__}: {ev.error})" if ev.error else "not reached"
+            return SearchReport(None, runner.iterations, time.monotonic() - self.t0, self.best, why)
+        self.best = ev.d
+        self.start, self.start_ev = self.examples, ev
+        return None
 
-    late: list[tuple[str, dict[str, Any]]] = []
-    for how, values in mutations(examples, site.kind, bounds):
-        if time.monotonic() > end:
-            break
-        if how in LATE_MUTATIONS or how.startswith(LABEL_MUTATION):
-            # The domain's extremes make less believable witnesses: gradient steps go first.
-            late.append((how, values))
-            continue
-        mev = runner.evaluate(values)
-        if mev.found:
-            return done(mev, values, {}, f"mutation: {how}")
-        if mev.outcome is not None and mev.d < start_ev.d and mev.grads:
-            start, start_ev = values, mev
-        best = min(best, mev.d)
-
-    cur, cur_ev = dict(start), start_ev
-    deltas: dict[str, torch.Tensor] = {}
-    weights_on = False
-    a = 0.05
-    newton_ok = _newton_applies(site.kind)
-    restarts = 0
-    momentum: dict[str, torch.Tensor] = {}
-    coast = 0
-    tiny_at = TINY
-    # Phases switch by iteration count, not by the clock, so that the same seed gives the
-    # same witness on a busy machine; the budget only decides when to give up.
-    late_at = runner.iterations + LATE_AFTER
-    weights_at = runner.iterations + WEIGHTS_AFTER
-    if not start_ev.grads:
-        # The inputs do not reach the operand at all (it depends on parameters only).
-        weights_at = runner.iterations
-    # The inputs alone make no headway (a cosine of a vector with itself, an operand the inputs
-    # barely touch): the parameters move sooner than WEIGHTS_AFTER.
-    stalled_at, progress = runner.iterations + STALL_AFTER, best
-    while time.monotonic() < end:
-        if best < progress * (1 - 1e-6):
-            stalled_at, progress = runner.iterations + STALL_AFTER, best
-        if (
-            not weights_on
-            and settings.move_weights
-            and runner.param_values
-            and runner.iterations >= min(weights_at, stalled_at)
-        ):
-            weights_on = True
-            deltas = {
-                k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)
-            }
-            cur, cur_ev = dict(start), runner.evaluate(start, deltas)
-            if cur_ev.found:
-                return done(cur_ev, cur, deltas, "gradient with weights")
-            for how, cand_d in _weight_mutations(
-                deltas, runner.param_values, cur_ev.param_names, settings.weight_factor
-            ):
-                if time.monotonic() > end:
-                    break
-                mev = runner.evaluate(cur, cand_d)
-                if mev.found:
-                    return done(mev, cur, cand_d, f"weight mutation: {how}")
-                best = min(best, mev.d)
-                if mev.outcome is not None and mev.grads and mev.d < cur_ev.d:
-                    cur_ev, deltas = mev, cand_d
-            a = 0.05
-            continue
-        if late and (not cur_ev.grads or cur_ev.d == float("inf") or runner.iterations >= late_at):
-            how, values = late.pop(0)
-            lev = runner.evaluate(values, deltas if weights_on else None)
-            if lev.found:
-                return done(lev, values, deltas if weights_on else {}, f"mutation: {how}")
-            if lev.outcome is not None and lev.grads and lev.d < cur_ev.d:
-                cur, cur_ev = values, lev
-            continue
-        if 0 < cur_ev.d < tiny_at:
-            # A float32 operand stalls "one step short" of the region (log of 1.4e-45, a divisor of
-            # 1e-12): the gradient underflows or each step overshoots the root. Try moves that land.
-            tiny_at = cur_ev.d * 1e-3
-            for how, cand, cand_d in _landing_moves(
-                cur, deltas, cur_ev, bounds, runner.param_values, settings.weight_factor
-            ):
-                tev = runner.evaluate(cand, cand_d if weights_on else None)
-                if tev.found:
-                    return done(tev, cand, cand_d if weights_on else {}, how)
-                if tev.outcome is not None and tev.d < cur_ev.d:
-                    cur, cur_ev, deltas = cand, tev, cand_d if weights_on else deltas
-            continue
-        if not cur_ev.grads and momentum and cur_ev.d != float("inf") and coast < 4:
-            # The gradient underflowed on a plateau (softmax at 1e-45): keep going the last way.
-            coast += 1
-            step = {k: m * (2.0**coast) for k, m in momentum.items()}
-            cand = {k: (_clip(v + step[k], bounds[k]) if k in step else v) for k, v in cur.items()}
-            mev = runner.evaluate(cand, deltas if weights_on else None)
+    def try_mutations(self) -> SearchReport | None:
+        """The early mutations; the start moves to the one closest to the region."""
+        for how, values in mutations(self.examples, self.site.kind, self.bounds):
+            if time.monotonic() > self.end:
+                break
+            if how in LATE_MUTATIONS or how.startswith(LABEL_MUTATION):
+                # The domain's extremes make less believable witnesses: gradient steps go first.
+                self.late.append((how, values))
+                continue
+            mev = self.runner.evaluate(values)
             if mev.found:
-                return done(mev, cand, deltas if weights_on else {}, "gradient step (coasting)")
-            if mev.outcome is not None and mev.d <= cur_ev.d:
-                cur, cur_ev = cand, mev
-            continue
-        if not cur_ev.grads or cur_ev.d == float("inf"):
-            momentum, coast = {}, 0
-            restarts += 1
-            scale = float(torch.rand((), generator=gen)) * 4 + 0.5
-            cur = {
-                k: (
-                    _clip(
-                        v
-                        + torch.randn(v.shape, generator=gen, dtype=v.dtype)
-                        * scale
-                        * bounds[k]
-                        / settings.bound_factor,
-                        bounds[k],
-                    )
-                    if k in bounds
-                    else v
+                return self.done(mev, values, {}, f"mutation: {how}")
+            if mev.outcome is not None and mev.d < self.start_ev.d and mev.grads:
+                self.start, self.start_ev = values, mev
+            self.best = min(self.best, mev.d)
+        return None
+
+    def _begin_gradient_phase(self) -> None:
+        iterations = self.runner.iterations
+        self.cur, self.cur_ev = dict(self.start), self.start_ev
+        self.late_at = iterations + LATE_AFTER
+        self.weights_at = iterations + WEIGHTS_AFTER
+        if not self.start_ev.grads:
+            # The inputs do not reach the operand at all (it depends on parameters only).
+            self.weights_at = iterations
+        # The inputs alone make no headway (a cosine of a vector with itself, an operand the inputs
+        # barely touch): the parameters move sooner than WEIGHTS_AFTER.
+        self.stalled_at, self.progress = iterations + STALL_AFTER, self.best
+
+    def _note_progress(self) -> None:
+        if self.best < self.progress * (1 - 1e-6):
+            self.stalled_at, self.progress = self.runner.iterations + STALL_AFTER, self.best
+
+    def start_moving_weights(self) -> SearchReport | None:
+        """Parameters join the search from the start point; single-number ones are mutated first."""
+        runner = self.runner
+        self.weights_on = True
+        self.deltas = {
+            k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)
+        }
+        self.cur, self.cur_ev = dict(self.start), runner.evaluate(self.start, self.deltas)
+        if self.cur_ev.found:
+            return self.done(self.cur_ev, self.cur, self.deltas, "gradient with weights")
+        for how, cand_d in _weight_mutations(
+            self.deltas, runner.param_values, self.cur_ev.param_names, self.settings.weight_factor
+        ):
+            if time.monotonic() > self.end:
+                break
+            mev = runner.evaluate(self.cur, cand_d)
+            if mev.found:
+                return self.done(mev, self.cur, cand_d, f"weight mutation: {how}")
+            self.best = min(self.best, mev.d)
+            if mev.outcome is not None and mev.grads and mev.d < self.cur_ev.d:
+                self.cur_ev, self.deltas = mev, cand_d
+        self.step_size = 0.05
+        return None
+
+    def try_late_mutation(self) -> SearchReport | None:
+        """The next mutation kept for later (the domain's extremes, integer labels)."""
+        how, values = self.late.pop(0)
+        lev = self.runner.evaluate(values, self._moving(self.deltas))
+        if lev.found:
+            return self.done(lev, values, self._moved(self.deltas), f"mutation: {how}")
+        if lev.outcome is not None and lev.grads and lev.d < self.cur_ev.d:
+            self.cur, self.cur_ev = values, lev
+        return None
+
+    def land(self) -> SearchReport | None:
+        """A float32 operand stalls "one step short" of the region (log of 1.4e-45, a divisor of
+        1e-12): the gradient underflows or each step overshoots the root. Try moves that land."""
+        self.tiny_at = self.cur_ev.d * 1e-3
+        for how, cand, cand_d in _landing_moves(
+            self.cur,
+            self.deltas,
+            self.cur_ev,
+            self.bounds,
+            self.runner.param_values,
+            self.settings.weight_factor,
+        ):
+            tev = self.runner.evaluate(cand, self._moving(cand_d))
+            if tev.found:
+                return self.done(tev, cand, self._moved(cand_d), how)
+            if tev.outcome is not None and tev.d < self.cur_ev.d:
+                self.cur, self.cur_ev = cand, tev
+                self.deltas = cand_d if self.weights_on else self.deltas
+        return None
+
+    def coast(self) -> SearchReport | None:
+        """The gradient underflowed on a plateau (softmax at 1e-45): keep going the last way,
+        twice as far each time."""
+        self.coasting += 1
+        step = {k: m * (2.0**self.coasting) for k, m in self.momentum.items()}
+        cand = {k: (_clip(v + step[k], self.bounds[k]) if k in step else v) for k, v in self.cur.items()}
+        mev = self.runner.evaluate(cand, self._moving(self.deltas))
+        if mev.found:
+            return self.done(mev, cand, self._moved(self.deltas), "gradient step (coasting)")
+        if mev.outcome is not None and mev.d <= self.cur_ev.d:
+            self.cur, self.cur_ev = cand, mev
+        return None
+
+    def restart(self) -> SearchReport | None:
+        """Random inputs around the examples (and the weights back at entry)."""
+        self.momentum, self.coasting = {}, 0
+        scale = float(torch.rand((), generator=self.gen)) * 4 + 0.5
+        self.cur = {
+            k: (
+                _clip(
+                    v + self._noise(v) * scale * self.bounds[k] / self.settings.bound_factor, self.bounds[k]
                 )
-                for k, v in examples.items()
-            }
-            if weights_on:
-                deltas = {k: torch.zeros_like(d) for k, d in deltas.items()}
-            cur_ev = runner.evaluate(cur, deltas if weights_on else None)
-            if cur_ev.found:
-                return done(cur_ev, cur, deltas, "random restart")
-            a = 0.05
-            continue
-        # Both moves each iteration, keep the better: Newton lands exactly on roots that signed
-        # steps circle around, signed steps cross exponential plateaus that Newton crawls along.
-        nev = None
-        if newton_ok and cur_ev.d > 0:
-            ncand, ncand_d = _newton(cur, deltas, cur_ev, bounds, runner.param_values, settings.weight_factor)
-            nev = runner.evaluate(ncand, ncand_d if weights_on else None)
-            if nev.found:
-                return done(nev, ncand, ncand_d if weights_on else {}, "Newton step")
-            best = min(best, nev.d)
-        cand, cand_d = _signed(cur, deltas, cur_ev, bounds, a, runner.param_values, settings.weight_factor)
-        sev = runner.evaluate(cand, cand_d if weights_on else None)
-        if sev.found:
-            return done(sev, cand, cand_d if weights_on else {}, "gradient step")
-        best = min(best, sev.d)
-        if weights_on and deltas:
-            # Signed steps move every weight at once; a step along the gradient, scaled to each
-            # tensor's size, moves the few that matter (a temperature, a scale) without wrecking
-            # the rest of the network. Each finds bugs the other misses: keep the better.
-            rcand_d = _relative(deltas, cur_ev, a, runner.param_values, settings.weight_factor)
-            rev = runner.evaluate(cand, rcand_d)
-            if rev.found:
-                return done(rev, cand, rcand_d, "gradient step (weights along the gradient)")
-            best = min(best, rev.d)
-            if rev.outcome is not None and rev.grads and (sev.outcome is None or rev.d < sev.d):
-                sev, cand_d = rev, rcand_d
-        signed_better = sev.outcome is not None and sev.d < cur_ev.d
-        newton_better = nev is not None and nev.outcome is not None and nev.d < cur_ev.d and bool(nev.grads)
-        if newton_better and (not signed_better or nev.d <= sev.d):
-            cur, cur_ev, deltas = ncand, nev, ncand_d if weights_on else deltas
+            )
+            if k in self.bounds
+            else v
+            for k, v in self.examples.items()
+        }
+        if self.weights_on:
+            self.deltas = {k: torch.zeros_like(d) for k, d in self.deltas.items()}
+        self.cur_ev = self.runner.evaluate(self.cur, self._moving(self.deltas))
+        if self.cur_ev.found:
+            return self.done(self.cur_ev, self.cur, self.deltas, "random restart")
+        self.step_size = 0.05
+        return None
+
+    def _noise(self, v: torch.Tensor) -> torch.Tensor:
+        return torch.randn(v.shape, generator=self.gen, dtype=v.dtype)
+
+    def step(self) -> SearchReport | None:
+        """Both moves each iteration, keep the better: Newton lands exactly on roots that signed
+        steps circle around, signed steps cross exponential plateaus that Newton crawls along."""
+        newton: _Candidate | None = None
+        if self.newton_ok and self.cur_ev.d > 0:
+            newton = self.newton_step()
+            if isinstance(newton, SearchReport):
+                return newton
+        signed = self.signed_step()
+        if isinstance(signed, SearchReport):
+            return signed
+        if self.weights_on and self.deltas:
+            relative = self.relative_step(signed.values)
+            if isinstance(relative, SearchReport):
+                return relative
+            if (
+                relative.ev.outcome is not None
+                and relative.ev.grads
+                and (signed.ev.outcome is None or relative.ev.d < signed.ev.d)
+            ):
+                signed = _Candidate(signed.values, relative.deltas, relative.ev)
+        self._keep_better(newton, signed)
+        return None
+
+    def newton_step(self) -> _Candidate | SearchReport:
+        """Newton's step on the objective: lands on the roots of exact-root regions."""
+        values, deltas = _newton(
+            self.cur,
+            self.deltas,
+            self.cur_ev,
+            self.bounds,
+            self.runner.param_values,
+            self.settings.weight_factor,
+        )
+        ev = self.runner.evaluate(values, self._moving(deltas))
+        if ev.found:
+            return self.done(ev, values, self._moved(deltas), "Newton step")
+        self.best = min(self.best, ev.d)
+        return _Candidate(values, deltas, ev)
+
+    def signed_step(self) -> _Candidate | SearchReport:
+        """A signed-gradient step of the current step size."""
+        values, deltas = _signed(
+            self.cur,
+            self.deltas,
+            self.cur_ev,
+            self.bounds,
+            self.step_size,
+            self.runner.param_values,
+            self.settings.weight_factor,
+        )
+        ev = self.runner.evaluate(values, self._moving(deltas))
+        if ev.found:
+            return self.done(ev, values, self._moved(deltas), "gradient step")
+        self.best = min(self.best, ev.d)
+        return _Candidate(values, deltas, ev)
+
+    def relative_step(self, values: dict[str, Any]) -> _Candidate | SearchReport:
+        """Signed steps move every weight at once; a step along the gradient, scaled to each
+        tensor's size, moves the few that matter (a temperature, a scale) without wrecking the
+        rest of the network. Each finds bugs the other misses: the caller keeps the better."""
+        deltas = _relative(
+            self.deltas, self.cur_ev, self.step_size, self.runner.param_values, self.settings.weight_factor
+        )
+        ev = self.runner.evaluate(values, deltas)
+        if ev.found:
+            return self.done(ev, values, deltas, "gradient step (weights along the gradient)")
+        self.best = min(self.best, ev.d)
+        return _Candidate(values, deltas, ev)
+
+    def _keep_better(self, newton: _Candidate | None, signed: _Candidate) -> None:
+        """Move to the better step; the step size grows after a signed success, shrinks after a
+        failure, and collapses into a restart."""
+        sev, nev = signed.ev, newton.ev if newton is not None else None
+        signed_better = sev.outcome is not None and sev.d < self.cur_ev.d
+        newton_better = (
+            nev is not None and nev.outcome is not None and nev.d < self.cur_ev.d and bool(nev.grads)
+        )
+        if newton is not None and newton_better and (not signed_better or newton.ev.d <= sev.d):
+            self.cur, self.cur_ev = newton.values, newton.ev
+            self.deltas = newton.deltas if self.weights_on else self.deltas
         elif signed_better:
-            momentum = {
+            cand, cur = signed.values, self.cur
+            self.momentum = {
                 k: cand[k] - cur[k]
-                for k in bounds
+                for k in self.bounds
                 if k in cand
                 and k in cur
                 and isinstance(cand[k], torch.Tensor)
                 and cand[k].shape == cur[k].shape
             }
-            coast = 0
-            cur, cur_ev, deltas = cand, sev, cand_d if weights_on else deltas
-            a = min(a * 2.0, 1.0)
+            self.coasting = 0
+            self.cur, self.cur_ev = cand, sev
+            self.deltas = signed.deltas if self.weights_on else self.deltas
+            self.step_size = min(self.step_size * 2.0, 1.0)
         else:
-            a *= 0.5
-            if a < 1e-7:
-                cur_ev = Evaluation(None, None, float("inf"), {}, [], {}, {})  # forces a restart
-        newton_ok = _newton_applies(site.kind) and (newton_better or not signed_better or nev is None)
-    region = KINDS[site.kind].region
-    if region.shape is not None:
-        closest = f"no input shape tried gave {region.text}"
-    else:
-        closest = f"closest distance to the region ({region.text}) {best:.3g}"
-    note = f"searched {runner.iterations} runs in {time.monotonic() - t0:.1f} s; {closest}"
-    if runner.walls:
-        (name, line), n = max(runner.walls.items(), key=lambda kv: kv[1])
-        note += f"; the search stopped at the precondition on line {line} of {name} {n} times"
-    return SearchReport(None, runner.iterations, time.monotonic() - t0, best, note)
+            self.step_size *= 0.5
+            if self.step_size < 1e-7:
+                self.cur_ev = _unreached()  # forces a restart
+        self.newton_ok = _newton_applies(self.site.kind) and (
+            newton_better or not signed_better or nev is None
+        )
+
+    def give_up(self) -> SearchReport:
+        """The report of a search that ran out of budget: how close it came, and the wall it hit."""
+        runner = self.runner
+        region = KINDS[self.site.kind].region
+        if region.shape is not None:
+            closest = f"no input shape tried gave {region.text}"
+        else:
+            closest = f"closest distance to the region ({region.text}) {self.best:.3g}"
+        note = f"searched {runner.iterations} runs in {time.monotonic() - self.t0:.1f} s; {closest}"
+        if runner.walls:
+            (name, line), n = max(runner.walls.items(), key=lambda kv: kv[1])
+            note += f"; the search stopped at the precondition on line {line} of {name} {n} times"
+        return SearchReport(None, runner.iterations, time.monotonic() - self.t0, self.best, note)
+
+
+@dataclass
+class _Candidate:
+    """A move tried: its inputs, its parameter deltas, and the run."""
+
+    values: dict[str, Any]
+    deltas: dict[str, torch.Tensor]
+    ev: Evaluation
+
+
+def _unreached() -> Evaluation:
+    """A run that did not reach the site: the state before the first run, and after a collapsed
+    step (which forces a restart)."""
+    return Evaluation(None, None, float("inf"), {}, [], {}, {})
 
 
 TINY = 1e-6  # an objective below this is "almost there": the landing moves are tried
