@@ -276,6 +276,7 @@ sort msort topk kthvalue cummax cummin mode take take_along_dim diagonal tile br
 expand_copy chunk split unbind tensor_split hsplit vsplit""".split()
 )
 _STACK = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
+_MEANS = frozenset({"mean", "nanmean", "quantile", "nanquantile"})
 _WITH_INDICES = frozenset(
     {"max", "min", "median", "nanmedian", "mode", "sort", "topk", "kthvalue", "cummax", "cummin"}
 )
@@ -302,21 +303,25 @@ _SYMMETRIC_UNIT = {
     "sgn": "sign",
     "erf": "erf",
 }
-_NORMS = frozenset(
-    {
+# norms and distances, and the words a reason uses for each
+_NORMS = {
+    **dict.fromkeys(
+        (
+            "norm",
+            "vector_norm",
+            "matrix_norm",
+            "dist",
+            "cdist",
+            "pairwise_distance",
+            "frobenius_norm",
+            "nuclear_norm",
+            "hypot",
+        ),
         "norm",
-        "vector_norm",
-        "matrix_norm",
-        "dist",
-        "cdist",
-        "pairwise_distance",
-        "frobenius_norm",
-        "nuclear_norm",
-        "std",
-        "var",
-        "hypot",
-    }
-)
+    ),
+    "std": "std",
+    "var": "variance",
+}
 _NONNEG_LOSSES = frozenset(
     {
         "mse_loss",
@@ -1178,83 +1183,19 @@ class RangeAnalysis:
         the first argument of a function); ``args`` are the remaining positional
         arguments.
         """
+        if root == "builtins":
+            return self._builtin_call(name, inp, call)
         if root == "math":
             T = "num"
-        elif root == "builtins":
-            T = inp.pytype
         elif method:
             T = "tensor" if inp.pytype == "tensor" else "unknown"
         else:
             T = "tensor"
-        if root == "builtins":
-            return self._builtin_call(name, inp, call)
         transfer = TRANSFERS.get(name)
         if transfer is not None:
             got = transfer(CallSite(self, name, inp, call, args, method, T))
             if got is not None:
                 return got
-        if name in _IDENTITY:
-            if name in _WITH_INDICES and self._has_dim(call):
-                return Fact(pytype="object")  # (values, indices): see _subscript
-            if name in ("mean", "nanmean", "quantile", "nanquantile"):
-                # a computed mean can land an ulp outside its inputs' range
-                lo = inp.lo - abs(inp.lo) * 1e-6
-                hi = inp.hi + abs(inp.hi) * 1e-6
-                return Fact(lo, hi, lo > 0 or hi < 0, T, f"mean of {inp.why}" if inp.why else "mean")
-            return replace(inp, pytype=T if inp.pytype != "bottom" else inp.pytype)
-        if name in _STACK:
-            seq = self._arg(call, -1 if method else 0, "tensors")
-            if method or seq is None:
-                return TOP
-            return replace(self.fact(seq), pytype="tensor")
-        if name in _UNIT:
-            return Fact(0.0, 1.0, False, T, f"{_UNIT[name]} output")
-        if name in _SYMMETRIC_UNIT:
-            if name in ("sin", "cos") and (inp.lo == -INF or inp.hi == INF):
-                return Fact(-1.0, 1.0, False, T, f"{name} output")  # sin(inf) is NaN: upstream's NaN
-            return Fact(
-                -1.0,
-                1.0,
-                inp.nonzero and name in ("tanh", "sign", "softsign", "erf"),
-                T,
-                f"{_SYMMETRIC_UNIT[name]} output",
-            )
-        if name in _NORMS:
-            return Fact(
-                0.0, INF, False, T, "std" if name == "std" else "variance" if name == "var" else "norm"
-            )
-        if name == "normalize":
-            return Fact(
-                -1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T, "F.normalize output (|x| <= 1 up to rounding)"
-            )
-        if name == "cosine_similarity":
-            return Fact(
-                -1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, T, "cosine similarity (can exceed 1 by rounding)"
-            )
-        if name in ("triu", "tril", "diag", "diag_embed", "block_diag"):  # zeros fill the rest
-            return join([inp, self._num(0.0)]).with_type(T)
-        if name == "nansum":
-            return self._sum(inp, T)
-        if name in ("prod", "cumprod"):
-            return Fact(0.0, INF, False, T, "product") if inp.lo >= 0 else Fact(pytype=T)
-        if name in ("item", "tolist"):
-            return replace(inp, pytype="num" if name == "item" else "object")
-        if name in _NUM_RESULT:
-            return self._size(call, name)
-        if name in ("floor", "ceil", "round", "trunc"):
-            lo = math.floor(inp.lo) if inp.lo not in (-INF, INF) else inp.lo
-            hi = math.ceil(inp.hi) if inp.hi not in (-INF, INF) else inp.hi
-            return Fact(float(lo), float(hi), False, T, name)
-        if name in ("logsumexp",):
-            return Fact(inp.lo, INF, False, T, "logsumexp")
-        if name in ("log_softmax", "logsigmoid"):
-            return Fact(-INF, 0.0, False, T, f"{name} output")
-        if name in _NONNEG_LOSSES:
-            return Fact(0.0, INF, False, T, name)
-        if name in ("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
-            return (
-                Fact(0.0, INF, False, T, "dropout of a non-negative value") if inp.lo >= 0 else Fact(pytype=T)
-            )
         if name.endswith("_") and not name.startswith("_"):  # x.sqrt_() returns what x.sqrt() does
             return self._known_call(name[:-1], inp, call, args, method=method, root=root)
         return None
@@ -1600,9 +1541,129 @@ def _arithmetic(c: CallSite) -> Fact | None:
     return r._binop(inp, op, r.fact(other), None).with_type(T)
 
 
+def _same_values(c: CallSite) -> Fact:
+    """Moves, copies, views, casts, selections: the values of the tensor operated on."""
+    return replace(c.inp, pytype=c.T if c.inp.pytype != "bottom" else c.inp.pytype)
+
+
+def _order_statistic(c: CallSite) -> Fact:
+    """max/min/median/sort/topk...: one of the values, or (values, indices) along a dimension."""
+    if c.ranges._has_dim(c.call):
+        return Fact(pytype="object")  # (values, indices): see _subscript
+    return _same_values(c)
+
+
+def _extreme_or_order_statistic(c: CallSite) -> Fact:
+    """max/min: elementwise against a second tensor, else a reduction."""
+    got = _extreme(c)
+    return got if got is not None else _order_statistic(c)
+
+
+def _mean(c: CallSite) -> Fact:
+    """mean, nanmean, quantile: within the values, up to rounding."""
+    inp = c.inp
+    # a computed mean can land an ulp outside its inputs' range
+    lo = inp.lo - abs(inp.lo) * 1e-6
+    hi = inp.hi + abs(inp.hi) * 1e-6
+    return Fact(lo, hi, lo > 0 or hi < 0, c.T, f"mean of {inp.why}" if inp.why else "mean")
+
+
+def _stacked(c: CallSite) -> Fact:
+    """cat/stack of a sequence of tensors: the sequence's range."""
+    seq = c.ranges._arg(c.call, -1 if c.method else 0, "tensors")
+    if c.method or seq is None:
+        return TOP
+    return replace(c.ranges.fact(seq), pytype="tensor")
+
+
+def _unit_interval(c: CallSite) -> Fact:
+    """softmax, sigmoid, rand, masks...: in [0, 1]."""
+    return Fact(0.0, 1.0, False, c.T, f"{_UNIT[c.name]} output")
+
+
+def _symmetric_unit(c: CallSite) -> Fact:
+    """tanh, sin, cos, sign, erf...: in [-1, 1]; nonzero where the input is and zero maps to zero."""
+    inp, name = c.inp, c.name
+    if name in ("sin", "cos") and (inp.lo == -INF or inp.hi == INF):
+        return Fact(-1.0, 1.0, False, c.T, f"{name} output")  # sin(inf) is NaN: upstream's NaN
+    nonzero = inp.nonzero and name in ("tanh", "sign", "softsign", "erf")
+    return Fact(-1.0, 1.0, nonzero, c.T, f"{_SYMMETRIC_UNIT[name]} output")
+
+
+def _norm(c: CallSite) -> Fact:
+    """Norms, distances, std, var: non-negative."""
+    return Fact(0.0, INF, False, c.T, _NORMS[c.name])
+
+
+_UNIT_VECTORS = {
+    "normalize": "F.normalize output (|x| <= 1 up to rounding)",
+    "cosine_similarity": "cosine similarity (can exceed 1 by rounding)",
+}
+
+
+def _unit_vector(c: CallSite) -> Fact:
+    """F.normalize and cosine similarity: within +-1 up to rounding."""
+    return Fact(-1.0 - UNIT_SLOP, 1.0 + UNIT_SLOP, False, c.T, _UNIT_VECTORS[c.name])
+
+
+def _zero_filled(c: CallSite) -> Fact:
+    """triu, tril, diag...: the values, and the zeros that fill the rest."""
+    return join([c.inp, c.ranges._num(0.0)]).with_type(c.T)
+
+
+def _nan_sum(c: CallSite) -> Fact:
+    """nansum: a sum that may skip every element."""
+    return c.ranges._sum(c.inp, c.T)
+
+
+def _product(c: CallSite) -> Fact:
+    """prod, cumprod: non-negative when every factor is."""
+    return Fact(0.0, INF, False, c.T, "product") if c.inp.lo >= 0 else Fact(pytype=c.T)
+
+
+def _to_python(c: CallSite) -> Fact:
+    """item (a number) and tolist (a list): the tensor's values."""
+    return replace(c.inp, pytype="num" if c.name == "item" else "object")
+
+
+def _size_of(c: CallSite) -> Fact:
+    """numel, dim, size...: see RangeAnalysis._size."""
+    return c.ranges._size(c.call, c.name)
+
+
+def _rounded(c: CallSite) -> Fact:
+    """floor, ceil, round, trunc: the range widened to whole numbers."""
+    inp = c.inp
+    lo = math.floor(inp.lo) if inp.lo not in (-INF, INF) else inp.lo
+    hi = math.ceil(inp.hi) if inp.hi not in (-INF, INF) else inp.hi
+    return Fact(float(lo), float(hi), False, c.T, c.name)
+
+
+def _logsumexp(c: CallSite) -> Fact:
+    """logsumexp: at least the largest value."""
+    return Fact(c.inp.lo, INF, False, c.T, "logsumexp")
+
+
+def _log_probability(c: CallSite) -> Fact:
+    """log_softmax, logsigmoid: at most 0."""
+    return Fact(-INF, 0.0, False, c.T, f"{c.name} output")
+
+
+def _loss(c: CallSite) -> Fact:
+    """Losses that are never negative."""
+    return Fact(0.0, INF, False, c.T, c.name)
+
+
+def _dropout(c: CallSite) -> Fact:
+    """Dropout zeroes and scales up: non-negative stays non-negative."""
+    if c.inp.lo >= 0:
+        return Fact(0.0, INF, False, c.T, "dropout of a non-negative value")
+    return Fact(pytype=c.T)
+
+
 TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
     **dict.fromkeys(("new_tensor", "scalar_tensor"), _data),
-    **dict.fromkeys(("max", "min", "maximum", "minimum", "fmax", "fmin"), _extreme),
+    **dict.fromkeys(("maximum", "minimum", "fmax", "fmin"), _extreme),
     **dict.fromkeys(("sum", "cumsum"), _sum),
     **dict.fromkeys(_EXP, _exponential),
     **dict.fromkeys(_LOG, _logarithm),
@@ -1662,4 +1723,23 @@ TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
         _factory,
     ),
     **dict.fromkeys((*_ARITHMETIC, "neg", "negative", "reciprocal"), _arithmetic),
+    **dict.fromkeys(_IDENTITY - _WITH_INDICES - _MEANS, _same_values),
+    **dict.fromkeys(_WITH_INDICES, _order_statistic),
+    **dict.fromkeys(_MEANS, _mean),
+    **dict.fromkeys(("max", "min"), _extreme_or_order_statistic),
+    **dict.fromkeys(_STACK, _stacked),
+    **dict.fromkeys(_UNIT, _unit_interval),
+    **dict.fromkeys(_SYMMETRIC_UNIT, _symmetric_unit),
+    **dict.fromkeys(_NORMS, _norm),
+    **dict.fromkeys(_UNIT_VECTORS, _unit_vector),
+    **dict.fromkeys(("triu", "tril", "diag", "diag_embed", "block_diag"), _zero_filled),
+    "nansum": _nan_sum,
+    **dict.fromkeys(("prod", "cumprod"), _product),
+    **dict.fromkeys(("item", "tolist"), _to_python),
+    **dict.fromkeys(_NUM_RESULT, _size_of),
+    **dict.fromkeys(("floor", "ceil", "round", "trunc"), _rounded),
+    "logsumexp": _logsumexp,
+    **dict.fromkeys(("log_softmax", "logsigmoid"), _log_probability),
+    **dict.fromkeys(_NONNEG_LOSSES, _loss),
+    **dict.fromkeys(("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"), _dropout),
 }
