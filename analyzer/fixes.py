@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from grist_lsp.analyzer.analysis import file_dtype
 from grist_lsp.analyzer.catalogue import KINDS, OP_TABLE, DtypeLimits, dtype_limits
+from grist_lsp.analyzer.where_branch import SAFE_FILL, guard_at
 from libcst.metadata import PositionProvider, QualifiedNameProvider, QualifiedNameSource
 
 from grist_lsp.model import Fix, Span, TextEdit, Verdict
@@ -122,8 +123,10 @@ def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
     builder = _BUILDERS.get(site.kind)
     if builder is None:
         return []
+    # A where-branch site keeps its values: only the discarded branch changes (double where).
+    proposals = _double_where(ctx) if site.discarded_by is not None else []
     fixes: list[Fix] = []
-    for proposal in builder(ctx):
+    for proposal in proposals + builder(ctx):
         fix = ctx.to_fix(proposal)
         if fix is not None and all(fix.edits != f.edits for f in fixes):
             fixes.append(fix)
@@ -771,6 +774,33 @@ def _clamp_fix(
     if new is None:
         return []
     return [_Proposal(f"Clamp the operand of {_op_label(ctx)} {words}{ctx.dtype_note()}", ctx.node, new)]
+
+
+def _double_where(ctx: _Context) -> list[_Proposal]:
+    """``torch.where(c, torch.log(x), 0)`` -> ``torch.where(c, torch.log(torch.where(c, x, 1)), 0)``.
+
+    The op's value is discarded where ``c`` is False, but its gradient still flows there
+    (0 * inf = NaN at ``x == 0``). Giving the op a safe operand in that branch first (1 for log)
+    leaves every kept value as it was and makes the discarded branch's derivative finite.
+    """
+    guard = guard_at(ctx.text, ctx.span)
+    fill = SAFE_FILL.get(ctx.kind)
+    if guard is None or guard.condition is None or fill is None or ctx.integer_operand:
+        return []
+    operand = _operand(ctx)
+    if operand is None or operand.form not in ("function", "method", "binary"):
+        return []
+    namespace = ctx.torch_namespace()
+    imports = [] if namespace is not None else ["import torch"]
+    where = f"{namespace or 'torch'}.where"
+    x = _strip(operand.node)
+    branches = (x, fill) if guard.kept_when else (fill, x)
+    safe = _call(where, _expr(guard.condition), *branches)
+    title = (
+        f"Give {_op_label(ctx)} a safe operand ({fill}) where {guard.words} discards its value "
+        f"(double where: {where}({guard.condition}, ...) on the operand too)"
+    )
+    return [_Proposal(title, ctx.node, _replace(ctx, operand.node, safe), imports)]
 
 
 def _log_fixes(ctx: _Context) -> list[_Proposal]:

@@ -14,7 +14,15 @@ run and replay. For each torch function, Tensor method or operator it:
 * applies the oracle at a site (operands finite, output not; for kinds whose
   Region ``allows_neg_inf_operand``, operands may hold -inf and only a NaN
   output counts) and, for the search's target site, stops the run by raising
-  ``TargetReached``.
+  ``TargetReached``;
+* judges where-branch sites (``Site.discarded_by``: the program discards the op's value where it
+  is invalid) by the gradient instead: a NaN/INF forward value there is thrown away and is no
+  finding. Their objective is the operand's distance to the edge of the invalid region (0 for
+  log), the run goes on to the op that discards the value (``torch.where``, ``masked_fill``,
+  indexing, ``nan_to_num``), and from that op's output a backward pass decides: found only when
+  this op turns a finite upstream gradient into a non-finite one at an entry that is invalid or
+  on the edge, and that NaN/INF reaches a tensor the program itself differentiates (a weight, a
+  tensor it made trainable). A program that differentiates nothing there cannot hit it.
 """
 
 from __future__ import annotations
@@ -67,6 +75,22 @@ _MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requir
 _INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"})
 # The end of a training step, as the mode sees it.
 BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
+# Ops that may discard a where-branch site's value (see ``analyzer/where_branch.py``): the backward
+# pass of the where-branch oracle starts at the first of them whose output depends on the site.
+DISCARDING = frozenset(
+    {
+        "torch.where",
+        "torch.Tensor.where",
+        "torch.masked_fill",
+        "torch.Tensor.masked_fill",
+        "torch.Tensor.masked_fill_",
+        "torch.Tensor.__getitem__",
+        "torch.Tensor.__setitem__",
+        "torch.nan_to_num",
+        "torch.Tensor.nan_to_num",
+        "torch.Tensor.nan_to_num_",
+    }
+)
 
 _TORCH_DIR = os.path.normcase(os.path.dirname(torch.__file__))
 _OWN_DIR = os.path.normcase(os.path.dirname(__file__))
@@ -109,6 +133,50 @@ class SiteOutcome:
     bad_value: float | None = None  # the operand element that produced the first non-finite output
     distance: torch.Tensor | None = None  # objective, still attached to the graph
     position: tuple[int, int, int, int] | None = None
+
+
+@dataclass
+class PendingBranch:
+    """A where-branch target evaluated in this run, waiting for the op that discards its value."""
+
+    site: Site
+    out: torch.Tensor  # the op's output, attached to the graph
+    operand: torch.Tensor  # the operand as the op received it, attached
+    snap: torch.Tensor  # its values before the call
+    call: tuple[Any, tuple, dict, str | None, int | None]  # func, args, kwargs, keyword, index
+    distance: torch.Tensor | None
+    position: tuple[int, int, int, int] | None
+
+
+def edge_distance(region: Any, x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """How far ``x`` is from the edge of ``region`` (0 for log, +-1 for acos): the objective of a
+    where-branch site, whose gradient fails at the edge, not (as a rule) inside the region."""
+    x = x.float() if not torch.is_floating_point(x) else x
+    if x.numel() == 0:
+        return x.new_zeros(())
+    parts = [(x - b).abs().min() for b in _edges(region, dtype)]
+    if region.nonpositive_integers:
+        parts.append(region.distance(x, dtype))
+    return torch.stack(parts).min() if parts else x.new_ones(())
+
+
+def _edges(region: Any, dtype: str) -> list[float]:
+    upper = region.upper(dtype)
+    points = [region.lo, upper, 0.0 if region.zero else None, region.backward_at]
+    return sorted({p for p in points if p is not None})
+
+
+def _invalid_or_edge(region: Any, snap: torch.Tensor, out: torch.Tensor, dtype: str) -> torch.Tensor:
+    """Entries where the op's forward value is non-finite or its operand sits on the region's edge
+    (where the derivative is infinite while the value may be finite: sqrt at 0, acos at 1)."""
+    mask = snap == snap.new_tensor(float("nan"))  # all False, snap's shape
+    for b in _edges(region, dtype):
+        mask = mask | (snap == b)
+    if region.nonpositive_integers:
+        mask = mask | ((snap <= 0) & (snap == snap.round()))
+    if out.shape == snap.shape:
+        mask = mask | ~torch.isfinite(out.detach())
+    return mask
 
 
 def classify(t: torch.Tensor) -> str:
@@ -246,6 +314,7 @@ class Tracer(TorchFunctionMode):
             self._by_kind.setdefault(s.kind, []).append(s)
         self._target_key = cfg.target.key if cfg.target else None
         self.steps = 0  # backward calls seen (training steps)
+        self.branch: PendingBranch | None = None  # a where-branch target waiting for its discarding op
         self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
 
     # --- frames ---------------------------------------------------------------
@@ -471,6 +540,8 @@ class Tracer(TorchFunctionMode):
             out = self._at_site(func, name, op, args, kwargs)
         else:
             out = func(*args, **kwargs)
+        if self.branch is not None and name in DISCARDING:
+            self._discarded(args[0] if name == "torch.Tensor.__setitem__" and args else out)
         if name in BACKWARD:
             self.steps += 1
             if self.cfg.stop_after_steps is not None and self.steps >= self.cfg.stop_after_steps:
@@ -557,12 +628,25 @@ class Tracer(TorchFunctionMode):
         if with_distance and is_tensor and not upstream:
             try:
                 # On a clone, so that an in-place op cannot invalidate what backward needs.
-                dist = region.distance(operand.clone(), str(operand.dtype))
+                if site.discarded_by is not None:
+                    dist = edge_distance(region, operand.clone(), str(operand.dtype))
+                else:
+                    dist = region.distance(operand.clone(), str(operand.dtype))
             except Exception:
                 dist = None
         out = func(*args, **kwargs)
         outcome = self._judge(site, func, args, kwargs, out, snap, kw, idx, upstream, dist)
         outcome.position = pos
+        if (
+            with_distance
+            and site.discarded_by is not None
+            and not upstream
+            and isinstance(operand, torch.Tensor)
+            and snap is not None
+            and isinstance(out, torch.Tensor)
+            and out.requires_grad
+        ):
+            self.branch = PendingBranch(site, out, operand, snap, (func, args, kwargs, kw, idx), dist, pos)
         return out, outcome
 
     def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
@@ -572,6 +656,8 @@ class Tracer(TorchFunctionMode):
         is_target = site.key == self._target_key
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
         self.reached[site.key] = outcome
+        if is_target and self.branch is not None and self.branch.site.key == site.key:
+            return out  # a where-branch target: judged at the op that discards its value
         if is_target:
             raise TargetReached(outcome)
         if self.cfg.stop_when_all_reached and self._watched.issubset(self.reached):
@@ -594,6 +680,10 @@ class Tracer(TorchFunctionMode):
         """The oracle: found only when every operand was finite and the output (or local gradient) is not."""
         if upstream:
             return SiteOutcome(site, False, "upstream", operand=snap)
+        if site.discarded_by is not None:
+            # Its NaN/INF forward value is discarded by the program: only the backward pass counts
+            # (``_discarded``), with the gradient the program really sends, not a unit one.
+            return SiteOutcome(site, False, "finite", operand=snap, distance=dist)
         region = KINDS[site.kind].region
         result = "finite"
         for t in _tensors_in(out):
@@ -618,6 +708,109 @@ class Tracer(TorchFunctionMode):
                 return SiteOutcome(site, True, back[0], phase="backward", operand=snap, bad_value=back[1])
         return SiteOutcome(site, False, "finite", operand=snap, distance=dist)
 
+    # --- where-branch sites ---------------------------------------------------------------
+
+    def _discarded(self, value: Any) -> None:
+        """``value`` came out of an op that may discard the pending where-branch site's value: if it
+        depends on that value, run the backward pass from it and judge the site (see the module
+        docstring); a target so judged stops the run."""
+        b = self.branch
+        if b is None or not isinstance(value, torch.Tensor) or not value.requires_grad:
+            return
+        if not _reaches(value.grad_fn, b.out.grad_fn):
+            return
+        self.branch = None
+        outcome = self._judge_branch(b, value)
+        self.reached[b.site.key] = outcome
+        if b.site.key == self._target_key:
+            raise TargetReached(outcome)
+
+    def _judge_branch(self, b: PendingBranch, value: torch.Tensor) -> SiteOutcome:
+        not_found = SiteOutcome(
+            b.site, False, "finite", "backward", operand=b.snap, distance=b.distance, position=b.position
+        )
+        # A gradient only the search's own leaves would receive is one the program never computes.
+        weights = _real_leaves(b.operand, set(self._search_leaves))
+        if not weights or not torch.is_floating_point(value):
+            return not_found
+        func, args, kwargs, kw, idx = b.call
+        with torch.enable_grad():
+            try:
+                (upstream,) = torch.autograd.grad(
+                    value, [b.out], torch.ones_like(value), retain_graph=True, allow_unused=True
+                )
+            except RuntimeError:
+                return not_found
+            if upstream is None:
+                return not_found
+            if not bool(torch.isfinite(upstream).all()):
+                return SiteOutcome(b.site, False, "upstream", "backward", operand=b.snap, position=b.position)
+            local = _operand_gradient(func, args, kwargs, kw, idx, b.snap, upstream)
+            if local is None:
+                return not_found
+            region = KINDS[b.site.kind].region
+            bad = ~torch.isfinite(local)
+            if local.shape == b.snap.shape:
+                bad = bad & _invalid_or_edge(region, b.snap, b.out, str(b.snap.dtype))
+            if not bool(bad.any()):
+                return not_found
+            try:
+                grads = torch.autograd.grad(
+                    value, weights, torch.ones_like(value), retain_graph=True, allow_unused=True
+                )
+            except RuntimeError:
+                return not_found
+        if not any(g is not None and not bool(torch.isfinite(g).all()) for g in grads):
+            return not_found  # stopped on the way (a ReLU's zero derivative), as it is in the program
+        result = classify(local[bad] if local.shape == bad.shape else local)
+        bad_value = float(b.snap[bad].flatten()[0]) if b.snap.shape == bad.shape else None
+        return SiteOutcome(
+            b.site, True, result, "backward", operand=b.snap, bad_value=bad_value, position=b.position
+        )
+
+    def branch_left_open(self) -> SiteOutcome | None:
+        """The run ended with the where-branch target's value never discarded: not found, with its
+        objective, so the search still knows how close it came."""
+        b, self.branch = self.branch, None
+        if b is None or b.site.key != self._target_key:
+            return None
+        return SiteOutcome(
+            b.site, False, "finite", "backward", operand=b.snap, distance=b.distance, position=b.position
+        )
+
+
+def _reaches(start: Any, goal: Any, limit: int = 4000) -> bool:
+    """Whether the autograd node ``goal`` is among ``start``'s graph (``start`` included)."""
+    todo, seen = [start], set()
+    while todo and len(seen) < limit:
+        fn = todo.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        if fn is goal:
+            return True
+        seen.add(id(fn))
+        todo.extend(f for f, _ in fn.next_functions)
+    return False
+
+
+def _real_leaves(t: torch.Tensor, search_leaves: set[int], limit: int = 4000) -> list[torch.Tensor]:
+    """The leaves behind ``t`` that the program itself differentiates: weights, tensors it made
+    trainable, and the search's weight deltas (which stand for weights); not the search's inputs."""
+    out: list[torch.Tensor] = []
+    todo, seen = [t.grad_fn], set()
+    while todo and len(seen) < limit:
+        fn = todo.pop()
+        if fn is None or id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        var = getattr(fn, "variable", None)
+        if var is not None:
+            if id(var) not in search_leaves:
+                out.append(var)
+            continue
+        todo.extend(f for f, _ in fn.next_functions)
+    return out
+
 
 def _bad_value(operand: torch.Tensor | None, out: torch.Tensor) -> float | None:
     """The operand element at the first non-finite output element (when shapes line up)."""
@@ -639,6 +832,27 @@ def _local_backward(
     func: Any, args: tuple, kwargs: dict, kw: str | None, idx: int | None, before: torch.Tensor
 ) -> tuple[str, float] | None:
     """The gradient of this one op w.r.t. its operand (its value ``before`` the call), when that alone is non-finite."""
+    g = _operand_gradient(func, args, kwargs, kw, idx, before, None)
+    if g is None:
+        return None
+    kind = classify(g)
+    if kind == "finite":
+        return None
+    bad = ~torch.isfinite(g)
+    return kind, float(before.detach()[bad].flatten()[0])
+
+
+def _operand_gradient(
+    func: Any,
+    args: tuple,
+    kwargs: dict,
+    kw: str | None,
+    idx: int | None,
+    before: torch.Tensor,
+    upstream: torch.Tensor | None,
+) -> torch.Tensor | None:
+    """The gradient this one op sends its operand (value ``before`` the call) for the gradient
+    ``upstream`` of its output (ones when None), or None when it has none."""
     if kw is None and idx is None:
         return None
     leaf = before.detach().clone().requires_grad_(True)
@@ -654,14 +868,9 @@ def _local_backward(
             return None
         if not isinstance(out, torch.Tensor) or not out.requires_grad:
             return None
-        (g,) = torch.autograd.grad(out, leaf, torch.ones_like(out), allow_unused=True)
-    if g is None:
-        return None
-    kind = classify(g)
-    if kind == "finite":
-        return None
-    bad = ~torch.isfinite(g)
-    return kind, float(leaf.detach()[bad].flatten()[0])
+        grad_out = torch.ones_like(out) if upstream is None else upstream.detach().expand_as(out)
+        (g,) = torch.autograd.grad(out, leaf, grad_out, allow_unused=True)
+    return g
 
 
 def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | None, BaseException | None]:
@@ -682,4 +891,6 @@ def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | N
         raise
     except BaseException as e:  # the user's program failed: the caller decides what that means
         error = e
+    if outcome is None:
+        outcome = tracer.branch_left_open()
     return outcome, error
