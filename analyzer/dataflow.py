@@ -32,7 +32,7 @@ this expression".
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -443,164 +443,200 @@ class _Builder:
         return out
 
     def _stmt(self, s: ast.stmt, env: Env, scope: Scope) -> Env:
-        if isinstance(s, ast.Assign):
+        """The environment after statement ``s``: one method per statement type (``_STATEMENTS``)."""
+        handler = _STATEMENTS.get(type(s), _Builder._uses_only)
+        return handler(self, s, env, scope)
+
+    def _assign(self, s: ast.Assign, env: Env, scope: Scope) -> Env:
+        deps = self._expr(s.value, env, scope)
+        for t in s.targets:
+            self._bind(t, env, scope, "assign", s.value, deps=deps)
+        return env
+
+    def _annotated_assign(self, s: ast.AnnAssign, env: Env, scope: Scope) -> Env:
+        if s.value is not None:
             deps = self._expr(s.value, env, scope)
-            for t in s.targets:
-                self._bind(t, env, scope, "assign", s.value, deps=deps)
-        elif isinstance(s, ast.AnnAssign):
-            if s.value is not None:
-                deps = self._expr(s.value, env, scope)
-                self._bind(s.target, env, scope, "assign", s.value, deps=deps)
-            elif isinstance(s.target, ast.Name):
-                env.setdefault(s.target.id, frozenset())
-        elif isinstance(s, ast.AugAssign):
-            self._operation(s, scope)
+            self._bind(s.target, env, scope, "assign", s.value, deps=deps)
+        elif isinstance(s.target, ast.Name):
+            env.setdefault(s.target.id, frozenset())
+        return env
+
+    def _augmented_assign(self, s: ast.AugAssign, env: Env, scope: Scope) -> Env:
+        self._operation(s, scope)
+        deps = self._expr(s.value, env, scope)
+        t = s.target
+        if isinstance(t, ast.Name):
+            self._use(t, env, scope)
+            key = self._new_def(scope, t.id, "aug", s, t, deps + [("use", id(t))])
+            env[t.id] = frozenset({key})
+        elif isinstance(t, ast.Attribute):
+            self._expr(t, env, scope)
+            if (
+                scope.class_node is not None
+                and isinstance(t.value, ast.Name)
+                and t.value.id == scope.self_name
+            ):
+                key = self._new_def(Scope(t, "attr", None, None), t.attr, "aug", s, t, deps)
+                self.flow.class_attrs.setdefault((id(scope.class_node), t.attr), []).append(key)
+        else:
+            self._bind(t, env, scope, "aug", s, deps=deps)
+        return env
+
+    def _expression_statement(self, s: ast.Expr, env: Env, scope: Scope) -> Env:
+        self._expr(s.value, env, scope)
+        return env
+
+    def _return(self, s: ast.Return, env: Env, scope: Scope) -> Env:
+        if s.value is not None:
             deps = self._expr(s.value, env, scope)
-            t = s.target
-            if isinstance(t, ast.Name):
-                self._use(t, env, scope)
-                key = self._new_def(scope, t.id, "aug", s, t, deps + [("use", id(t))])
-                env[t.id] = frozenset({key})
-            elif isinstance(t, ast.Attribute):
-                self._expr(t, env, scope)
-                if (
-                    scope.class_node is not None
-                    and isinstance(t.value, ast.Name)
-                    and t.value.id == scope.self_name
-                ):
-                    key = self._new_def(Scope(t, "attr", None, None), t.attr, "aug", s, t, deps)
-                    self.flow.class_attrs.setdefault((id(scope.class_node), t.attr), []).append(key)
+            if scope.kind in ("function", "lambda"):
+                self._node(("expr", id(s.value)), expr=s.value)
+                for dep in deps:
+                    self._edge(dep, ("expr", id(s.value)))
+                self._edge(("expr", id(s.value)), ("ret", id(scope.node)))
+        return env
+
+    def _if(self, s: ast.If, env: Env, scope: Scope) -> Env:
+        self._expr(s.test, env, scope)
+        a = self._block(s.body, self._refine(s.test, dict(env), scope, True), scope)
+        b = self._block(s.orelse, self._refine(s.test, dict(env), scope, False), scope)
+        # A branch that always leaves (return/raise/continue/break) does not
+        # reach the next statement: `if d == 0: return x` guards what follows.
+        if _terminates(s.body) and not _terminates(s.orelse):
+            return b
+        if _terminates(s.orelse) and not _terminates(s.body):
+            return a
+        return self._merge(a, b)
+
+    def _for(self, s: ast.For | ast.AsyncFor, env: Env, scope: Scope) -> Env:
+        # The body twice: the second pass sees what the first (and its continues) defined.
+        deps = self._expr(s.iter, env, scope)
+        entry = dict(env)
+        first = dict(entry)
+        self._bind(s.target, first, scope, "for", s.iter, deps=deps)
+        self.loops.append(([], []))  # environments at continue / break statements
+        after1 = self._block(s.body, first, scope)
+        second = self._merge(entry, after1, *self.loops[-1][0])
+        self._bind(s.target, second, scope, "for", s.iter, deps=deps)
+        after2 = self._block(s.body, second, scope)
+        continues, breaks = self.loops.pop()
+        env = self._merge(entry, after1, after2, *continues, *breaks)
+        return self._merge(env, self._block(s.orelse, dict(env), scope))
+
+    def _while(self, s: ast.While, env: Env, scope: Scope) -> Env:
+        self._expr(s.test, env, scope)
+        self.loops.append(([], []))
+        after1 = self._block(s.body, self._refine(s.test, dict(env), scope, True), scope)
+        second = self._merge(env, after1, *self.loops[-1][0])
+        self._expr(s.test, second, scope)
+        after2 = self._block(s.body, self._refine(s.test, dict(second), scope, True), scope)
+        continues, breaks = self.loops.pop()
+        # the loop ends when its test is false (after the body or a continue), or at a break
+        done = self._refine(s.test, self._merge(env, after1, after2, *continues), scope, False)
+        env = self._merge(done, *breaks)
+        return self._merge(env, self._block(s.orelse, dict(env), scope))
+
+    def _with(self, s: ast.With | ast.AsyncWith, env: Env, scope: Scope) -> Env:
+        for item in s.items:
+            self._expr(item.context_expr, env, scope)
+            if item.optional_vars is not None:
+                self._bind(item.optional_vars, env, scope, "unknown", None)
+        return self._block(s.body, env, scope)
+
+    def _try(self, s: ast.Try | ast.TryStar, env: Env, scope: Scope) -> Env:
+        body = self._block(s.body, dict(env), scope)
+        anywhere = self._merge(env, body)  # an exception can leave the body at any point
+        outs = [self._block(s.orelse, dict(body), scope)]
+        for h in s.handlers:
+            henv = dict(anywhere)
+            if h.type is not None:
+                self._expr(h.type, henv, scope)
+            if h.name:
+                key = self._new_def(scope, h.name, "unknown", None, h)
+                henv[h.name] = frozenset({key})
+            outs.append(self._block(h.body, henv, scope))
+        env = self._merge(*outs)
+        if s.finalbody:
+            env = self._block(s.finalbody, self._merge(env, anywhere), scope)
+        return env
+
+    def _function_def(self, s: ast.FunctionDef | ast.AsyncFunctionDef, env: Env, scope: Scope) -> Env:
+        # The body is built later (``pending``), once every name of the enclosing scope is bound.
+        for d in s.decorator_list:
+            self._expr(d, env, scope)
+        for d in s.args.defaults + [k for k in s.args.kw_defaults if k is not None]:
+            self._expr(d, env, scope)
+        key = self._new_def(scope, s.name, "function", s, s)
+        env[s.name] = frozenset({key})
+        self.pending.append((s, scope))
+        return env
+
+    def _class_def(self, s: ast.ClassDef, env: Env, scope: Scope) -> Env:
+        for b in s.bases:
+            self._expr(b, env, scope)
+        for d in s.decorator_list:
+            self._expr(d, env, scope)
+        self._class(s, scope)
+        key = self._new_def(scope, s.name, "class", s, s)
+        env[s.name] = frozenset({key})
+        return env
+
+    def _import(self, s: ast.Import, env: Env, scope: Scope) -> Env:
+        for a in s.names:
+            if a.asname:
+                key = self._new_def(scope, a.asname, "import", None, s, qualified=a.name)
+                env[a.asname] = frozenset({key})
             else:
-                self._bind(t, env, scope, "aug", s, deps=deps)
-        elif isinstance(s, ast.Expr):
-            self._expr(s.value, env, scope)
-        elif isinstance(s, ast.Return):
-            if s.value is not None:
-                deps = self._expr(s.value, env, scope)
-                if scope.kind in ("function", "lambda"):
-                    self._node(("expr", id(s.value)), expr=s.value)
-                    for dep in deps:
-                        self._edge(dep, ("expr", id(s.value)))
-                    self._edge(("expr", id(s.value)), ("ret", id(scope.node)))
-        elif isinstance(s, ast.If):
-            self._expr(s.test, env, scope)
-            a = self._block(s.body, self._refine(s.test, dict(env), scope, True), scope)
-            b = self._block(s.orelse, self._refine(s.test, dict(env), scope, False), scope)
-            # A branch that always leaves (return/raise/continue/break) does not
-            # reach the next statement: `if d == 0: return x` guards what follows.
-            if _terminates(s.body) and not _terminates(s.orelse):
-                env = b
-            elif _terminates(s.orelse) and not _terminates(s.body):
-                env = a
-            else:
-                env = self._merge(a, b)
-        elif isinstance(s, (ast.For, ast.AsyncFor)):
-            deps = self._expr(s.iter, env, scope)
-            entry = dict(env)
-            first = dict(entry)
-            self._bind(s.target, first, scope, "for", s.iter, deps=deps)
-            self.loops.append(([], []))  # environments at continue / break statements
-            after1 = self._block(s.body, first, scope)
-            second = self._merge(entry, after1, *self.loops[-1][0])
-            self._bind(s.target, second, scope, "for", s.iter, deps=deps)
-            after2 = self._block(s.body, second, scope)
-            continues, breaks = self.loops.pop()
-            env = self._merge(entry, after1, after2, *continues, *breaks)
-            env = self._merge(env, self._block(s.orelse, dict(env), scope))
-        elif isinstance(s, ast.While):
-            self._expr(s.test, env, scope)
-            self.loops.append(([], []))
-            after1 = self._block(s.body, self._refine(s.test, dict(env), scope, True), scope)
-            second = self._merge(env, after1, *self.loops[-1][0])
-            self._expr(s.test, second, scope)
-            after2 = self._block(s.body, self._refine(s.test, dict(second), scope, True), scope)
-            continues, breaks = self.loops.pop()
-            # the loop ends when its test is false (after the body or a continue), or at a break
-            done = self._refine(s.test, self._merge(env, after1, after2, *continues), scope, False)
-            env = self._merge(done, *breaks)
-            env = self._merge(env, self._block(s.orelse, dict(env), scope))
-        elif isinstance(s, (ast.With, ast.AsyncWith)):
-            for item in s.items:
-                self._expr(item.context_expr, env, scope)
-                if item.optional_vars is not None:
-                    self._bind(item.optional_vars, env, scope, "unknown", None)
-            env = self._block(s.body, env, scope)
-        elif isinstance(s, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            body = self._block(s.body, dict(env), scope)
-            anywhere = self._merge(env, body)  # an exception can leave the body at any point
-            outs = [self._block(s.orelse, dict(body), scope)]
-            for h in s.handlers:
-                henv = dict(anywhere)
-                if h.type is not None:
-                    self._expr(h.type, henv, scope)
-                if h.name:
-                    key = self._new_def(scope, h.name, "unknown", None, h)
-                    henv[h.name] = frozenset({key})
-                outs.append(self._block(h.body, henv, scope))
-            env = self._merge(*outs)
-            if s.finalbody:
-                env = self._block(s.finalbody, self._merge(env, anywhere), scope)
-        elif isinstance(s, _FUNCS):
-            for d in s.decorator_list:
-                self._expr(d, env, scope)
-            for d in s.args.defaults + [k for k in s.args.kw_defaults if k is not None]:
-                self._expr(d, env, scope)
-            key = self._new_def(scope, s.name, "function", s, s)
-            env[s.name] = frozenset({key})
-            self.pending.append((s, scope))
-        elif isinstance(s, ast.ClassDef):
-            for b in s.bases:
-                self._expr(b, env, scope)
-            for d in s.decorator_list:
-                self._expr(d, env, scope)
-            self._class(s, scope)
-            key = self._new_def(scope, s.name, "class", s, s)
-            env[s.name] = frozenset({key})
-        elif isinstance(s, ast.Import):
-            for a in s.names:
-                if a.asname:
-                    key = self._new_def(scope, a.asname, "import", None, s, qualified=a.name)
-                    env[a.asname] = frozenset({key})
-                else:
-                    top = a.name.split(".")[0]
-                    key = self._new_def(scope, top, "import", None, s, qualified=top)
-                    env[top] = frozenset({key})
-        elif isinstance(s, ast.ImportFrom):
-            mod = ("." * s.level) + (s.module or "")
-            for a in s.names:
-                if a.name == "*":
-                    continue
-                name = a.asname or a.name
-                key = self._new_def(scope, name, "import", None, s, qualified=f"{mod}.{a.name}")
-                env[name] = frozenset({key})
-        elif isinstance(s, ast.Match):
-            self._expr(s.subject, env, scope)
-            outs = [dict(env)]
-            for case in s.cases:
-                cenv = dict(env)
-                for n in ast.walk(case.pattern):
-                    name = getattr(n, "name", None) or getattr(n, "rest", None)
-                    if isinstance(name, str):
-                        key = self._new_def(scope, name, "unknown", None, n)
-                        cenv[name] = frozenset({key})
-                if case.guard is not None:
-                    self._expr(case.guard, cenv, scope)
-                outs.append(self._block(case.body, cenv, scope))
-            env = self._merge(*outs)
-        elif isinstance(s, (ast.Break, ast.Continue)):
-            if self.loops:
-                self.loops[-1][1 if isinstance(s, ast.Break) else 0].append(dict(env))
-        elif isinstance(s, ast.Assert):
-            self._expr(s.test, env, scope)
-            if s.msg is not None:
-                self._expr(s.msg, env, scope)
-            env = self._refine(s.test, env, scope, True)
-        elif isinstance(s, (ast.Global, ast.Nonlocal, ast.Pass)):
-            pass
-        else:  # Delete, Raise, Assert, ...: only uses
-            for child in ast.iter_child_nodes(s):
-                if isinstance(child, ast.expr):
-                    self._expr(child, env, scope)
+                top = a.name.split(".")[0]
+                key = self._new_def(scope, top, "import", None, s, qualified=top)
+                env[top] = frozenset({key})
+        return env
+
+    def _import_from(self, s: ast.ImportFrom, env: Env, scope: Scope) -> Env:
+        mod = ("." * s.level) + (s.module or "")
+        for a in s.names:
+            if a.name == "*":
+                continue
+            name = a.asname or a.name
+            key = self._new_def(scope, name, "import", None, s, qualified=f"{mod}.{a.name}")
+            env[name] = frozenset({key})
+        return env
+
+    def _match(self, s: ast.Match, env: Env, scope: Scope) -> Env:
+        self._expr(s.subject, env, scope)
+        outs = [dict(env)]
+        for case in s.cases:
+            cenv = dict(env)
+            for n in ast.walk(case.pattern):
+                name = getattr(n, "name", None) or getattr(n, "rest", None)
+                if isinstance(name, str):
+                    key = self._new_def(scope, name, "unknown", None, n)
+                    cenv[name] = frozenset({key})
+            if case.guard is not None:
+                self._expr(case.guard, cenv, scope)
+            outs.append(self._block(case.body, cenv, scope))
+        return self._merge(*outs)
+
+    def _loop_exit(self, s: ast.Break | ast.Continue, env: Env, scope: Scope) -> Env:
+        # The loop being built merges these environments (see _for, _while).
+        if self.loops:
+            self.loops[-1][1 if isinstance(s, ast.Break) else 0].append(dict(env))
+        return env
+
+    def _assert(self, s: ast.Assert, env: Env, scope: Scope) -> Env:
+        self._expr(s.test, env, scope)
+        if s.msg is not None:
+            self._expr(s.msg, env, scope)
+        return self._refine(s.test, env, scope, True)
+
+    def _declaration(self, s: ast.Global | ast.Nonlocal | ast.Pass, env: Env, scope: Scope) -> Env:
+        return env
+
+    def _uses_only(self, s: ast.stmt, env: Env, scope: Scope) -> Env:
+        """Delete, Raise, ...: only uses."""
+        for child in ast.iter_child_nodes(s):
+            if isinstance(child, ast.expr):
+                self._expr(child, env, scope)
         return env
 
     def _refine(self, test: ast.expr, env: Env, scope: Scope, truth: bool) -> Env:
@@ -891,3 +927,33 @@ class _Builder:
             while s is not None and s.kind == "lambda":
                 s = s.parent
             self.flow.operations.append((n, s.qualname if s is not None else None))
+
+
+# Statement type -> the _Builder method that handles it (any other: _uses_only).
+_STATEMENTS: dict[type[ast.stmt], Callable[..., Env]] = {
+    ast.Assign: _Builder._assign,
+    ast.AnnAssign: _Builder._annotated_assign,
+    ast.AugAssign: _Builder._augmented_assign,
+    ast.Expr: _Builder._expression_statement,
+    ast.Return: _Builder._return,
+    ast.If: _Builder._if,
+    ast.For: _Builder._for,
+    ast.AsyncFor: _Builder._for,
+    ast.While: _Builder._while,
+    ast.With: _Builder._with,
+    ast.AsyncWith: _Builder._with,
+    ast.Try: _Builder._try,
+    ast.TryStar: _Builder._try,
+    ast.FunctionDef: _Builder._function_def,
+    ast.AsyncFunctionDef: _Builder._function_def,
+    ast.ClassDef: _Builder._class_def,
+    ast.Import: _Builder._import,
+    ast.ImportFrom: _Builder._import_from,
+    ast.Match: _Builder._match,
+    ast.Break: _Builder._loop_exit,
+    ast.Continue: _Builder._loop_exit,
+    ast.Assert: _Builder._assert,
+    ast.Global: _Builder._declaration,
+    ast.Nonlocal: _Builder._declaration,
+    ast.Pass: _Builder._declaration,
+}
