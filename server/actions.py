@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import io
 import tokenize
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from grist_lsp.server.diagnostics import Published, split_lines, to_position
 from lsprotocol import types
 
 from grist_lsp.model import Fix, Span, Status, Verdict
+from grist_lsp.server.diagnostics import Published, split_lines, to_position
 from grist_lsp.suppressions import comment_tokens, extend_comment, finding_code, is_directive, new_comment
 
 RECHECK = "grist.recheck"
@@ -35,7 +35,7 @@ def overlaps(a: types.Range, b: types.Range) -> bool:
     return a0 <= b1 and b0 <= a1
 
 
-def wanted(kind: str, only: list[str] | None) -> bool:
+def wanted(kind: str, only: Sequence[str] | None) -> bool:
     """LSP kind filtering: ``only=["quickfix"]`` admits ``quickfix.grist.reproducer``."""
     if not only:
         return True
@@ -127,7 +127,7 @@ def code_actions(
     text: str,
     encoding: str,
     *,
-    only: list[str] | None = None,
+    only: Sequence[str] | None = None,
     document_changes: bool = True,
     propose: Callable[[Verdict], list[Fix]] | None = None,
 ) -> list[types.CodeAction]:

@@ -1,116 +1,75 @@
-"""The server's calls into the analysis core, run on the server's worker threads.
+"""The server's calls into the one service (`grist_lsp/service.py`), run on its worker threads.
 
-The core modules are imported when first used (not at server start-up) so the
-editor gets static diagnostics in milliseconds and torch is never imported into
-the server process by the static path. The engine itself runs the user's code in
-its own subprocesses; nothing here executes user code.
+Each call resolves the file's settings again through the service: `[tool.grist]` of the
+nearest pyproject.toml over the editor's ``grist.*`` values over the defaults table, the same
+precedence `grist-lsp --check` uses, so the editor shows what the CLI reports (suppressions,
+select/ignore/per-file-ignores, the baseline, max-input-scale, exclude, entries, budget,
+seed, timeout). Reading it is a few small files; it is re-read per call, so an edited
+pyproject.toml applies from the next check on (the server also re-runs the open files when
+the client reports the change).
 
-The project's `[tool.grist]` policy (suppression comments, select/ignore/per-file-ignores,
-the baseline, max-input-scale; `grist_lsp/policy.py`) is applied here, for the static
-and the dynamic path alike, so the editor shows what `grist-lsp --check` reports.
+The analyzer is imported when first used (not at server start-up) so the editor gets
+static diagnostics in milliseconds and torch is never imported into the server process by
+the static path. The engine runs the user's code in its own subprocesses; nothing here
+executes user code.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import inspect
 import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from grist_lsp.server.settings import Settings
-
-from grist_lsp.config import ConfigError, find_pyproject, load_config
+from grist_lsp.config import ConfigError
 from grist_lsp.model import Fix, Site, Status, Verdict, Witness, file_error
-from grist_lsp.policy import Policy, make_policy
+from grist_lsp.server.settings import Settings
+from grist_lsp.service import CheckOptions, EditorSettings, Service
 
 ProgressCallback = Callable[[str, float], None]
+
+# The machine is shared with the editor: one engine worker keeps typing responsive.
+SERVER_JOBS = 1
 
 
 class Cancelled(Exception):
     """A dynamic run was cancelled (a newer edit, a settings change, the user)."""
 
 
-def project_policy(path: str) -> tuple[Policy | None, str]:
-    """The `[tool.grist]` policy for the file at ``path``, or None and why it could not be read.
-
-    Read on every call (a few small files): the user may edit pyproject.toml or the
-    baseline at any time, and the server keeps no state outside the scheduler.
-    """
-    if not os.path.isabs(path) or not Path(path).parent.is_dir():
-        return None, ""  # an untitled buffer: no project around it
-    try:
-        config = load_config(find_pyproject(Path(path)), Path(path).parent)
-        return make_policy(config, config.root), ""
-    except ConfigError as exc:
-        return None, str(exc)
+def service_for(path: str, settings: Settings, folder: str | None) -> Service:
+    """The service for the file at ``path`` (raises ConfigError naming pyproject.toml and the key)."""
+    editor = EditorSettings(settings.editor_values(), Path(folder) if folder else None)
+    # The server shows reproducers on request ("Create reproducer test"); it never writes
+    # files into the workspace behind the user's back, so no write_reproducers here.
+    return Service.resolve([path], CheckOptions(), editor)
 
 
-def analyze(path: str, text: str) -> list[Verdict]:
-    """The static verdicts of ``text`` the project wants to see (suppressed and baselined ones left out)."""
-    return _prepared(path, text, project_policy(path))
+def _in_project(path: str) -> bool:
+    return os.path.isabs(path) and Path(path).parent.is_dir()  # else an untitled buffer
 
 
-def _prepared(path: str, text: str, found: tuple[Policy | None, str]) -> list[Verdict]:
+def analyze(path: str, text: str, settings: Settings, folder: str | None) -> list[Verdict]:
+    """The static verdicts of ``text`` the project wants to see (suppressed, baselined and
+    excluded ones left out)."""
     from grist_lsp.analyzer.analysis import analyze_source
 
-    verdicts = analyze_source(path, text)
-    policy, problem = found
-    if problem:
+    if not _in_project(path):
+        return analyze_source(path, text)
+    try:
+        service = service_for(path, settings, folder)
+    except ConfigError as exc:
         # Shown on the file rather than only logged: the user must learn why nothing is silenced.
-        return verdicts + [
-            file_error(path, f"{problem}; until it is fixed, suppressions and the baseline are not applied")
-        ]
-    if policy is None:
-        return verdicts
-    return policy.before_engine(path, text, verdicts).verdicts
+        problem = f"{exc}; until it is fixed, [tool.grist] (suppressions, the baseline ...) is not applied"
+        return analyze_source(path, text) + [file_error(path, problem)]
+    if service.excluded(path):
+        return []  # `grist-lsp --check` skips it too
+    return service.static(path, text).verdicts
 
 
 def warm_up() -> None:
     """Import the static pass (libcst, networkx) before the first file arrives: ~0.5 s once."""
-    analyze("<warm-up>.py", "import torch\n\ny = torch.log(torch.ones(1))\n")
-
-
-def module_available(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def engine_available() -> bool:
-    return module_available("grist_lsp.dynamic.engine")
-
-
-def _accepted(cls: Any, wanted: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of ``wanted`` that ``cls`` takes (the options grow over time)."""
-    if dataclasses.is_dataclass(cls):
-        names = {f.name for f in dataclasses.fields(cls)}
-    else:
-        names = set(inspect.signature(cls).parameters)
-    return {k: v for k, v in wanted.items() if k in names}
-
-
-def engine_options(settings: Settings, project_root: str | None) -> Any:
-    from grist_lsp.dynamic.engine import EngineOptions
-
-    wanted = {
-        "budget": settings.budget,
-        "seed": 0,
-        # The machine is shared with the editor: one worker keeps typing responsive.
-        "jobs": 1,
-        "entries": list(settings.entries),
-        "project_root": project_root,
-        # The server shows reproducers on request ("Create reproducer test"); it never
-        # writes files into the workspace behind the user's back.
-        "write_reproducers": None,
-    }
-    if settings.timeout is not None:
-        wanted["timeout"] = settings.timeout
-    return EngineOptions(**_accepted(EngineOptions, wanted))
+    analyze("<warm-up>.py", "import torch\n\ny = torch.log(torch.ones(1))\n", Settings(), None)
 
 
 def needs_engine(verdicts: list[Verdict]) -> bool:
@@ -121,7 +80,7 @@ def confirm_file(
     path: str,
     text: str,
     settings: Settings,
-    project_root: str | None,
+    folder: str | None,
     progress: ProgressCallback | None,
     cancel: threading.Event,
 ) -> list[Verdict]:
@@ -132,23 +91,20 @@ def confirm_file(
     """
     if cancel.is_set():
         raise Cancelled()
-    found = project_policy(path)
-    # Suppressed and baselined sites are gone before the engine starts: no search time on them.
-    verdicts = _prepared(path, text, found)
+    try:
+        service = service_for(path, settings, folder)
+    except ConfigError:
+        return analyze(path, text, settings, folder)  # says what is wrong; no code runs on a bad config
+    if service.excluded(path):
+        return []
+    verdicts = service.static(path, text).verdicts
     if not needs_engine(verdicts):
         return verdicts
-    from grist_lsp.dynamic.engine import confirm
-
-    options = engine_options(settings, project_root)
-    verdicts = confirm(path, text, verdicts, options, progress=progress, cancel=cancel)
+    options = service.engine_options(jobs=SERVER_JOBS)
+    verdicts = service.confirm(path, text, verdicts, options, progress=progress, cancel=cancel)
     if cancel.is_set():
         raise Cancelled()
-    policy = found[0]
-    return policy.after_engine(verdicts) if policy is not None else verdicts
-
-
-def fixes_available() -> bool:
-    return module_available("grist_lsp.dynamic.verify")
+    return verdicts
 
 
 def needs_fixes(verdicts: list[Verdict]) -> bool:
@@ -161,21 +117,18 @@ def verify_fixes(
     text: str,
     verdicts: list[Verdict],
     settings: Settings,
-    project_root: str | None,
+    folder: str | None,
     cancel: threading.Event,
 ) -> list[Verdict]:
     """``verdicts`` with re-checked fixes (each fix runs the engine again, in subprocesses)."""
     if cancel.is_set():
         raise Cancelled()  # queued behind a newer edit: not worth starting
-    from grist_lsp.dynamic.verify import fix_verdicts
-
-    return fix_verdicts(path, text, verdicts, engine_options(settings, project_root))
+    service = service_for(path, settings, folder)
+    return service.verify_fixes(path, text, verdicts, service.engine_options(jobs=SERVER_JOBS))
 
 
 def propose(text: str, verdict: Verdict) -> list[Fix]:
-    """Unverified rewrites for a verdict (static: no code runs), when the fixer exists."""
-    if not module_available("grist_lsp.analyzer.fixes"):
-        return []
+    """Unverified rewrites for a verdict (static: no code runs)."""
     from grist_lsp.analyzer.fixes import propose_fixes
 
     return list(propose_fixes(text, verdict))

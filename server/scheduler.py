@@ -25,10 +25,9 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict
 from grist_lsp.server import core
 from grist_lsp.server.diagnostics import witness_words
-
-from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict
 
 if TYPE_CHECKING:
     from grist_lsp.server.server import GristServer
@@ -155,6 +154,7 @@ def carry_over(static: list[Verdict], previous: list[Verdict]) -> list[Verdict]:
             out.append(verdict)
             continue
         old = matches[index]
+        assert old.witness is not None  # only verdicts with a witness were collected above
         words = old.message or witness_words(old, old.witness)
         fixes = [
             f for f in (_shift_fix(f, old.site.span, verdict.site.span) for f in old.fixes) if f is not None
@@ -220,7 +220,6 @@ class Scheduler:
         self._last_dynamic: dict[str, list[Verdict]] = {}  # uri -> newest engine answer, any text
         self._gate: asyncio.Lock | None = None  # one engine run at a time: the cores are shared
         self.runs_started = 0  # engine runs actually started (exposed for logging)
-        self._warned_no_engine = False
 
     # --- results ---------------------------------------------------------------
 
@@ -284,7 +283,7 @@ class Scheduler:
             if key not in self.static_results:
                 try:
                     verdicts = await loop.run_in_executor(
-                        self.static_pool, core.analyze, snap.path, snap.text
+                        self.static_pool, core.analyze, snap.path, snap.text, self.server.settings, snap.root
                     )
                 except Exception as exc:  # the analyzer promises not to raise; if it does, say so
                     self.server.log_exception(f"static analysis of {snap.path} failed", exc)
@@ -341,7 +340,6 @@ class Scheduler:
         run.task = asyncio.ensure_future(self._dynamic(run, snap))
 
     async def _dynamic(self, run: Run, snap: Snapshot) -> None:
-        loop = asyncio.get_running_loop()
         if self._gate is None:
             self._gate = asyncio.Lock()
         try:
@@ -358,77 +356,68 @@ class Scheduler:
                 self.dynamic_results.put(run.key, static)
                 self.server.publish(run.uri)
                 return
-            if not core.engine_available():
-                if not self._warned_no_engine:
-                    self._warned_no_engine = True
-                    self.server.log(
-                        "the dynamic engine (grist_lsp.dynamic.engine) is not installed: static diagnostics only"
-                    )
-                return
             async with self._gate:
-                if run.cancel.is_set():
-                    return
-                self.runs_started += 1
-                name = snap.path.rsplit("/", 1)[-1]
-                progress = await self.server.begin_progress(f"GRIST: running {name}", run.cancel)
-                outcome = "cancelled"
-                started = loop.time()
-                try:
-                    verdicts = await self._wait(
-                        loop.run_in_executor(
-                            self.dynamic_pool,
-                            core.confirm_file,
-                            snap.path,
-                            snap.text,
-                            self.server.settings,
-                            snap.root,
-                            progress.report_threadsafe,
-                            run.cancel,
-                        ),
-                        run,
-                    )
-                    if verdicts is None:
-                        return
-                    # Show confirmed bugs now; verified fixes follow (each fix re-runs the engine).
-                    self.remember(run, verdicts)
-                    self.server.publish(run.uri)
-                    outcome = "done"
-                    shown = os.path.relpath(snap.path, snap.root) if snap.root else snap.path
-                    self.server.log(run_summary(shown, static or [], verdicts, loop.time() - started))
-                    if core.needs_fixes(verdicts) and core.fixes_available():
-                        progress.report_threadsafe("re-checking the fixes", 1.0)
-                        fixed = await self._wait(
-                            loop.run_in_executor(
-                                self.fix_pool,
-                                core.verify_fixes,
-                                snap.path,
-                                snap.text,
-                                verdicts,
-                                self.server.settings,
-                                snap.root,
-                                run.cancel,
-                            ),
-                            run,
-                        )
-                        if fixed is None:
-                            return
-                        self.remember(run, fixed)
-                        self.server.publish(run.uri)
-                except Exception as exc:
-                    outcome = "failed"
-                    self.server.log_exception(f"the dynamic check of {snap.path} failed", exc)
-                    failed = list(self.static_results.get(snap.hash) or []) + [
-                        core.internal_error(snap.path, exc)
-                    ]
-                    self.dynamic_results.put(run.key, failed)
-                    self.server.publish(run.uri)
-                finally:
-                    progress.end(outcome)
+                if not run.cancel.is_set():
+                    await self._engine_run(run, snap, static or [])
         except Exception as exc:  # never let a run take the server down
             self.server.log_exception("dynamic scheduling failed", exc)
         finally:
             if self._runs.get(run.uri) is run:
                 del self._runs[run.uri]
+
+    async def _engine_run(self, run: Run, snap: Snapshot, static: list[Verdict]) -> None:
+        """One engine run under the gate: confirmed bugs are shown, then their verified fixes."""
+        loop = asyncio.get_running_loop()
+        self.runs_started += 1
+        name = snap.path.rsplit("/", 1)[-1]
+        progress = await self.server.begin_progress(f"GRIST: running {name}", run.cancel)
+        outcome = "cancelled"
+        started = loop.time()
+        settings = self.server.settings
+        try:
+            confirm = loop.run_in_executor(
+                self.dynamic_pool,
+                core.confirm_file,
+                snap.path,
+                snap.text,
+                settings,
+                snap.root,
+                progress.report_threadsafe,
+                run.cancel,
+            )
+            verdicts = await self._wait(confirm, run)
+            if verdicts is None:
+                return
+            # Show confirmed bugs now; verified fixes follow (each fix re-runs the engine).
+            self.remember(run, verdicts)
+            self.server.publish(run.uri)
+            outcome = "done"
+            shown = os.path.relpath(snap.path, snap.root) if snap.root else snap.path
+            self.server.log(run_summary(shown, static, verdicts, loop.time() - started))
+            if core.needs_fixes(verdicts):
+                progress.report_threadsafe("re-checking the fixes", 1.0)
+                verify = loop.run_in_executor(
+                    self.fix_pool,
+                    core.verify_fixes,
+                    snap.path,
+                    snap.text,
+                    verdicts,
+                    settings,
+                    snap.root,
+                    run.cancel,
+                )
+                fixed = await self._wait(verify, run)
+                if fixed is not None:
+                    self.remember(run, fixed)
+                    self.server.publish(run.uri)
+        except Exception as exc:
+            outcome = "failed"
+            self.server.log_exception(f"the dynamic check of {snap.path} failed", exc)
+            failed = list(self.static_results.get(snap.hash) or []) + [core.internal_error(snap.path, exc)]
+            self.dynamic_results.put(run.key, failed)
+            self.server.publish(run.uri)
+        finally:
+            progress.end(outcome)
 
     @staticmethod
     async def _wait(future: asyncio.Future[Any], run: Run) -> Any:
@@ -464,6 +453,15 @@ class Scheduler:
         run = self._runs.get(uri)
         if run is not None:
             run.cancel.set()
+
+    def config_changed(self) -> None:
+        """A pyproject.toml changed: every cached result may be stale. Stop the runs and start over."""
+        self.cancel_all()
+        self.static_results.drop(lambda k: True)
+        self.dynamic_results.drop(lambda k: True)
+        for uri in sorted(self.server.open_uris):
+            self.kick_static(uri)
+            self.schedule_dynamic(uri, 0.0)
 
     def close(self, uri: str) -> None:
         timer = self._timers.pop(uri, None)

@@ -1,8 +1,10 @@
 """The grist language server: pygls wiring, handlers, publishing, and ``main()``.
 
 State lives on the ``GristServer`` instance (settings, open documents, what was
-published, the scheduler); handlers are registered on an instance built by
-``create_server`` so several servers can live in one process (tests).
+published, the scheduler). Handlers are module-level functions in the pygls style (the
+server is their first argument); ``create_server`` registers them from ``FEATURES`` and
+``COMMANDS`` on a fresh instance, so several servers can live in one process (tests).
+What a file's checks are is not decided here: ``core.py`` asks the one service.
 """
 
 from __future__ import annotations
@@ -22,16 +24,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
-from grist_lsp.server import actions, core, diagnostics
-from grist_lsp.server.scheduler import Scheduler, Snapshot
-from grist_lsp.server.settings import DYNAMIC_FIELDS, Settings, client_trust, merge_settings
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from grist_lsp import __version__
 from grist_lsp.model import Status, Verdict
+from grist_lsp.server import actions, core, diagnostics
+from grist_lsp.server.scheduler import Scheduler, Snapshot
+from grist_lsp.server.settings import DYNAMIC_FIELDS, Settings, client_trust, merge_settings
 
+CONFIG_FILE = "pyproject.toml"  # where [tool.grist] lives; the server re-runs open files when one changes
 CLIENT_REQUEST_TIMEOUT = 10.0  # seconds to wait for the client's configuration/progress answers
 
 
@@ -240,13 +243,20 @@ class GristServer(LanguageServer):
 
     async def register_configuration_changes(self) -> None:
         """Ask to be told when ``grist.*`` changes (clients that register dynamically)."""
-        if not self._capability("workspace.did_change_configuration.dynamic_registration"):
-            return
-        registration = types.Registration(
-            id=str(uuid.uuid4()),
-            method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
-            register_options={"section": "grist"},
-        )
+        if self._capability("workspace.did_change_configuration.dynamic_registration"):
+            await self._register(types.WORKSPACE_DID_CHANGE_CONFIGURATION, {"section": "grist"})
+
+    async def register_config_file_watcher(self) -> None:
+        """Ask to be told when a pyproject.toml changes: `[tool.grist]` decides what is shown."""
+        if self._capability("workspace.did_change_watched_files.dynamic_registration"):
+            watcher = types.FileSystemWatcher(glob_pattern=f"**/{CONFIG_FILE}")
+            await self._register(
+                types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                types.DidChangeWatchedFilesRegistrationOptions(watchers=[watcher]),
+            )
+
+    async def _register(self, method: str, options: Any) -> None:
+        registration = types.Registration(id=str(uuid.uuid4()), method=method, register_options=options)
         try:
             await asyncio.wait_for(
                 self.client_register_capability_async(types.RegistrationParams(registrations=[registration])),
@@ -254,7 +264,7 @@ class GristServer(LanguageServer):
             )
         except Exception as exc:
             self.log(
-                f"client/registerCapability failed ({exc}); settings changes need a restart",
+                f"client/registerCapability {method} failed ({exc}); such changes need a restart",
                 types.MessageType.Warning,
             )
 
@@ -359,185 +369,217 @@ def _uri_argument(args: tuple[Any, ...]) -> str | None:
     return None
 
 
-def create_server() -> GristServer:
-    """A server with every handler registered."""
-    server = GristServer()
+# --- handlers (pygls style: module-level functions taking the server first) ---
 
-    @server.feature(types.INITIALIZE)
-    @guarded
-    def initialize(ls: GristServer, params: types.InitializeParams) -> None:
-        # Fail closed: should reading the options go wrong, no code runs.
-        ls.client_trusted = False
-        ls.scheduler.warm_up()
-        ls.pull_diagnostics = ls._capability("text_document.diagnostic") is not None
-        options = params.initialization_options
-        trusted = client_trust(options)
-        ls.client_trusted = True if trusted is None else trusted
-        ls.settings = merge_settings(ls.settings, options)
 
-    @server.feature(types.INITIALIZED)
-    @guarded
-    async def initialized(ls: GristServer, params: types.InitializedParams) -> None:
-        try:
-            await ls.register_configuration_changes()
-            await ls.pull_configuration()
-        finally:
-            ls.config_ready = True
-            if not ls.client_trusted:
-                ls.log("the workspace is not trusted: static analysis only, no code is run")
-            for uri in sorted(ls.open_uris):
-                ls.publish(uri)
-                ls.scheduler.schedule_dynamic(uri, 0.0)
+@guarded
+def initialize(ls: GristServer, params: types.InitializeParams) -> None:
+    # Fail closed: should reading the options go wrong, no code runs.
+    ls.client_trusted = False
+    ls.scheduler.warm_up()
+    ls.pull_diagnostics = ls._capability("text_document.diagnostic") is not None
+    options = params.initialization_options
+    trusted = client_trust(options)
+    ls.client_trusted = True if trusted is None else trusted
+    ls.settings = merge_settings(ls.settings, options)
 
-    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    @guarded
-    async def did_change_configuration(ls: GristServer, params: types.DidChangeConfigurationParams) -> None:
-        if isinstance(params.settings, dict):
-            ls.apply_payload(params.settings)
-        # Pull as well: VS Code sends null settings under the pull model.
+
+@guarded
+async def initialized(ls: GristServer, params: types.InitializedParams) -> None:
+    try:
+        await ls.register_configuration_changes()
         await ls.pull_configuration()
+    finally:
+        ls.config_ready = True
+        if not ls.client_trusted:
+            ls.log("the workspace is not trusted: static analysis only, no code is run")
+        for uri in sorted(ls.open_uris):
+            ls.publish(uri)
+            ls.scheduler.schedule_dynamic(uri, 0.0)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
-    @guarded
-    def did_open(ls: GristServer, params: types.DidOpenTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.open_uris.add(uri)
-        ls.scheduler.kick_static(uri)
-        ls.scheduler.schedule_dynamic(uri, 0.0)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
-    @guarded
-    def did_change(ls: GristServer, params: types.DidChangeTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.scheduler.kick_static(uri)
-        ls.scheduler.text_changed(uri)
-        ls.scheduler.schedule_dynamic(uri, ls.settings.debounce)
+@guarded
+async def did_change_configuration(ls: GristServer, params: types.DidChangeConfigurationParams) -> None:
+    if isinstance(params.settings, dict):
+        ls.apply_payload(params.settings)
+    # Pull as well: VS Code sends null settings under the pull model.
+    await ls.pull_configuration()
 
-    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
-    @guarded
-    def did_save(ls: GristServer, params: types.DidSaveTextDocumentParams) -> None:
-        ls.scheduler.schedule_dynamic(params.text_document.uri, 0.0)
 
-    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
-    @guarded
-    def did_close(ls: GristServer, params: types.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.scheduler.close(uri)
-        ls.open_uris.discard(uri)
-        ls.published.pop(uri, None)
-        ls.served.pop(uri, None)
-        if not ls.pull_diagnostics:  # a pulling client drops a closed file's diagnostics itself
-            ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+@guarded
+def did_change_watched_files(ls: GristServer, params: types.DidChangeWatchedFilesParams) -> None:
+    changed = [c.uri for c in params.changes if c.uri.rsplit("/", 1)[-1] == CONFIG_FILE]
+    if changed:
+        ls.log(f"{', '.join(changed)} changed: checking the open files again")
+        ls.scheduler.config_changed()
 
-    @server.feature(
+
+@guarded
+def did_open(ls: GristServer, params: types.DidOpenTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.open_uris.add(uri)
+    ls.scheduler.kick_static(uri)
+    ls.scheduler.schedule_dynamic(uri, 0.0)
+
+
+@guarded
+def did_change(ls: GristServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.scheduler.kick_static(uri)
+    ls.scheduler.text_changed(uri)
+    ls.scheduler.schedule_dynamic(uri, ls.settings.debounce)
+
+
+@guarded
+def did_save(ls: GristServer, params: types.DidSaveTextDocumentParams) -> None:
+    ls.scheduler.schedule_dynamic(params.text_document.uri, 0.0)
+
+
+@guarded
+def did_close(ls: GristServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.scheduler.close(uri)
+    ls.open_uris.discard(uri)
+    ls.published.pop(uri, None)
+    ls.served.pop(uri, None)
+    if not ls.pull_diagnostics:  # a pulling client drops a closed file's diagnostics itself
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+
+@guarded
+async def document_diagnostic(
+    ls: GristServer, params: types.DocumentDiagnosticParams
+) -> types.DocumentDiagnosticReport:
+    return await ls.pull(params.text_document.uri, params.previous_result_id)
+
+
+@guarded
+def code_action(ls: GristServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+    uri = params.text_document.uri
+    snap = ls.snapshot(uri)
+    entry = ls.published.get(uri)
+    if snap is None or entry is None or entry[1] != snap.hash:
+        return []  # diagnostics for an older text: their spans would edit the wrong place
+    document_changes = bool(ls._capability("workspace.workspace_edit.document_changes"))
+
+    def propose(verdict: Verdict) -> list:
+        try:
+            return core.propose(snap.text, verdict)
+        except Exception as exc:
+            ls.log_exception("proposing a fix failed", exc)
+            return []
+
+    return actions.code_actions(
+        entry[2],
+        params.range,
+        uri,
+        snap.version,
+        snap.text,
+        ls.encoding,
+        only=params.context.only,
+        document_changes=document_changes,
+        propose=propose,
+    )
+
+
+@guarded
+def recheck(ls: GristServer, *args: Any) -> None:
+    uri = _uri_argument(args)
+    targets = [uri] if uri is not None else sorted(ls.open_uris)
+    for target in targets:
+        if target not in ls.open_uris:
+            ls.log(f"grist.recheck: {target} is not open", types.MessageType.Warning)
+            continue
+        ls.scheduler.forget(target)
+        ls.scheduler.kick_static(target)
+        ls.scheduler.schedule_dynamic(target, 0.0)
+
+
+@guarded
+async def create_reproducer(ls: GristServer, *args: Any) -> dict[str, Any] | None:
+    uri = _uri_argument(args)
+    key = args[1] if len(args) > 1 and isinstance(args[1], str) else None
+    snap = ls.snapshot(uri) if uri else None
+    verdict = ls.find_verdict(uri, key) if (uri and key) else None
+    if snap is None or verdict is None or verdict.status is not Status.CONFIRMED or verdict.witness is None:
+        ls.window_show_message(
+            types.ShowMessageParams(
+                type=types.MessageType.Warning,
+                message="GRIST: this finding is out of date or has no failing input; re-check the file and try again.",
+            )
+        )
+        return None
+    return await _write_reproducer(ls, snap, verdict)
+
+
+@guarded
+def status(ls: GristServer, *args: Any) -> dict[str, Any]:
+    """What the server is doing, for "GRIST: show status" and for tests."""
+    return {
+        "version": __version__,
+        "trusted": ls.client_trusted,
+        "dynamic_allowed": ls.settings.dynamic_allowed(ls.client_trusted),
+        "engine_runs": ls.scheduler.runs_started,
+        "running": sorted(uri for uri in ls.open_uris if ls.scheduler.running(uri)),
+        "open_documents": len(ls.open_uris),
+        "config_ready": ls.config_ready,
+        "settings": dataclasses.asdict(ls.settings),
+        "position_encoding": ls.encoding,
+    }
+
+
+def exit_(ls: GristServer, params: None) -> None:
+    # pygls calls this before its own exit: leave before asyncio tears the tasks down.
+    leave(ls)
+
+
+def shutdown(ls: GristServer, params: None) -> None:
+    ls.shutdown_requested = True
+    ls.scheduler.shutdown()
+
+
+FEATURES: list[tuple[str, Any, Callable[..., Any]]] = [
+    (types.INITIALIZE, None, initialize),
+    (types.INITIALIZED, None, initialized),
+    (types.WORKSPACE_DID_CHANGE_CONFIGURATION, None, did_change_configuration),
+    (types.WORKSPACE_DID_CHANGE_WATCHED_FILES, None, did_change_watched_files),
+    (types.TEXT_DOCUMENT_DID_OPEN, None, did_open),
+    (types.TEXT_DOCUMENT_DID_CHANGE, None, did_change),
+    (types.TEXT_DOCUMENT_DID_SAVE, None, did_save),
+    (types.TEXT_DOCUMENT_DID_CLOSE, None, did_close),
+    (
         types.TEXT_DOCUMENT_DIAGNOSTIC,
         types.DiagnosticOptions(
             identifier="grist", inter_file_dependencies=False, workspace_diagnostics=False
         ),
-    )
-    @guarded
-    async def document_diagnostic(
-        ls: GristServer, params: types.DocumentDiagnosticParams
-    ) -> types.DocumentDiagnosticReport:
-        return await ls.pull(params.text_document.uri, params.previous_result_id)
-
-    @server.feature(
+        document_diagnostic,
+    ),
+    (
         types.TEXT_DOCUMENT_CODE_ACTION,
         types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, actions.REPRODUCER_KIND, actions.RECHECK_KIND],
             resolve_provider=False,
         ),
-    )
-    @guarded
-    def code_action(ls: GristServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        uri = params.text_document.uri
-        snap = ls.snapshot(uri)
-        entry = ls.published.get(uri)
-        if snap is None or entry is None or entry[1] != snap.hash:
-            return []  # diagnostics for an older text: their spans would edit the wrong place
-        document_changes = bool(ls._capability("workspace.workspace_edit.document_changes"))
+        code_action,
+    ),
+    (types.EXIT, None, exit_),
+    (types.SHUTDOWN, None, shutdown),
+]
 
-        def propose(verdict: Verdict) -> list:
-            try:
-                return core.propose(snap.text, verdict)
-            except Exception as exc:
-                ls.log_exception("proposing a fix failed", exc)
-                return []
+COMMANDS: list[tuple[str, Callable[..., Any]]] = [
+    (actions.RECHECK, recheck),
+    (actions.CREATE_REPRODUCER, create_reproducer),
+    (actions.STATUS, status),
+]
 
-        return actions.code_actions(
-            entry[2],
-            params.range,
-            uri,
-            snap.version,
-            snap.text,
-            ls.encoding,
-            only=params.context.only,
-            document_changes=document_changes,
-            propose=propose,
-        )
 
-    @server.command(actions.RECHECK)
-    @guarded
-    def recheck(ls: GristServer, *args: Any) -> None:
-        uri = _uri_argument(args)
-        targets = [uri] if uri is not None else sorted(ls.open_uris)
-        for target in targets:
-            if target not in ls.open_uris:
-                ls.log(f"grist.recheck: {target} is not open", types.MessageType.Warning)
-                continue
-            ls.scheduler.forget(target)
-            ls.scheduler.kick_static(target)
-            ls.scheduler.schedule_dynamic(target, 0.0)
-
-    @server.command(actions.CREATE_REPRODUCER)
-    @guarded
-    async def create_reproducer(ls: GristServer, *args: Any) -> dict[str, Any] | None:
-        uri = _uri_argument(args)
-        key = args[1] if len(args) > 1 and isinstance(args[1], str) else None
-        snap = ls.snapshot(uri) if uri else None
-        verdict = ls.find_verdict(uri, key) if (uri and key) else None
-        if (
-            snap is None
-            or verdict is None
-            or verdict.status is not Status.CONFIRMED
-            or verdict.witness is None
-        ):
-            ls.window_show_message(
-                types.ShowMessageParams(
-                    type=types.MessageType.Warning,
-                    message="GRIST: this finding is out of date or has no failing input; re-check the file and try again.",
-                )
-            )
-            return None
-        return await _write_reproducer(ls, snap, verdict)
-
-    @server.command(actions.STATUS)
-    @guarded
-    def status(ls: GristServer, *args: Any) -> dict[str, Any]:
-        """What the server is doing, for "GRIST: show status" and for tests."""
-        return {
-            "version": __version__,
-            "trusted": ls.client_trusted,
-            "dynamic_allowed": ls.settings.dynamic_allowed(ls.client_trusted),
-            "engine_available": core.engine_available(),
-            "engine_runs": ls.scheduler.runs_started,
-            "running": sorted(uri for uri in ls.open_uris if ls.scheduler.running(uri)),
-            "open_documents": len(ls.open_uris),
-            "config_ready": ls.config_ready,
-            "settings": dataclasses.asdict(ls.settings),
-            "position_encoding": ls.encoding,
-        }
-
-    @server.feature(types.EXIT)
-    def exit_(ls: GristServer, params: None) -> None:
-        # pygls calls this before its own exit: leave before asyncio tears the tasks down.
-        leave(ls)
-
-    @server.feature(types.SHUTDOWN)
-    def shutdown(ls: GristServer, params: None) -> None:
-        ls.shutdown_requested = True
-        ls.scheduler.shutdown()
-
+def create_server() -> GristServer:
+    """A server with every handler registered (one instance per session; tests start several)."""
+    server = GristServer()
+    for method, options, handler in FEATURES:
+        server.feature(method, options)(handler)
+    for name, handler in COMMANDS:
+        server.command(name)(handler)
     return server
 
 

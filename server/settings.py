@@ -15,36 +15,43 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from grist_lsp.defaults import default, server_settings
+
 # Settings that change what the dynamic engine does: a change invalidates its runs.
 DYNAMIC_FIELDS = ("dynamic_enable", "budget", "entries", "trusted", "timeout")
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Effective ``grist.*`` settings for the whole server."""
+    """Effective ``grist.*`` settings for the whole server; defaults from ``grist_lsp/defaults.py``.
 
-    enable: bool = True  # grist.enable: any diagnostics at all
-    dynamic_enable: bool = True  # grist.dynamic.enable: may run the user's code
-    budget: float = 10.0  # grist.budget: seconds of search per possible site
-    entries: tuple[str, ...] = ()  # grist.entries: "file.py:function"
-    show_possible: bool = True  # grist.showPossible
-    show_safe: bool = False  # grist.showSafe (as hints)
+    ``budget``, ``entries`` and ``timeout`` are below `[tool.grist]` (see ``service.py``): the
+    server hands them to the service as the editor's values.
+    """
+
+    enable: bool = default("enable")  # grist.enable: any diagnostics at all
+    dynamic_enable: bool = default("dynamic_enable")  # grist.dynamic.enable: may run the user's code
+    budget: float = default("budget")  # grist.budget: seconds of search per possible site
+    entries: tuple[str, ...] = default("entries")  # grist.entries: "file.py:function"
+    show_possible: bool = default("show_possible")  # grist.showPossible
+    show_safe: bool = default("show_safe")  # grist.showSafe (as hints)
     trusted: bool = True  # grist.trusted; can only take trust away, never grant it
-    debounce: float = 1.0  # grist.dynamic.debounce: seconds of quiet before a run
-    timeout: float | None = (
-        None  # grist.dynamic.timeout: seconds for the program to reach its sites (engine default)
-    )
-    reproducer_dir: str = (
-        "tests/grist"  # grist.reproducerDir: where "Create reproducer test" writes, from the workspace root
-    )
+    debounce: float = default("debounce")  # grist.dynamic.debounce: seconds of quiet before a run
+    timeout: float = default("timeout")  # grist.dynamic.timeout: seconds for the program to reach its sites
+    # grist.reproducerDir: where "Create reproducer test" writes, from the workspace root
+    reproducer_dir: str = default("reproducer_dir")
 
     def dynamic_allowed(self, client_trusts_workspace: bool) -> bool:
         """Whether the user's code may run: enabled, and trusted by both client and setting."""
         return self.enable and self.dynamic_enable and self.trusted and client_trusts_workspace
 
     def engine_key(self) -> tuple[Any, ...]:
-        """What a cached dynamic result depends on besides the text."""
+        """What a cached dynamic result depends on besides the text (and the project's config)."""
         return (self.budget, self.entries, self.timeout)
+
+    def editor_values(self) -> dict[str, Any]:
+        """The values the service takes from the editor (below `[tool.grist]`)."""
+        return {"budget": self.budget, "entries": list(self.entries), "timeout": self.timeout}
 
 
 # flat key (without "grist.") -> (field, converter)
@@ -81,17 +88,24 @@ def _as_folder(v: Any) -> str:
     return folder
 
 
+# How each setting's value is read; its key ("grist." + key) comes from the defaults table.
+_CONVERTERS: dict[str, Any] = {
+    "enable": _as_bool,
+    "dynamic_enable": _as_bool,
+    "debounce": _as_budget,
+    "timeout": _as_timeout,
+    "budget": _as_budget,
+    "entries": _as_entries,
+    "show_possible": _as_bool,
+    "show_safe": _as_bool,
+    "reproducer_dir": _as_folder,
+}
+
+# flat key (without "grist.") -> (field, converter). "trusted" is no table option: a workspace's
+# settings file may take trust away through it, and no editor should offer it as a preference.
 _FLAT: dict[str, tuple[str, Any]] = {
-    "enable": ("enable", _as_bool),
-    "dynamic.enable": ("dynamic_enable", _as_bool),
-    "dynamic.debounce": ("debounce", _as_budget),
-    "dynamic.timeout": ("timeout", _as_timeout),
-    "budget": ("budget", _as_budget),
-    "entries": ("entries", _as_entries),
-    "showPossible": ("show_possible", _as_bool),
-    "showSafe": ("show_safe", _as_bool),
+    **{key: (option.name, _CONVERTERS[option.name]) for key, option in server_settings().items()},
     "trusted": ("trusted", _as_bool),
-    "reproducerDir": ("reproducer_dir", _as_folder),
 }
 
 
