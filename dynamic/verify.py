@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grist_lsp.edits import EditError, apply_edits
 from grist_lsp.edits import line_starts as _line_starts
@@ -47,6 +47,9 @@ from grist_lsp.model import (
     to_json,
     witness_from_json,
 )
+
+if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
+    from grist_lsp.dynamic.engine import EngineOptions
 
 # Output comparison: relative and absolute tolerance. Clamps at 1e-8 and the like move values
 # that were already far from the invalid region by far less than this.
@@ -167,7 +170,7 @@ class _Check:
 
 
 def fix_verdicts(
-    path: str, text: str, verdicts: list[Verdict], options: Any, shared: SharedChild | None = None
+    path: str, text: str, verdicts: list[Verdict], options: EngineOptions, shared: SharedChild | None = None
 ) -> list[Verdict]:
     """``verdicts`` with ``fixes`` filled in for confirmed and possible sites.
 
@@ -202,7 +205,7 @@ def fix_verdicts(
                 )
         # Each check is subprocesses (engine workers, replay, program runs): threads overlap them,
         # as many at once as the engine may use workers.
-        jobs = max(1, int(getattr(options, "jobs", 1) or 1))
+        jobs = max(1, options.jobs)
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             futures = [
                 [
@@ -229,7 +232,7 @@ def check_fix(
     verdict: Verdict,
     fix: Fix,
     verdicts: list[Verdict],
-    options: Any,
+    options: EngineOptions,
     originals: _Originals | None = None,
     shared: SharedChild | None = None,
 ) -> Fix:
@@ -262,7 +265,7 @@ def _check_fix(
     verdict: Verdict,
     fix: Fix,
     verdicts: list[Verdict],
-    options: Any,
+    options: EngineOptions,
     originals: _Originals,
     runs: SharedChild,
 ) -> Fix:
@@ -348,7 +351,7 @@ def _engine_check(
     verdicts: list[Verdict],
     static: list[Verdict],
     region: Span,
-    options: Any,
+    options: EngineOptions,
     runs: SharedChild,
 ) -> None:
     """Fresh engine search on the fixed text: the site, and any site not confirmed before."""
@@ -357,15 +360,11 @@ def _engine_check(
     if any(v.status is Status.ERROR for v in static):
         check.engine_at_site = "error: the static pass failed on the fixed text"
         return
-    opts = options
-    if dataclasses.is_dataclass(options) and any(
-        f.name == "write_reproducers" for f in dataclasses.fields(options)
-    ):
-        # The search that found the bug took the witness's seconds: a fresh search of the fixed
-        # site gets several times that (at least a second), not a whole budget per fix.
-        found_in = verdict.witness.seconds if verdict.witness is not None else options.budget
-        budget = min(options.budget, max(FIX_SEARCH_FLOOR, FIX_SEARCH_FACTOR * found_in))
-        opts = dataclasses.replace(options, write_reproducers=None, budget=budget)
+    # The search that found the bug took the witness's seconds: a fresh search of the fixed
+    # site gets several times that (at least a second), not a whole budget per fix.
+    found_in = verdict.witness.seconds if verdict.witness is not None else options.budget
+    budget = min(options.budget, max(FIX_SEARCH_FLOOR, FIX_SEARCH_FACTOR * found_in))
+    opts = dataclasses.replace(options, write_reproducers=None, budget=budget)
     before = _keys_before(text, fix, verdicts, verdict, Status.CONFIRMED)
     searched = _keys_before(text, fix, verdicts, verdict, Status.POSSIBLE)
     # Sites confirmed before the fix stay bugs either way, and the other open sites were searched
@@ -501,7 +500,7 @@ class SharedChild:
     kills it, and the next task starts a fresh one. ``writable``: the folder run outputs go to.
     """
 
-    def __init__(self, options: Any, path: str) -> None:
+    def __init__(self, options: EngineOptions, path: str) -> None:
         self.options, self.path = options, path
         self.writable = tempfile.mkdtemp(prefix="grist-verify-")  # run outputs; removed by close()
         self._lock = threading.Lock()  # one task at a time: the child answers in order
@@ -526,9 +525,7 @@ class SharedChild:
         from grist_lsp.dynamic.engine import Subprocess, child_confinement
 
         confinement = child_confinement(self.options, self.path, (self.writable,))
-        child = Subprocess(
-            "grist_lsp.dynamic.verify", int(getattr(self.options, "memory_mb", 4096)), confinement
-        )
+        child = Subprocess("grist_lsp.dynamic.verify", self.options.memory_mb, confinement)
         child.start(self._on_line)
         return child
 
@@ -546,7 +543,7 @@ class SharedChild:
     def timeout(self) -> float:
         """Per run: the engine's run timeout plus a margin (the child's torch start-up is timed
         apart from it)."""
-        value = getattr(self.options, "timeout", None)
+        value = self.options.timeout
         return float(value) + STARTUP_ALLOWANCE if value else DEFAULT_TIMEOUT
 
     def run(self, task: dict[str, Any], seconds: float | None = None) -> dict[str, Any]:
@@ -788,6 +785,7 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
     """Run the witness's entry once on the program's own inputs (no substitution) and save what
     it returns as a flat list of tensors."""
     import torch
+
     from grist_lsp.dynamic import entries
 
     label, path, text, seed = task["entry"], task["path"], task["text"], int(task["seed"])

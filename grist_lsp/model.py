@@ -15,7 +15,7 @@ import dataclasses
 import enum
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 
 class Status(str, enum.Enum):
@@ -190,7 +190,16 @@ def site_from_json(d: dict) -> Site:
     return Site(**{**d, "span": Span(**d["span"])})
 
 
+@overload
+def witness_from_json(d: dict) -> Witness: ...
+@overload
+def witness_from_json(d: None) -> None: ...
+@overload
+def witness_from_json(d: dict | None) -> Witness | None: ...
+
+
 def witness_from_json(d: dict | None) -> Witness | None:
+    """A witness from its JSON form; None for a verdict's absent witness (JSON null)."""
     if d is None:
         return None
     return Witness(
