@@ -12,9 +12,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from grist_lsp import __version__
+from grist_lsp.config import FAIL_ON_CHOICES
+from grist_lsp.defaults import OPTIONS
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -42,79 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--format", choices=("text", "json", "sarif"), default="text", help="output format (default: text)"
     )
     check.add_argument("--output", "-o", metavar="FILE", help="write the report to FILE instead of stdout")
-    check.add_argument(
-        "--static-only", action="store_true", help="run only the static pass: no program is executed"
-    )
-    check.add_argument(
-        "--entry",
-        action="append",
-        default=[],
-        metavar="FILE:FUNC",
-        help="entry point returning (callable, args[, kwargs]); repeatable",
-    )
-    check.add_argument(
-        "--budget",
-        type=_non_negative_float,
-        metavar="SECONDS",
-        help="search time per unsafe site for the dynamic engine (default 5)",
-    )
-    check.add_argument("--seed", type=_non_negative_int, metavar="N", help="random seed of the search")
-    check.add_argument("--jobs", "-j", type=_positive_int, metavar="N", help="parallel worker processes")
-    check.add_argument(
-        "--fail-on",
-        choices=("confirmed", "possible"),
-        help="lowest status that makes the exit status 1 (default: confirmed)",
-    )
-    check.add_argument(
-        "--write-reproducers", metavar="DIR", help="write a pytest reproducer for each confirmed bug into DIR"
-    )
-    check.add_argument("--fix", action="store_true", help="apply verified fixes to the files")
-    check.add_argument(
-        "--diff",
-        action="store_true",
-        help="print verified fixes as a diff, change nothing (exit 1 if there are any)",
-    )
-    check.add_argument("--show-safe", action="store_true", help="also report sites proved safe")
-    check.add_argument("--config", metavar="PYPROJECT", help="read [tool.grist] from this file")
-    check.add_argument(
-        "--exclude",
-        action="append",
-        default=[],
-        metavar="PATTERN",
-        help="gitignore-style pattern to skip, relative to the project root; repeatable",
-    )
-    check.add_argument(
-        "--force-exclude",
-        action="store_true",
-        help="apply excludes to files named explicitly too (for pre-commit)",
-    )
-    check.add_argument(
-        "--baseline",
-        metavar="FILE",
-        help="report only findings not in this baseline file (see --write-baseline)",
-    )
-    check.add_argument(
-        "--write-baseline",
-        metavar="FILE",
-        help="record today's findings in FILE; later runs with --baseline FILE report only new ones",
-    )
-    check.add_argument(
-        "--max-input-scale",
-        type=_input_scale,
-        metavar="X",
-        help="keep a bug possible (not confirmed) when its witness needs inputs beyond X times "
-        "the program's own range",
-    )
-    check.add_argument(
-        "--show-unused-suppressions",
-        action="store_true",
-        help="report `# grist: ignore` comments that silence no finding (code GRIST001)",
-    )
-    check.add_argument(
-        "--no-sandbox",
-        action="store_true",
-        help="run the program under check with your full rights (no bubblewrap, no audit hook)",
-    )
+    _add_table_options(check)
+    _add_actions(check)
     return parser
 
 
@@ -134,9 +65,74 @@ def _number(kind: Callable[[str], float], minimum: float, what: str) -> Callable
 
 
 _non_negative_float = _number(float, 0, "a number of seconds >= 0")
+_positive_float = _number(float, 1e-9, "a number of seconds > 0")
 _non_negative_int = _number(int, 0, "an integer >= 0")
 _positive_int = _number(int, 1, "an integer >= 1")
 _input_scale = _number(float, 1, "a factor >= 1 (1: the program's own input range)")
+
+# How argparse reads each flag of the defaults table; its help is the table's doc and default.
+_FLAG_KINDS: dict[str, dict[str, Any]] = {
+    "budget": {"type": _non_negative_float, "metavar": "SECONDS"},
+    "seed": {"type": _non_negative_int, "metavar": "N"},
+    "jobs": {"type": _positive_int, "metavar": "N"},
+    "timeout": {"type": _positive_float, "metavar": "SECONDS"},
+    "entries": {"action": "append", "metavar": "FILE:FUNC"},
+    "exclude": {"action": "append", "metavar": "PATTERN"},
+    "fail_on": {"choices": FAIL_ON_CHOICES},
+    "max_input_scale": {"type": _input_scale, "metavar": "X"},
+    "baseline": {"metavar": "FILE"},
+    "static_only": {"action": "store_true"},
+    "show_safe": {"action": "store_true"},
+    # The flag turns the sandbox off; unset, [tool.grist] sandbox or the default decides.
+    "sandbox": {"action": "store_const", "const": "off"},
+}
+_SHORT = {"jobs": "-j"}
+
+
+def _add_table_options(group: argparse._ArgumentGroup) -> None:
+    """The flags of `grist_lsp/defaults.py`. Unset ones stay None (or empty): `[tool.grist]` then decides."""
+    for option in OPTIONS:
+        if option.cli is None:
+            continue
+        kind = _FLAG_KINDS[option.name]
+        shown = option.default if option.default not in (None, ()) else None
+        flag_help = option.cli_help or option.doc
+        if shown is not None and kind.get("action") not in ("store_true", "store_const"):
+            flag_help += f" (default: {shown:g})" if isinstance(shown, float) else f" (default: {shown})"
+        if kind.get("action") == "append":
+            flag_help += "; repeatable"
+            kind = {**kind, "default": []}
+        flags = [option.cli, *([_SHORT[option.name]] if option.name in _SHORT else [])]
+        group.add_argument(*flags, dest=option.name, help=flag_help, **kind)
+
+
+def _add_actions(group: argparse._ArgumentGroup) -> None:
+    """Flags that ask for something to be done or written, not options with a default."""
+    group.add_argument(
+        "--write-reproducers", metavar="DIR", help="write a pytest reproducer for each confirmed bug into DIR"
+    )
+    group.add_argument("--fix", action="store_true", help="apply verified fixes to the files")
+    group.add_argument(
+        "--diff",
+        action="store_true",
+        help="print verified fixes as a diff, change nothing (exit 1 if there are any)",
+    )
+    group.add_argument("--config", metavar="PYPROJECT", help="read [tool.grist] from this file")
+    group.add_argument(
+        "--force-exclude",
+        action="store_true",
+        help="apply excludes to files named explicitly too (for pre-commit)",
+    )
+    group.add_argument(
+        "--write-baseline",
+        metavar="FILE",
+        help="record today's findings in FILE; later runs with --baseline FILE report only new ones",
+    )
+    group.add_argument(
+        "--show-unused-suppressions",
+        action="store_true",
+        help="report `# grist: ignore` comments that silence no finding (code GRIST001)",
+    )
 
 
 def serve() -> int:
@@ -174,24 +170,14 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from grist_lsp.output import display_path, render
 
     options = CheckOptions(
-        static_only=args.static_only,
-        budget=args.budget,
-        seed=args.seed,
-        jobs=args.jobs,
-        entries=list(args.entry),
-        fail_on=args.fail_on,
+        **{option.name: getattr(args, option.name) for option in OPTIONS if option.cli is not None},
         write_reproducers=args.write_reproducers,
         fix=args.fix,
         diff=args.diff,
-        show_safe=args.show_safe,
         config=args.config,
-        exclude=list(args.exclude),
         force_exclude=args.force_exclude,
-        baseline=args.baseline,
         write_baseline=args.write_baseline,
-        max_input_scale=args.max_input_scale,
         show_unused_suppressions=args.show_unused_suppressions,
-        sandbox="off" if args.no_sandbox else None,
     )
     progress = _Progress(sys.stderr) if args.format == "text" and sys.stderr.isatty() else None
     try:
@@ -256,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for flag, on in (
             ("PATH", bool(args.paths)),
             ("--static-only", args.static_only),
-            ("--entry", bool(args.entry)),
+            ("--entry", bool(args.entries)),
             ("--fix", args.fix),
             ("--diff", args.diff),
             ("--output", args.output is not None),
@@ -266,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             ("--write-baseline", args.write_baseline is not None),
             ("--max-input-scale", args.max_input_scale is not None),
             ("--show-unused-suppressions", args.show_unused_suppressions),
-            ("--no-sandbox", args.no_sandbox),
+            ("--no-sandbox", args.sandbox is not None),
         )
         if on
     ]

@@ -121,6 +121,35 @@ def load_config(pyproject: Path | None, default_root: Path) -> GristConfig:
 
 def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | None = None) -> GristConfig:
     """Validate a `[tool.grist]` table given as a dict (the server passes client settings this way too)."""
+    read = _TableReader(_normalized(table, where), where)
+    fail_on = read.choice("fail-on", FAIL_ON_CHOICES, f"one of {', '.join(FAIL_ON_CHOICES)}")
+    entries = read.strings("entries")
+    for entry in entries:
+        validate_entry(entry, where)
+    select = read.codes("select") if "select" in read.values else None
+    return GristConfig(
+        root=root,
+        source=source,
+        exclude=read.strings("exclude") + read.strings("extend-exclude"),
+        include=read.strings("include"),
+        entries=entries,
+        budget=read.number("budget", float, 0),
+        fail_on=fail_on,
+        seed=read.number("seed", int, 0),
+        jobs=read.number("jobs", int, 1),
+        timeout=read.number("timeout", float, 0),
+        memory_mb=read.number("memory-mb", int, 1),
+        select=select,
+        ignore=read.codes("ignore"),
+        per_file_ignores=read.per_file_ignores(),
+        baseline=read.baseline(),
+        max_input_scale=read.number("max-input-scale", float, 1),
+        sandbox=read.choice("sandbox", SANDBOX_CHOICES, '"auto" or "off"'),
+    )
+
+
+def _normalized(table: dict[str, Any], where: str) -> dict[str, Any]:
+    """The table with `snake_case` keys spelled `kebab-case`; an unknown key is an error."""
     normalized: dict[str, Any] = {}
     for key, value in table.items():
         spelled = key.replace("_", "-")
@@ -128,19 +157,28 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
             known = ", ".join(sorted(_KNOWN_KEYS))
             raise ConfigError(f"{where}: [tool.grist] has an unknown key `{key}`; known keys: {known}")
         normalized[spelled] = value
+    return normalized
 
-    def strings(key: str) -> list[str]:
-        value = normalized.get(key, [])
+
+@dataclass
+class _TableReader:
+    """Typed reads of one `[tool.grist]` table; each error names the file, the key and the fix."""
+
+    values: dict[str, Any]
+    where: str
+
+    def strings(self, key: str) -> list[str]:
+        value = self.values.get(key, [])
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(
-                f'{where}: [tool.grist] `{key}` must be a list of strings, like {key} = ["a", "b"]'
+                f'{self.where}: [tool.grist] `{key}` must be a list of strings, like {key} = ["a", "b"]'
             )
         return list(value)
 
-    def number(key: str, kind: type, minimum: float) -> Any:
-        value = normalized.get(key)
+    def number(self, key: str, kind: type, minimum: float) -> Any:
+        value = self.values.get(key)
         if value is None:
             return None
         # bool is an int in Python; `budget = true` is a mistake, not 1 second.
@@ -150,69 +188,45 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         if not ok or value < minimum:
             article = "an integer" if kind is int else "a number"
             raise ConfigError(
-                f"{where}: [tool.grist] `{key}` must be {article} >= {minimum:g}, got {value!r}"
+                f"{self.where}: [tool.grist] `{key}` must be {article} >= {minimum:g}, got {value!r}"
             )
         return kind(value)
 
-    fail_on = normalized.get("fail-on")
-    if fail_on is not None and fail_on not in FAIL_ON_CHOICES:
-        raise ConfigError(
-            f"{where}: [tool.grist] `fail-on` must be one of {', '.join(FAIL_ON_CHOICES)}, got {fail_on!r}"
-        )
-    entries = strings("entries")
-    for entry in entries:
-        validate_entry(entry, where)
-    select = (
-        validate_codes(strings("select"), f"{where}: [tool.grist] `select`")
-        if "select" in normalized
-        else None
-    )
-    ignore = validate_codes(strings("ignore"), f"{where}: [tool.grist] `ignore`")
-    per_file = normalized.get("per-file-ignores", {})
-    if not isinstance(per_file, dict):
-        raise ConfigError(
-            f"{where}: [tool.grist] `per-file-ignores` must be a table of pattern = [codes], "
-            f'like per-file-ignores = {{"tests/*" = ["GRIST105"]}}'
-        )
-    per_file_ignores: dict[str, list[str]] = {}
-    for pattern, codes in per_file.items():
-        if isinstance(codes, str):
-            codes = [codes]
-        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+    def choice(self, key: str, choices: tuple[str, ...], words: str) -> str | None:
+        value = self.values.get(key)
+        if value is not None and value not in choices:
+            raise ConfigError(f"{self.where}: [tool.grist] `{key}` must be {words}, got {value!r}")
+        return value
+
+    def codes(self, key: str) -> list[str]:
+        return validate_codes(self.strings(key), f"{self.where}: [tool.grist] `{key}`")
+
+    def per_file_ignores(self) -> dict[str, list[str]]:
+        per_file = self.values.get("per-file-ignores", {})
+        if not isinstance(per_file, dict):
             raise ConfigError(
-                f'{where}: [tool.grist] `per-file-ignores` "{pattern}" must be a list of rule codes, '
-                f'like "{pattern}" = ["GRIST105"]'
+                f"{self.where}: [tool.grist] `per-file-ignores` must be a table of pattern = [codes], "
+                f'like per-file-ignores = {{"tests/*" = ["GRIST105"]}}'
             )
-        per_file_ignores[pattern] = validate_codes(
-            codes, f'{where}: [tool.grist] `per-file-ignores` "{pattern}"'
-        )
-    baseline = normalized.get("baseline")
-    if baseline is not None and (not isinstance(baseline, str) or not baseline):
-        raise ConfigError(
-            f'{where}: [tool.grist] `baseline` must be a file name, like baseline = "grist-baseline.json"'
-        )
-    sandbox = normalized.get("sandbox")
-    if sandbox is not None and sandbox not in SANDBOX_CHOICES:
-        raise ConfigError(f'{where}: [tool.grist] `sandbox` must be "auto" or "off", got {sandbox!r}')
-    return GristConfig(
-        root=root,
-        source=source,
-        exclude=strings("exclude") + strings("extend-exclude"),
-        include=strings("include"),
-        entries=entries,
-        budget=number("budget", float, 0),
-        fail_on=fail_on,
-        seed=number("seed", int, 0),
-        jobs=number("jobs", int, 1),
-        timeout=number("timeout", float, 0),
-        memory_mb=number("memory-mb", int, 1),
-        select=select,
-        ignore=ignore,
-        per_file_ignores=per_file_ignores,
-        baseline=baseline,
-        max_input_scale=number("max-input-scale", float, 1),
-        sandbox=sandbox,
-    )
+        out: dict[str, list[str]] = {}
+        for pattern, codes in per_file.items():
+            if isinstance(codes, str):
+                codes = [codes]
+            if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                raise ConfigError(
+                    f'{self.where}: [tool.grist] `per-file-ignores` "{pattern}" must be a list of rule codes, '
+                    f'like "{pattern}" = ["GRIST105"]'
+                )
+            out[pattern] = validate_codes(codes, f'{self.where}: [tool.grist] `per-file-ignores` "{pattern}"')
+        return out
+
+    def baseline(self) -> str | None:
+        baseline = self.values.get("baseline")
+        if baseline is not None and (not isinstance(baseline, str) or not baseline):
+            raise ConfigError(
+                f'{self.where}: [tool.grist] `baseline` must be a file name, like baseline = "grist-baseline.json"'
+            )
+        return baseline
 
 
 def validate_codes(codes: list[str], where: str) -> list[str]:

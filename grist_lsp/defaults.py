@@ -29,6 +29,7 @@ class Option:
     setting: str | None = None  # the editor setting, without the "grist." prefix
     toml: str | None = None  # the [tool.grist] key
     server: bool = True  # the language server reads `setting` (False: only the extension does)
+    cli_help: str | None = None  # the flag's help when it is not `doc` (a flag that turns something off)
 
 
 OPTIONS: tuple[Option, ...] = (
@@ -84,6 +85,7 @@ OPTIONS: tuple[Option, ...] = (
         "isolation of the program under check: auto (bubblewrap, else an audit hook) or off",
         cli="--no-sandbox",
         toml="sandbox",
+        cli_help="run the program under check with your full rights (no bubblewrap, no audit hook)",
     ),
     Option(
         "max_input_scale",
@@ -92,6 +94,14 @@ OPTIONS: tuple[Option, ...] = (
         "keep a bug possible when its witness needs inputs beyond this factor of the program's own",
         cli="--max-input-scale",
         toml="max-input-scale",
+    ),
+    Option(
+        "exclude",
+        "array",
+        (),
+        "gitignore-style patterns to skip, relative to the project root",
+        cli="--exclude",
+        toml="exclude",
     ),
     Option("baseline", "string", None, "report only findings not in this baseline file", cli="--baseline"),
     Option("static_only", "boolean", False, "run only the static pass", cli="--static-only"),
