@@ -12,6 +12,7 @@ export const SETTING_KEYS = [
   "interpreter",
   "dynamic.enable",
   "dynamic.debounce",
+  "dynamic.timeout",
   "budget",
   "entries",
   "showPossible",
@@ -37,7 +38,7 @@ export type TraceLevel = "off" | "messages" | "verbose";
 export interface GristSettings {
   enable: boolean;
   interpreter: string;
-  dynamic: { enable: boolean; debounce: number };
+  dynamic: { enable: boolean; debounce: number; timeout: number };
   budget: number;
   entries: string[];
   showPossible: boolean;
@@ -49,8 +50,9 @@ export interface GristSettings {
 export const DEFAULTS: GristSettings = {
   enable: true,
   interpreter: "",
-  dynamic: { enable: true, debounce: 1 },
-  budget: 10,
+  // The same defaults as grist_lsp/defaults.py (tests/test_defaults.py compares package.json with it).
+  dynamic: { enable: true, debounce: 1, timeout: 30 },
+  budget: 5,
   entries: [],
   showPossible: true,
   showSafe: false,
@@ -71,6 +73,11 @@ function seconds(value: unknown, fallback: number): number {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : fallback;
 }
 
+// A program needs some time to start: 0 would fail every run, so it falls back like a wrong type.
+function positiveSeconds(value: unknown, fallback: number): number {
+  return typeof value === "number" && Number.isFinite(value) && value > 0 ? value : fallback;
+}
+
 export function readSettings(read: SettingReader): GristSettings {
   const entries = read("entries");
   const interpreter = read("interpreter");
@@ -82,6 +89,7 @@ export function readSettings(read: SettingReader): GristSettings {
     dynamic: {
       enable: bool(read("dynamic.enable"), DEFAULTS.dynamic.enable),
       debounce: seconds(read("dynamic.debounce"), DEFAULTS.dynamic.debounce),
+      timeout: positiveSeconds(read("dynamic.timeout"), DEFAULTS.dynamic.timeout),
     },
     budget: seconds(read("budget"), DEFAULTS.budget),
     entries: Array.isArray(entries)
@@ -328,7 +336,7 @@ export function describeProbeFailure(interpreter: string, r: ProbeResult): strin
  */
 export interface ServerSettings {
   enable: boolean;
-  dynamic: { enable: boolean; debounce: number };
+  dynamic: { enable: boolean; debounce: number; timeout: number };
   budget: number;
   entries: string[];
   showPossible: boolean;
@@ -342,7 +350,7 @@ export function serverSettings(s: GristSettings, trusted: boolean): ServerSettin
     enable: s.enable,
     // The server is expected to honour workspaceTrusted itself; turning the switch off here too
     // means a server that forgets still runs no workspace code.
-    dynamic: { enable: trusted && s.dynamic.enable, debounce: s.dynamic.debounce },
+    dynamic: { enable: trusted && s.dynamic.enable, debounce: s.dynamic.debounce, timeout: s.dynamic.timeout },
     budget: s.budget,
     entries: [...s.entries],
     showPossible: s.showPossible,

@@ -167,7 +167,7 @@ describe("activate() with a recording language server", () => {
     const opts = init.msg.params?.initializationOptions as Record<string, unknown>;
     assert.deepEqual(opts, {
       enable: true,
-      dynamic: { enable: false, debounce: 1 },
+      dynamic: { enable: false, debounce: 1, timeout: 30 },
       budget: 5,
       entries: [],
       showPossible: true,
@@ -189,7 +189,7 @@ describe("activate() with a recording language server", () => {
     state.trusted = true;
     state.onDidGrantWorkspaceTrust.fire();
     const second = await until("second initialize", () => withMethod("initialize").find((l) => l.pid !== init.pid));
-    assert.deepEqual((second.msg.params?.initializationOptions as { dynamic: unknown }).dynamic, { enable: true, debounce: 1 });
+    assert.deepEqual((second.msg.params?.initializationOptions as { dynamic: unknown }).dynamic, { enable: true, debounce: 1, timeout: 30 });
     assert.equal((second.msg.params?.initializationOptions as { workspaceTrusted: unknown }).workspaceTrusted, true);
     assert.equal(fs.realpathSync(second.cwd), fs.realpathSync(workspace));
     await until("first server shut down", () => withMethod("exit", init.pid)[0]);
@@ -225,8 +225,8 @@ describe("activate() with a recording language server", () => {
       settings: {
         grist: {
           enable: true,
-          dynamic: { enable: false, debounce: 1 },
-          budget: 10,
+          dynamic: { enable: false, debounce: 1, timeout: 30 },
+          budget: 5,
           entries: [],
           showPossible: true,
           showSafe: true,

@@ -189,6 +189,7 @@ describe("settings", () => {
       interpreter: "  /opt/py/bin/python  ",
       "dynamic.enable": "no",
       "dynamic.debounce": Number.NaN,
+      "dynamic.timeout": 0,
       budget: -3,
       entries: ["train.py:main", 7, " ", "eval.py:run "],
       showPossible: false,
@@ -200,8 +201,8 @@ describe("settings", () => {
     assert.deepEqual(s, {
       enable: false,
       interpreter: "/opt/py/bin/python",
-      dynamic: { enable: true, debounce: 1 },
-      budget: 10,
+      dynamic: { enable: true, debounce: 1, timeout: 30 },
+      budget: 5,
       entries: ["train.py:main", "eval.py:run"],
       showPossible: false,
       showSafe: true,
@@ -231,13 +232,13 @@ describe("trust -> what the server is told", () => {
     budget: 4,
     entries: ["train.py:main"],
     showSafe: true,
-    dynamic: { enable: true, debounce: 0.5 },
+    dynamic: { enable: true, debounce: 0.5, timeout: 30 },
   };
 
   it("trusted: passes the settings through and says trusted", () => {
     assert.deepEqual(initializationOptions(settings, true), {
       enable: true,
-      dynamic: { enable: true, debounce: 0.5 },
+      dynamic: { enable: true, debounce: 0.5, timeout: 30 },
       budget: 4,
       entries: ["train.py:main"],
       reproducerDir: "tests/grist",
@@ -256,7 +257,7 @@ describe("trust -> what the server is told", () => {
   });
 
   it("trusted with dynamic checking disabled by the user keeps it disabled", () => {
-    assert.equal(initializationOptions({ ...settings, dynamic: { enable: false, debounce: 0.5 } }, true).dynamic.enable, false);
+    assert.equal(initializationOptions({ ...settings, dynamic: { enable: false, debounce: 0.5, timeout: 30 } }, true).dynamic.enable, false);
   });
 
   it("does not send client-only settings to the server", () => {
@@ -272,7 +273,7 @@ describe("trust -> what the server is told", () => {
       [{ raw: true }, true, { enable: true }, { pythonPath: "x" }, "vscode", { all: 1 }],
       untrusted,
     );
-    assert.deepEqual(answered, [untrusted, false, { enable: false, debounce: 0.5 }, { pythonPath: "x" }, "vscode", { all: 1 }]);
+    assert.deepEqual(answered, [untrusted, false, { enable: false, debounce: 0.5, timeout: 30 }, { pythonPath: "x" }, "vscode", { all: 1 }]);
   });
 });
 
