@@ -141,7 +141,6 @@ class PendingBranch:
 
     site: Site
     out: torch.Tensor  # the op's output, attached to the graph
-    operand: torch.Tensor  # the operand as the op received it, attached
     snap: torch.Tensor  # its values before the call
     call: tuple[Any, tuple, dict, str | None, int | None]  # func, args, kwargs, keyword, index
     distance: torch.Tensor | None
@@ -166,17 +165,19 @@ def _edges(region: Any, dtype: str) -> list[float]:
     return sorted({p for p in points if p is not None})
 
 
-def _invalid_or_edge(region: Any, snap: torch.Tensor, out: torch.Tensor, dtype: str) -> torch.Tensor:
-    """Entries where the op's forward value is non-finite or its operand sits on the region's edge
-    (where the derivative is infinite while the value may be finite: sqrt at 0, acos at 1)."""
-    mask = snap == snap.new_tensor(float("nan"))  # all False, snap's shape
+def _invalid_or_edge(region: Any, snap: torch.Tensor, out: torch.Tensor, dtype: str) -> torch.Tensor | None:
+    """Entries of the op's output whose value is non-finite or whose operand sits on the region's
+    edge (where the derivative is infinite while the value may be finite: sqrt at 0, acos at 1);
+    None when the operand does not broadcast to the output."""
+    edge = torch.zeros_like(snap, dtype=torch.bool)
     for b in _edges(region, dtype):
-        mask = mask | (snap == b)
+        edge = edge | (snap == b)
     if region.nonpositive_integers:
-        mask = mask | ((snap <= 0) & (snap == snap.round()))
-    if out.shape == snap.shape:
-        mask = mask | ~torch.isfinite(out.detach())
-    return mask
+        edge = edge | ((snap <= 0) & (snap == snap.round()))
+    try:
+        return edge.expand_as(out) | ~torch.isfinite(out.detach())
+    except RuntimeError:
+        return None
 
 
 def classify(t: torch.Tensor) -> str:
@@ -488,7 +489,12 @@ class Tracer(TorchFunctionMode):
         delta = self.cfg.weight_subs.get(key)
         if delta is None:
             return p
-        return p.detach() + delta
+        moved = p.detach() + delta
+        if p.requires_grad and not moved.requires_grad:
+            # A replayed move is a plain tensor: the moved weight must stay one the program
+            # differentiates, or a gradient failure (where-branch sites) could not replay.
+            moved.requires_grad_(True)
+        return moved
 
     def _parameter_name(self, p: torch.Tensor, key: str) -> str:
         """Readable name: the user's variable holding it or its module (``model.fc.weight``),
@@ -646,7 +652,7 @@ class Tracer(TorchFunctionMode):
             and isinstance(out, torch.Tensor)
             and out.requires_grad
         ):
-            self.branch = PendingBranch(site, out, operand, snap, (func, args, kwargs, kw, idx), dist, pos)
+            self.branch = PendingBranch(site, out, snap, (func, args, kwargs, kw, idx), dist, pos)
         return out, outcome
 
     def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
@@ -730,10 +736,12 @@ class Tracer(TorchFunctionMode):
             b.site, False, "finite", "backward", operand=b.snap, distance=b.distance, position=b.position
         )
         # A gradient only the search's own leaves would receive is one the program never computes.
-        weights = _real_leaves(b.operand, set(self._search_leaves))
+        func, args, kwargs, _, _ = b.call
+        inputs = _tensors_in(list(args)) + _tensors_in(list(kwargs.values()))
+        search = set(self._search_leaves)
+        weights = [leaf for t in inputs if t.requires_grad for leaf in _real_leaves(t, search)]
         if not weights or not torch.is_floating_point(value):
             return not_found
-        func, args, kwargs, kw, idx = b.call
         with torch.enable_grad():
             try:
                 (upstream,) = torch.autograd.grad(
@@ -745,14 +753,17 @@ class Tracer(TorchFunctionMode):
                 return not_found
             if not bool(torch.isfinite(upstream).all()):
                 return SiteOutcome(b.site, False, "upstream", "backward", operand=b.snap, position=b.position)
-            local = _operand_gradient(func, args, kwargs, kw, idx, b.snap, upstream)
-            if local is None:
-                return not_found
+            # Every input's gradient from this op alone: a divisor's zero breaks the numerator's too.
             region = KINDS[b.site.kind].region
-            bad = ~torch.isfinite(local)
-            if local.shape == b.snap.shape:
-                bad = bad & _invalid_or_edge(region, b.snap, b.out, str(b.snap.dtype))
-            if not bool(bad.any()):
+            where = _invalid_or_edge(region, b.snap, b.out, str(b.snap.dtype))
+            bad: list[torch.Tensor] = []
+            for g in _input_gradients(func, args, kwargs, upstream):
+                nonfinite = ~torch.isfinite(g)
+                if where is not None and g.shape == where.shape:
+                    nonfinite = nonfinite & where
+                if bool(nonfinite.any()):
+                    bad.append(g[nonfinite])
+            if not bad:
                 return not_found
             try:
                 grads = torch.autograd.grad(
@@ -762,10 +773,17 @@ class Tracer(TorchFunctionMode):
                 return not_found
         if not any(g is not None and not bool(torch.isfinite(g).all()) for g in grads):
             return not_found  # stopped on the way (a ReLU's zero derivative), as it is in the program
-        result = classify(local[bad] if local.shape == bad.shape else local)
-        bad_value = float(b.snap[bad].flatten()[0]) if b.snap.shape == bad.shape else None
+        bad_value = None
+        if where is not None and b.snap.shape == where.shape and bool(where.any()):
+            bad_value = float(b.snap[where].flatten()[0])
         return SiteOutcome(
-            b.site, True, result, "backward", operand=b.snap, bad_value=bad_value, position=b.position
+            b.site,
+            True,
+            classify(bad[0]),
+            "backward",
+            operand=b.snap,
+            bad_value=bad_value,
+            position=b.position,
         )
 
     def branch_left_open(self) -> SiteOutcome | None:
@@ -840,6 +858,31 @@ def _local_backward(
         return None
     bad = ~torch.isfinite(g)
     return kind, float(before.detach()[bad].flatten()[0])
+
+
+def _input_gradients(func: Any, args: tuple, kwargs: dict, upstream: torch.Tensor) -> list[torch.Tensor]:
+    """The gradients this one op sends each of its floating-point tensor inputs for the gradient
+    ``upstream`` of its output (recomputed on detached copies, so nothing else is involved)."""
+    leaves: list[torch.Tensor] = []
+
+    def fresh(a: Any) -> Any:
+        if isinstance(a, torch.Tensor) and torch.is_floating_point(a):
+            leaf = a.detach().clone().requires_grad_(True)
+            leaves.append(leaf)
+            return leaf.clone()  # a non-leaf, so that in-place forms may write to it
+        return a
+
+    new_args = tuple(fresh(a) for a in args)
+    new_kwargs = {k: fresh(v) for k, v in kwargs.items()}
+    with torch.enable_grad():
+        try:
+            out = func(*new_args, **new_kwargs)
+        except RuntimeError:
+            return []
+        if not leaves or not isinstance(out, torch.Tensor) or not out.requires_grad:
+            return []
+        gs = torch.autograd.grad(out, leaves, upstream.detach().expand_as(out), allow_unused=True)
+    return [g for g in gs if g is not None]
 
 
 def _operand_gradient(
