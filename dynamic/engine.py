@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
 from grist_lsp.analyzer.programs import has_training_loop
-
 from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
@@ -203,6 +202,7 @@ class Subprocess:
 
     def _feed(self) -> None:
         stdin = self.proc.stdin
+        assert stdin is not None, "started with stdin=PIPE"
         try:
             while (data := self._outbox.get()) is not None:
                 stdin.write(data)
@@ -496,73 +496,24 @@ def confirm(
         # workers would train the same program once per worker.
         jobs = 1
     groups = [targets[i::jobs] for i in range(jobs)]
-    total = len(targets)
-    done_count = [0]
-    lock = threading.Lock()
-
-    by_key = {v.site.key: v.site for v in targets}
     confinement = child_confinement(options, path)  # the sandbox: one per file, for all its children
     replayer = WitnessReplays(path, text, options, confinement, warm)
-
-    def on_line(msg: dict) -> None:
-        if msg.get("type") == "site" and msg.get("witness") and msg.get("key") in by_key:
-            replayer.submit(msg["key"], by_key[msg["key"]], msg["witness"])
-        if msg.get("type") == "site" and progress is not None:
-            with lock:
-                done_count[0] += 1
-                n = done_count[0]
-            state = "confirmed" if msg.get("witness") else "searched"
-            progress(f"{state} {msg['key']} ({n}/{total})", n / total)
-
-    results: list[WorkerResult] = [WorkerResult() for _ in groups]
-    seconds = [0.0 for _ in groups]
-
-    def run_group(i: int) -> None:
-        group = groups[i]
-        request = {
-            "path": path,
-            "text": text,
-            "targets": [to_json(v.site) for v in group],
-            "sites": [to_json(s) for s in sites],
-            "budget": options.budget,
-            "seed": options.seed,
-            "entries": list(options.entries or []),
-            "project_root": options.project_root,
-            "via": options.via,
-            "record_timeout": options.timeout,
-            "memory_mb": options.memory_mb,
-        }
-        # Shrinking and start-up cost about one more budget plus a few seconds.
-        seconds[i] = options.timeout + options.budget * (len(group) + 1) + 10.0
-        request["worker_seconds"] = seconds[i] - 5.0
-        results[i] = run_subprocess(
-            "grist_lsp.dynamic.worker", request, seconds[i], options.memory_mb, on_line, cancel, confinement
-        )
-
+    on_line = _SiteLines({v.site.key: v.site for v in targets}, len(targets), replayer, progress)
+    workers = [_WorkerRun(path, text, group, sites, options) for group in groups]
     threads = [
-        threading.Thread(target=run_group, args=(i,), name=f"grist-worker-{i}") for i in range(len(groups))
+        threading.Thread(target=w.run, args=(on_line, cancel, confinement), name=f"grist-worker-{i}")
+        for i, w in enumerate(workers)
     ]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
 
+    results = [w.result for w in workers]
     lines: dict[str, dict] = {}
-    errors: list[Verdict] = []
-    seen_errors: set[str] = set()
-    for i, res in enumerate(results):
+    for res in results:
         lines.update(res.sites)
-        if res.cancelled:
-            continue
-        for e in res.errors:
-            if e["message"] not in seen_errors:
-                seen_errors.add(e["message"])
-                errors.append(file_error(path, e["message"], int(e.get("line") or 1), int(e.get("col") or 0)))
-        failure = _worker_failure(path, res, options, seconds[i])
-        if failure is not None and failure.message not in seen_errors:
-            seen_errors.add(failure.message)
-            errors.append(failure)
-
+    errors = _worker_errors(path, workers, options)
     found = {k: m for k, m in lines.items() if m.get("witness")}
     replays: dict[str, dict] = {}
     if found and not (cancel is not None and cancel.is_set()):
@@ -575,47 +526,124 @@ def confirm(
     out: list[Verdict] = []
     for v in verdicts:
         m = lines.get(v.site.key) if v.status is Status.POSSIBLE else None
-        if m is None:
-            out.append(v)
-            continue
-        if not m.get("witness"):
-            note = m.get("note") or ""
-            out.append(
-                dataclasses.replace(
-                    v, reason=f"{v.reason}; dynamic: {note}" if v.reason else f"dynamic: {note}"
-                )
-            )
-            continue
-        witness = witness_from_json(m["witness"])
-        rep = replays.get(v.site.key)
-        if rep is None or not rep.get("reproduced"):
-            why = rep.get("detail") if rep else "the replay process did not answer"
-            note = f"dynamic: a witness was found ({m.get('message', '')}) but did not replay in a fresh process: {why}"
-            out.append(dataclasses.replace(v, reason=f"{v.reason}; {note}" if v.reason else note))
-            continue
-        witness.replayed = True
-        message = _render_message(v.site, witness, m.get("message", ""))
-        # The entry's kind in words too: a probe's inputs were made up, not passed by a caller.
-        entry = (
-            f"probe (synthesized inputs) {witness.entry}"
-            if witness.entry.startswith("probe:")
-            else witness.entry
-        )
-        out.append(
-            dataclasses.replace(
-                v,
-                status=Status.CONFIRMED,
-                witness=witness,
-                message=message,
-                reason=f"{message} [{m.get('note', '')}, {witness.iterations} runs, "
-                f"{witness.seconds:.2f} s, {entry}]",
-            )
-        )
+        out.append(v if m is None else _after_search(v, m, replays.get(v.site.key)))
     if options.write_reproducers and isinstance(options.write_reproducers, str):
         _write_reproducers(out, options.write_reproducers)
     # --- sandbox: what the program was refused goes on the file's verdicts, never silently ---
     out, errors = with_blocked_note(out, errors, blocked_note([*results, *replayer.reports]))
     return out + errors
+
+
+@dataclass
+class _SiteLines:
+    """What ``confirm`` does with each line a worker sends: a witness goes to its replay at
+    once, and every searched site is a step of the progress."""
+
+    by_key: dict[str, Site]  # the target sites
+    total: int  # how many target verdicts
+    replayer: WitnessReplays
+    progress: Callable[[str, float], None] | None
+    done: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, msg: dict) -> None:
+        if msg.get("type") == "site" and msg.get("witness") and msg.get("key") in self.by_key:
+            self.replayer.submit(msg["key"], self.by_key[msg["key"]], msg["witness"])
+        if msg.get("type") == "site" and self.progress is not None:
+            with self.lock:
+                self.done += 1
+                n = self.done
+            state = "confirmed" if msg.get("witness") else "searched"
+            self.progress(f"{state} {msg['key']} ({n}/{self.total})", n / self.total)
+
+
+@dataclass
+class _WorkerRun:
+    """One worker subprocess searching a group of the target verdicts' sites."""
+
+    path: str
+    text: str
+    group: list[Verdict]
+    sites: list[Site]  # every site of the file: each run watches them all
+    options: EngineOptions
+    result: WorkerResult = field(default_factory=WorkerResult)
+
+    @property
+    def seconds(self) -> float:
+        """The worker's wall clock: shrinking and start-up cost about one more budget plus a few seconds."""
+        return self.options.timeout + self.options.budget * (len(self.group) + 1) + 10.0
+
+    def run(
+        self, on_line: Callable[[dict], None], cancel: threading.Event | None, confinement: Confinement | None
+    ) -> None:
+        options = self.options
+        request = {
+            "path": self.path,
+            "text": self.text,
+            "targets": [to_json(v.site) for v in self.group],
+            "sites": [to_json(s) for s in self.sites],
+            "budget": options.budget,
+            "seed": options.seed,
+            "entries": list(options.entries or []),
+            "project_root": options.project_root,
+            "via": options.via,
+            "record_timeout": options.timeout,
+            "memory_mb": options.memory_mb,
+            "worker_seconds": self.seconds - 5.0,
+        }
+        self.result = run_subprocess(
+            "grist_lsp.dynamic.worker", request, self.seconds, options.memory_mb, on_line, cancel, confinement
+        )
+
+
+def _worker_errors(path: str, workers: list[_WorkerRun], options: EngineOptions) -> list[Verdict]:
+    """The file's ``error`` verdicts: what the workers reported, then how a worker failed
+    (crash, hang, out of memory), each message once; none from a cancelled worker."""
+    errors: list[Verdict] = []
+    seen: set[str] = set()
+    for w in workers:
+        res = w.result
+        if res.cancelled:
+            continue
+        for e in res.errors:
+            if e["message"] not in seen:
+                seen.add(e["message"])
+                errors.append(file_error(path, e["message"], int(e.get("line") or 1), int(e.get("col") or 0)))
+        failure = _worker_failure(path, res, options, w.seconds)
+        if failure is not None and failure.message not in seen:
+            seen.add(failure.message)
+            errors.append(failure)
+    return errors
+
+
+def _after_search(v: Verdict, line: dict, replay: dict | None) -> Verdict:
+    """A possible verdict after its search (the worker's ``line``) and its witness's replay:
+    confirmed when a witness replayed, else still possible with what the search saw."""
+    witness_json: dict | None = line.get("witness")
+    if not witness_json:
+        note = line.get("note") or ""
+        return dataclasses.replace(
+            v, reason=f"{v.reason}; dynamic: {note}" if v.reason else f"dynamic: {note}"
+        )
+    witness = witness_from_json(witness_json)
+    if replay is None or not replay.get("reproduced"):
+        why = replay.get("detail") if replay else "the replay process did not answer"
+        note = f"dynamic: a witness was found ({line.get('message', '')}) but did not replay in a fresh process: {why}"
+        return dataclasses.replace(v, reason=f"{v.reason}; {note}" if v.reason else note)
+    witness.replayed = True
+    message = _render_message(v.site, witness, line.get("message", ""))
+    # The entry's kind in words too: a probe's inputs were made up, not passed by a caller.
+    entry = (
+        f"probe (synthesized inputs) {witness.entry}" if witness.entry.startswith("probe:") else witness.entry
+    )
+    return dataclasses.replace(
+        v,
+        status=Status.CONFIRMED,
+        witness=witness,
+        message=message,
+        reason=f"{message} [{line.get('note', '')}, {witness.iterations} runs, "
+        f"{witness.seconds:.2f} s, {entry}]",
+    )
 
 
 def _write_reproducers(verdicts: list[Verdict], directory: str) -> None:
