@@ -262,97 +262,10 @@ def mutations(
     ]
     bools = [k for k, v in examples.items() if isinstance(v, torch.Tensor) and v.dtype == torch.bool]
     shape_kind = KINDS[kind].region.shape is not None
-
-    def shape_moves() -> Iterator[tuple[str, dict[str, Any]]]:
-        # A batch or a length of one is what real data produce (the last batch of an epoch, one
-        # example at inference); a batch of zero rows is not, so "empty" is left to masks.
-        if KINDS[kind].region.shape == "empty":
-            return
-        n = _leading(examples)
-        for size in _leading_sizes(examples):
-            # Every distinct batch size: the data set's rows and a sampled index vector differ.
-            yield (
-                ("batch of 1" if size == n else f"batch of 1 (inputs with {size} rows)"),
-                {
-                    k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == size else v)
-                    for k, v in examples.items()
-                },
-            )
-        if any(examples[k].numel() > 1 for k in floats):
-            # A reduction over the whole tensor (``adv.std()``) sees one element only when every
-            # dimension has length one.
-            yield (
-                "a single element",
-                {
-                    k: (
-                        v[(slice(0, 1),) * v.dim()].clone()
-                        if isinstance(v, torch.Tensor) and v.dim() >= 1
-                        else v
-                    )
-                    for k, v in examples.items()
-                },
-            )
-        for k in floats:
-            v = examples[k]
-            for dim in range(1, v.dim()):
-                if v.shape[dim] > 1:
-                    yield (
-                        f"{k} with dimension {dim} of length 1",
-                        {**examples, k: v.narrow(dim, 0, 1).clone()},
-                    )
-            if v.dim() >= 3 and any(x > 1 for x in v.shape[2:]):
-                # Feature maps pooled to 1x1, sequences of length one: every dimension past the channels.
-                spatial = v[(slice(None), slice(None)) + (slice(0, 1),) * (v.dim() - 2)].clone()
-                yield f"{k} with dimensions 2.. of length 1", {**examples, k: spatial}
-                if n is not None and n > 1 and v.shape[0] == n:
-                    yield (
-                        f"batch of 1 and {k} with dimensions 2.. of length 1",
-                        {
-                            **{
-                                j: (
-                                    w[:1]
-                                    if isinstance(w, torch.Tensor) and w.dim() >= 1 and w.shape[0] == n
-                                    else w
-                                )
-                                for j, w in examples.items()
-                            },
-                            k: spatial[:1].clone(),
-                        },
-                    )
-
     if shape_kind:
-        yield from shape_moves()
+        yield from _shape_mutations(examples, kind, floats)
     if floats:
-        yield "all zeros", {**examples, **{k: torch.zeros_like(examples[k]) for k in floats}}
-        yield (
-            "identical rows",
-            {
-                **examples,
-                **{
-                    k: examples[k][:1].expand_as(examples[k]).clone()
-                    if examples[k].dim() >= 1
-                    else examples[k]
-                    for k in floats
-                },
-            },
-        )
-        for k in floats:
-            if len(floats) > 1:
-                yield f"{k} all zeros", {**examples, k: torch.zeros_like(examples[k])}
-        yield "all ones", {**examples, **{k: torch.ones_like(examples[k]) for k in floats}}
-        yield "all -1", {**examples, **{k: -torch.ones_like(examples[k]) for k in floats}}
-        yield (
-            "largest values",
-            {**examples, **{k: torch.full_like(examples[k], bounds.get(k, 1.0)) for k in floats}},
-        )
-        yield (
-            "most negative values",
-            {**examples, **{k: torch.full_like(examples[k], -bounds.get(k, 1.0)) for k in floats}},
-        )
-        yield (
-            "one large value per row",
-            {**examples, **{k: _one_hot_large(examples[k], bounds.get(k, 1.0)) for k in floats}},
-        )
+        yield from _value_mutations(examples, floats, bounds)
     for k in ints:
         v = examples[k]
         top = int(v.max()) if v.numel() else 0
@@ -362,7 +275,84 @@ def mutations(
         yield f"{k} all False", {**examples, k: torch.zeros_like(examples[k])}
         yield f"{k} all True", {**examples, k: torch.ones_like(examples[k])}
     if not shape_kind:
-        yield from shape_moves()
+        yield from _shape_mutations(examples, kind, floats)
+
+
+def _shape_mutations(
+    examples: dict[str, Any], kind: str, floats: list[str]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A batch or a length of one is what real data produce (the last batch of an epoch, one
+    example at inference); a batch of zero rows is not, so "empty" is left to masks."""
+    if KINDS[kind].region.shape == "empty":
+        return
+    n = _leading(examples)
+    for size in _leading_sizes(examples):
+        # Every distinct batch size: the data set's rows and a sampled index vector differ.
+        how = "batch of 1" if size == n else f"batch of 1 (inputs with {size} rows)"
+        yield how, _first_rows(examples, size)
+    if any(examples[k].numel() > 1 for k in floats):
+        # A reduction over the whole tensor (``adv.std()``) sees one element only when every
+        # dimension has length one.
+        yield (
+            "a single element",
+            {
+                k: (
+                    v[(slice(0, 1),) * v.dim()].clone() if isinstance(v, torch.Tensor) and v.dim() >= 1 else v
+                )
+                for k, v in examples.items()
+            },
+        )
+    for k in floats:
+        yield from _length_one_dimensions(examples, k, n)
+
+
+def _first_rows(examples: dict[str, Any], size: int) -> dict[str, Any]:
+    """The examples with a leading dimension of ``size`` cut to their first row."""
+    return {
+        k: (v[:1] if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == size else v)
+        for k, v in examples.items()
+    }
+
+
+def _length_one_dimensions(
+    examples: dict[str, Any], k: str, n: int | None
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Input ``k`` with one dimension past the batch, then every dimension past the channels,
+    of length one (with and without a batch of one)."""
+    v = examples[k]
+    for dim in range(1, v.dim()):
+        if v.shape[dim] > 1:
+            yield f"{k} with dimension {dim} of length 1", {**examples, k: v.narrow(dim, 0, 1).clone()}
+    if v.dim() >= 3 and any(x > 1 for x in v.shape[2:]):
+        # Feature maps pooled to 1x1, sequences of length one: every dimension past the channels.
+        spatial = v[(slice(None), slice(None)) + (slice(0, 1),) * (v.dim() - 2)].clone()
+        yield f"{k} with dimensions 2.. of length 1", {**examples, k: spatial}
+        if n is not None and n > 1 and v.shape[0] == n:
+            yield (
+                f"batch of 1 and {k} with dimensions 2.. of length 1",
+                {**_first_rows(examples, n), k: spatial[:1].clone()},
+            )
+
+
+def _value_mutations(
+    examples: dict[str, Any], floats: list[str], bounds: dict[str, float]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The float inputs set to values real data hold: zeros, repeated rows, constants, and the
+    domain's extremes (which ``Search`` keeps for after the gradient: ``LATE_MUTATIONS``)."""
+
+    def every_float(make: Callable[[torch.Tensor, float], torch.Tensor]) -> dict[str, Any]:
+        return {**examples, **{k: make(examples[k], bounds.get(k, 1.0)) for k in floats}}
+
+    yield "all zeros", every_float(lambda v, _: torch.zeros_like(v))
+    yield "identical rows", every_float(lambda v, _: v[:1].expand_as(v).clone() if v.dim() >= 1 else v)
+    for k in floats:
+        if len(floats) > 1:
+            yield f"{k} all zeros", {**examples, k: torch.zeros_like(examples[k])}
+    yield "all ones", every_float(lambda v, _: torch.ones_like(v))
+    yield "all -1", every_float(lambda v, _: -torch.ones_like(v))
+    yield "largest values", every_float(lambda v, bound: torch.full_like(v, bound))
+    yield "most negative values", every_float(lambda v, bound: torch.full_like(v, -bound))
+    yield "one large value per row", every_float(_one_hot_large)
 
 
 LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
