@@ -830,18 +830,70 @@ def _landing_moves(
     * the inputs' spread around their row mean scaled up, which pushes a logit gap further
       where the gradient has underflowed to nothing.
     """
+    at = _LandingPoint(cur, deltas, ev, bounds, params, wfactor)
+    ranked = at.ranked_elements()
+    if at.norm2 > 0.0:
+        # First, because an operand that shrinks by a factor per unit of input (a softmax
+        # probability, exp of a logit gap) is where most searches stall; a root that is
+        # linear in one element is landed by the single-element moves below.
+        yield at.log_newton_step()
+    for _, k, i in ranked:
+        yield from at.newton_steps_on_one_element(k, i)
+    for _, k, i in ranked:
+        yield at.log_newton_step_on_one_element(k, i)
+    for factor in (2.0, 8.0):
+        yield at.spread_scaled(factor)
 
-    def clipped(k: str, v: torch.Tensor) -> torch.Tensor:
+
+class _LandingPoint:
+    """The point a landing move starts from: the tensors that have a gradient (inputs, and
+    moving weights as ``w:<key>``), and the objective's Newton reach."""
+
+    def __init__(
+        self,
+        cur: dict[str, Any],
+        deltas: dict[str, torch.Tensor],
+        ev: Evaluation,
+        bounds: dict[str, float],
+        params: dict[str, torch.Tensor],
+        wfactor: float,
+    ) -> None:
+        self.cur, self.deltas, self.ev = cur, deltas, ev
+        self.bounds, self.params, self.wfactor = bounds, params, wfactor
+        tensors = {k: cur[k] for k in ev.grads if k in bounds and k in cur}
+        tensors.update({"w:" + k: d for k, d in deltas.items() if "w:" + k in ev.grads and k in params})
+        self.tensors = tensors
+        self.grads = {
+            k: ev.grads[k] for k in tensors if ev.grads[k].shape == tensors[k].shape and ev.grads[k].numel()
+        }
+        self.norm2 = sum(float((g.double() ** 2).sum()) for g in self.grads.values())
+        # How far below the smallest subnormal, in Newton steps on log(objective).
+        self.reach = max(1.0, math.log(ev.d / UNDERFLOW))
+
+    def ranked_elements(self) -> list[tuple[float, str, int]]:
+        """(|gradient|, tensor key, flat index) of the three elements with the largest gradient,
+        among those carrying a quarter of its squared norm or more.
+
+        One element moved alone lands only when it carries much of the gradient (log(x), a - b);
+        spread over many (pixels through a network), such moves cost runs for nothing."""
+        ranked = sorted(
+            (
+                (float(g.abs().flatten()[i]), k, int(i))
+                for k, g in self.grads.items()
+                for i in torch.topk(g.abs().flatten(), min(2, g.numel())).indices
+            ),
+            reverse=True,
+        )[:3]
+        return [r for r in ranked if r[0] > 0.0 and r[0] ** 2 >= 0.25 * self.norm2]
+
+    def clipped(self, k: str, v: torch.Tensor) -> torch.Tensor:
         if k.startswith("w:"):
-            return _clip_delta(v, params[k[2:]], wfactor)
-        return _clip(v, bounds[k])
+            return _clip_delta(v, self.params[k[2:]], self.wfactor)
+        return _clip(v, self.bounds[k])
 
-    tensors = {k: cur[k] for k in ev.grads if k in bounds and k in cur}
-    tensors.update({"w:" + k: d for k, d in deltas.items() if "w:" + k in ev.grads and k in params})
-    grads = {k: ev.grads[k] for k in tensors if ev.grads[k].shape == tensors[k].shape and ev.grads[k].numel()}
-
-    def apply(changes: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-        vals, nd = dict(cur), dict(deltas)
+    def apply(self, changes: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """(inputs, deltas) with ``changes`` made (``w:`` keys are deltas)."""
+        vals, nd = dict(self.cur), dict(self.deltas)
         for k, v in changes.items():
             if k.startswith("w:"):
                 nd[k[2:]] = v
@@ -849,43 +901,28 @@ def _landing_moves(
                 vals[k] = v
         return vals, nd
 
-    def at(k: str, i: int, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        v = tensors[k]
+    def element_at(self, k: str, i: int, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Tensor ``k`` with its flat element ``i`` set to ``x`` (clipped to its bound)."""
+        v = self.tensors[k]
         c = v.detach().clone().flatten()
         c[i] = x.to(v.dtype)
-        return {k: clipped(k, c.reshape(v.shape))}
+        return {k: self.clipped(k, c.reshape(v.shape))}
 
-    ranked = sorted(
-        (
-            (float(g.abs().flatten()[i]), k, int(i))
-            for k, g in grads.items()
-            for i in torch.topk(g.abs().flatten(), min(2, g.numel())).indices
-        ),
-        reverse=True,
-    )[:3]
-    # One element moved alone lands only when it carries much of the gradient (log(x), a - b);
-    # spread over many (pixels through a network), such moves cost runs for nothing.
-    norm2 = sum(float((g.double() ** 2).sum()) for g in grads.values())
-    ranked = [r for r in ranked if r[0] > 0.0 and r[0] ** 2 >= 0.25 * norm2]
-    reach = max(1.0, math.log(ev.d / UNDERFLOW))
-    if norm2 > 0.0:
-        # First, because an operand that shrinks by a factor per unit of input (a softmax
-        # probability, exp of a logit gap) is where most searches stall; a root that is
-        # linear in one element is landed by the single-element moves below.
-        yield (
-            "underflow: log-Newton step",
-            *apply(
-                {
-                    k: clipped(
-                        k, (tensors[k].double() - reach * ev.d * g.double() / norm2).to(tensors[k].dtype)
-                    )
-                    for k, g in grads.items()
-                }
-            ),
-        )
-    for _, k, i in ranked:
-        v, g = tensors[k], float(grads[k].flatten()[i])
-        root = torch.tensor(float(v.flatten()[i]) - ev.d / g, dtype=torch.float64).to(v.dtype)
+    def log_newton_step(self) -> tuple[str, dict[str, Any], dict[str, torch.Tensor]]:
+        ev, tensors = self.ev, self.tensors
+        changes = {
+            k: self.clipped(
+                k, (tensors[k].double() - self.reach * ev.d * g.double() / self.norm2).to(tensors[k].dtype)
+            )
+            for k, g in self.grads.items()
+        }
+        return ("underflow: log-Newton step", *self.apply(changes))
+
+    def newton_steps_on_one_element(
+        self, k: str, i: int
+    ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+        v, g = self.tensors[k], float(self.grads[k].flatten()[i])
+        root = torch.tensor(float(v.flatten()[i]) - self.ev.d / g, dtype=torch.float64).to(v.dtype)
         targets = [
             root,
             torch.nextafter(root, root.new_tensor(math.inf)),
@@ -894,19 +931,24 @@ def _landing_moves(
         if not k.startswith("w:"):
             targets.append(torch.zeros((), dtype=v.dtype))
         for t in targets:
-            yield (f"Newton step on one element of {k} (float64)", *apply(at(k, i, t)))
-    for _, k, i in ranked:
-        v, g = tensors[k], float(grads[k].flatten()[i])
-        x = torch.tensor(float(v.flatten()[i]) - reach * ev.d / g, dtype=torch.float64)
-        yield (f"underflow: log-Newton step on one element of {k}", *apply(at(k, i, x)))
-    keys = [k for k in tensors if not k.startswith("w:")] or [k for k in bounds if k in cur]
-    for factor in (2.0, 8.0):
+            yield (f"Newton step on one element of {k} (float64)", *self.apply(self.element_at(k, i, t)))
+
+    def log_newton_step_on_one_element(
+        self, k: str, i: int
+    ) -> tuple[str, dict[str, Any], dict[str, torch.Tensor]]:
+        v, g = self.tensors[k], float(self.grads[k].flatten()[i])
+        x = torch.tensor(float(v.flatten()[i]) - self.reach * self.ev.d / g, dtype=torch.float64)
+        return (f"underflow: log-Newton step on one element of {k}", *self.apply(self.element_at(k, i, x)))
+
+    def spread_scaled(self, factor: float) -> tuple[str, dict[str, Any], dict[str, torch.Tensor]]:
+        cur = self.cur
+        keys = [k for k in self.tensors if not k.startswith("w:")] or [k for k in self.bounds if k in cur]
         changes = {}
         for k in keys:
             v = cur[k]
             centre = v.mean(dim=-1, keepdim=True) if v.dim() else v
-            changes[k] = _clip(centre + factor * (v - centre), bounds[k])
-        yield (f"underflow: input spread scaled by {factor:g}", *apply(changes))
+            changes[k] = _clip(centre + factor * (v - centre), self.bounds[k])
+        return (f"underflow: input spread scaled by {factor:g}", *self.apply(changes))
 
 
 def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:
