@@ -139,13 +139,6 @@ class _Finder:
             if isinstance(parent, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
                 return None
             child, parent = parent, self.parents.get(id(parent))
-        if isinstance(parent, ast.Assign) and isinstance(child, ast.Subscript) and child in parent.targets:
-            # ``y[~ok] = 0``: the entries the index selects are overwritten.
-            if _is_mask(child.slice, self.flow):
-                return Guard(
-                    f"the masked assignment on line {parent.lineno}", _text(child.slice), False
-                ), child
-            return None
         if hops >= _HOPS or not isinstance(parent, (ast.Assign, ast.AnnAssign)) or child is not parent.value:
             return None
         targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
@@ -160,9 +153,12 @@ class _Finder:
     def _guard_at(self, parent: ast.expr, child: ast.AST, receiver: ast.AST | None) -> Guard | None:
         line = getattr(parent, "lineno", 0)
         if isinstance(parent, ast.Subscript):
-            if child is parent.value and _is_mask(parent.slice, self.flow):
-                return Guard(f"the boolean indexing on line {line}", _text(parent.slice), True)
-            return None
+            if child is not parent.value or not _is_mask(parent.slice, self.flow):
+                return None
+            if isinstance(parent.ctx, ast.Store):
+                # ``y[~ok] = 0``: the entries the mask selects are overwritten, the others kept.
+                return Guard(f"the masked assignment on line {line}", _text(parent.slice), False)
+            return Guard(f"the boolean indexing on line {line}", _text(parent.slice), True)
         if not isinstance(parent, ast.Call) or any(isinstance(a, ast.Starred) for a in parent.args):
             return None
         qn = self.resolver.qualified_name(parent.func)
