@@ -388,6 +388,7 @@ def initialize(ls: GristServer, params: types.InitializeParams) -> None:
 async def initialized(ls: GristServer, params: types.InitializedParams) -> None:
     try:
         await ls.register_configuration_changes()
+        await ls.register_config_file_watcher()
         await ls.pull_configuration()
     finally:
         ls.config_ready = True
