@@ -800,7 +800,10 @@ def _double_where(ctx: _Context) -> list[_Proposal]:
         f"Give {_op_label(ctx)} a safe operand ({fill}) where {guard.words} discards its value "
         f"(double where: {where}({guard.condition}, ...) on the operand too)"
     )
-    return [_Proposal(title, ctx.node, _replace(ctx, operand.node, safe), imports)]
+    new = _replace(ctx, operand.node, safe)
+    if not isinstance(new, cst.BaseExpression):
+        return []
+    return [_Proposal(title, ctx.node, new, imports)]
 
 
 def _log_fixes(ctx: _Context) -> list[_Proposal]:
