@@ -34,6 +34,7 @@ it may select nothing. Answers are short words for the verdict's reason, or None
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from grist_lsp.analyzer.catalogue import EMPTY_SOURCES, MASK_PRODUCERS
@@ -73,6 +74,9 @@ _FULL_REDUCTIONS = frozenset(
 )
 _MASK_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor)
 _DEPTH = 40  # dataflow hops before giving up (as "not known to be empty")
+# One of the questions asked of an expression (may_be_empty, may_select_nothing, may_hold_neg_inf):
+# words on how the answer can be yes, or None.
+_Ask = Callable[[ast.AST | None], str | None]
 
 
 def _words(e: ast.AST) -> str:
@@ -112,7 +116,7 @@ class Provenance:
             return why
         return None if self._rows_keep_finite(operand, dim, 0) else why
 
-    def _guarded(self, what: str, e: ast.AST | None, compute) -> str | None:  # type: ignore[no-untyped-def]
+    def _guarded(self, what: str, e: ast.AST | None, compute: Callable[[ast.AST], str | None]) -> str | None:
         if e is None:
             return None
         key = (what, id(e))
@@ -128,7 +132,7 @@ class Provenance:
         self._memo[key] = got
         return got
 
-    def _first(self, exprs) -> str | None:  # type: ignore[no-untyped-def]
+    def _first(self, exprs: Iterable[ast.AST]) -> str | None:
         return self._first_of(exprs, self.may_be_empty)
 
     # --- tensors -----------------------------------------------------------------
@@ -162,7 +166,7 @@ class Provenance:
                     return got
         return None
 
-    def _def(self, d: Def, ask) -> str | None:  # type: ignore[no-untyped-def]
+    def _def(self, d: Def, ask: _Ask) -> str | None:
         """``ask`` (may_be_empty, may_select_nothing or may_hold_neg_inf) of the value a
         definition binds; for may_select_nothing, "unknown" when nothing says what it is."""
         how = d.how
@@ -209,9 +213,9 @@ class Provenance:
             return None
         return "unknown" if ask == self.may_select_nothing else None
 
-    def _param(self, d: Def, ask) -> str | None:  # type: ignore[no-untyped-def]
+    def _param(self, d: Def, ask: _Ask) -> str | None:
         info = self.flow.function_info(d.owner)
-        args = list(self.flow.param_arguments(d))
+        args: list[ast.AST] = list(self.flow.param_arguments(d))
         if d.value is not None:
             args.append(d.value)
         name = getattr(d.owner, "name", "<lambda>")
@@ -226,7 +230,7 @@ class Provenance:
         return "unknown" if ask == self.may_select_nothing else None
 
     @staticmethod
-    def _first_of(exprs, ask) -> str | None:  # type: ignore[no-untyped-def]
+    def _first_of(exprs: Iterable[ast.AST], ask: _Ask) -> str | None:
         for x in exprs:
             got = ask(x)
             if got is not None:
@@ -248,9 +252,9 @@ class Provenance:
             args = list(call.args)
         else:
             receiver = self.ranges.method_receiver(call)
-            if receiver is None:
+            if receiver is None or not isinstance(call.func, ast.Attribute):  # a receiver means x.name(...)
                 return None  # a module's or an object's call (self.fc(x)): nothing known
-            name = call.func.attr  # type: ignore[union-attr]
+            name = call.func.attr
             args = [receiver, *call.args]
         source = EMPTY_SOURCES.get(name)
         if source is not None and (source.max_args is None or len(args) <= source.max_args):
@@ -310,7 +314,7 @@ class Provenance:
             if qn is not None and not qn.startswith(_TENSOR_ROOTS + ("builtins.",)):
                 return None
             # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand
-            receiver = [e.func.value] if qn is None else []  # type: ignore[union-attr]
+            receiver = [e.func.value] if qn is None and isinstance(e.func, ast.Attribute) else []
             parts = [*receiver, *e.args, *(k.value for k in e.keywords)]
             return self._first_of(
                 (a.value if isinstance(a, ast.Starred) else a for a in parts), self.may_hold_neg_inf
@@ -375,9 +379,9 @@ class Provenance:
                 return None, None, []
             return qn.rsplit(".", 1)[-1], None, list(call.args)
         receiver = self.ranges.method_receiver(call)
-        if receiver is None:
+        if receiver is None or not isinstance(call.func, ast.Attribute):  # a receiver means x.name(...)
             return None, None, []
-        return call.func.attr, receiver, list(call.args)  # type: ignore[union-attr]
+        return call.func.attr, receiver, list(call.args)
 
     def _spares_row(self, mask: ast.AST, dim: int, depth: int) -> bool:
         """Every row of the boolean ``mask`` along ``dim`` has a False entry (a fill there leaves one)."""
@@ -572,8 +576,9 @@ class Provenance:
                 return f"indexing with {empty}"
             if self._mask_call(s):
                 return f"boolean-mask indexing with {_words(s)}"
-            if self.flow.callee(s) is not None:
-                return self._first_of(self.flow.returns_of(self.flow.callee(s)), self.may_select_nothing)
+            callee = self.flow.callee(s)
+            if callee is not None:
+                return self._first_of(self.flow.returns_of(callee), self.may_select_nothing)
             qn = self.resolver.qualified_name(s.func)
             if qn is not None and not qn.startswith(_TENSOR_ROOTS + ("builtins.",)):
                 return f"indexing with {_words(s)} (of unknown type)"
@@ -602,7 +607,11 @@ class Provenance:
         qn = self.resolver.qualified_name(call.func)
         if qn is not None:
             return qn.startswith(_TENSOR_ROOTS) and qn.rsplit(".", 1)[-1] in MASK_PRODUCERS
-        return self.ranges.method_receiver(call) is not None and call.func.attr in MASK_PRODUCERS  # type: ignore[union-attr]
+        return (
+            isinstance(call.func, ast.Attribute)
+            and self.ranges.method_receiver(call) is not None
+            and call.func.attr in MASK_PRODUCERS
+        )
 
 
 def _full_slice(e: ast.AST) -> bool:

@@ -196,7 +196,7 @@ class SizeProofs:
                 for fact in self._cond_facts(parent.test, node is parent.body, parent.test):
                     yield replace(fact, adjacent=True)
             elif isinstance(parent, ast.BoolOp):
-                i = parent.values.index(node) if node in parent.values else 0
+                i = next((j for j, v in enumerate(parent.values) if v is node), 0)
                 for prior in parent.values[:i]:
                     yield from self._cond_facts(prior, isinstance(parent.op, ast.And), prior)
             node, parent = parent, self._parent(parent)

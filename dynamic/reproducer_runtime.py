@@ -227,7 +227,9 @@ def observe(site: WatchedSite, call: Callable[[], Any], watch_site: bool = True)
                     obs.note(obs.program_bad, f"the program's output is {_shown(t)}")
             trainable = [t for t in outputs if t.requires_grad and torch.isfinite(t.detach()).all()]
             if trainable and not obs.site_bad:
-                total = sum(t.sum() for t in trainable)
+                total = trainable[0].sum()
+                for t in trainable[1:]:
+                    total = total + t.sum()
                 try:
                     total.backward()
                 except RuntimeError:

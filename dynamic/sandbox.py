@@ -345,7 +345,9 @@ class Guard:
                 if args[0].type == socket.SOCK_STREAM:
                     return None  # sendto on a connected stream: its connect was judged already
             if isinstance(address, tuple):
-                address = f"{address[0]}:{address[1]}" if len(address) >= 2 else str(address[0])
+                if not address:
+                    return None  # an event shaped unlike the documented one: let it through
+                address = ":".join(str(part) for part in address[:2])  # host:port (IPv4/IPv6), or one part
             elif isinstance(address, bytes):
                 address = address.decode("utf-8", "replace")
             return "connect to", str(address)[:200], True

@@ -114,9 +114,10 @@ class _Matcher:
             decision: bool | None = None
             for folder in reversed(chain):
                 spec = self._gitignore(folder)
-                if spec is None:
+                rel = _relative(path, folder)
+                if spec is None or rel is None:  # rel: never None, the path lies under every folder of chain
                     continue
-                result = spec.check_file(_relative(path, folder) + suffix)
+                result = spec.check_file(rel + suffix)
                 if result.include is not None:
                     decision = result.include
             if decision:
@@ -131,8 +132,8 @@ class _Matcher:
             return self
         prefixes = [rel]
         parent = start.parent
-        while _relative(parent, self.root) not in (None, "."):
-            prefixes.append(_relative(parent, self.root))
+        while (up := _relative(parent, self.root)) is not None and up != ".":
+            prefixes.append(up)
             parent = parent.parent
         kept = [
             line
