@@ -705,7 +705,7 @@ class _Builder:
         assert isinstance(node, (*_FUNCS, ast.Lambda))
         args = node.args
         positional = args.posonlyargs + args.args
-        body = node.body if isinstance(node, _FUNCS) else [ast.Return(value=node.body)]
+        body: list[ast.stmt] = node.body if isinstance(node, _FUNCS) else [ast.Return(value=node.body)]
         name = node.name if isinstance(node, _FUNCS) else "<lambda>"
         qual = f"{parent.qualname}.{name}" if parent.qualname else name
         cls = self.flow.method_class.get(id(node)) if parent.kind == "class" else None

@@ -157,7 +157,7 @@ def round_up(v: float, dtype: str) -> float:
 # --- arithmetic ----------------------------------------------------------------------
 
 
-def _safe(fn, *args: float, default: float = math.nan) -> float:
+def _safe(fn: Callable[..., float], *args: float | str, default: float = math.nan) -> float:
     try:
         return float(fn(*args))
     except (OverflowError, ValueError, ZeroDivisionError):
@@ -562,6 +562,7 @@ class RangeAnalysis:
         if how == "mutate":
             return self._mutation(d)
         if how == "refine":
+            assert d.value is not None, "a refine definition holds its guard"
             prior = join([self.def_fact(p) for p in self.flow.defs_reaching(d.node)])
             return self._apply(prior, d.node, d.value, d.truth)
         return TOP
@@ -580,7 +581,7 @@ class RangeAnalysis:
             return Fact(pytype="tensor" if tensor_class else "object", why="self")
         if info.open_params or info.escapes:
             return Fact(pytype=pytype)
-        sources = [a for a in self.flow.param_arguments(d)]
+        sources: list[ast.AST] = list(self.flow.param_arguments(d))
         name = getattr(d.owner, "name", "<lambda>")
         # Callers outside this file can pass anything to a public function; a
         # private or nested one is only called from here.
@@ -628,13 +629,9 @@ class RangeAnalysis:
                 return self._loop_target(it.args[0], path[1:])
             if qn == "builtins.zip" and isinstance(it, ast.Call) and path[0] < len(it.args):
                 return self._loop_target(it.args[path[0]], path[1:])
-            if (
-                isinstance(it, (ast.List, ast.Tuple))
-                and it.elts
-                and len(path) == 1
-                and all(isinstance(e, (ast.Tuple, ast.List)) and len(e.elts) > path[0] for e in it.elts)
-            ):
-                return join([self.fact(e.elts[path[0]]) for e in it.elts])
+            rows = _literal_rows(it)
+            if rows and len(path) == 1 and all(len(e.elts) > path[0] for e in rows):
+                return join([self.fact(e.elts[path[0]]) for e in rows])
             return TOP
         if isinstance(it, ast.Call) and qn == "builtins.range":
             args = [self.fact(a) for a in it.args]
@@ -899,6 +896,7 @@ class RangeAnalysis:
         return self._apply(f, expr, cond, truth)
 
     def _apply(self, f: Fact, expr: ast.AST, cond: ast.AST, truth: bool) -> Fact:
+        """``f`` (the range of ``expr``) narrowed by knowing that ``cond`` is ``truth``."""
         if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, (ast.Not, ast.Invert)):
             return self._apply(f, expr, cond.operand, not truth)
         if (
@@ -908,14 +906,8 @@ class RangeAnalysis:
             and not cond.args
         ):
             return self._apply(f, expr, cond.func.value, not truth)
-        conj = (truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitAnd)) or (
-            truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.And)
-        )
-        disj = (not truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitOr)) or (
-            not truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.Or)
-        )
-        if conj or disj:
-            parts = cond.values if isinstance(cond, ast.BoolOp) else [cond.left, cond.right]
+        parts = _each_holds(cond, truth)
+        if parts is not None:
             for p in parts:
                 f = self._apply(f, expr, p, truth)
             return f
@@ -932,19 +924,15 @@ class RangeAnalysis:
             return f
         if not isinstance(cond, ast.Compare) or len(cond.ops) != 1:
             return f
+        return self._apply_comparison(f, expr, cond, truth)
+
+    def _apply_comparison(self, f: Fact, expr: ast.AST, cond: ast.Compare, truth: bool) -> Fact:
+        """``f`` narrowed by a comparison of ``expr`` (or of its min, max or abs) with a value."""
         left, op, right = cond.left, cond.ops[0], cond.comparators[0]
-        flip = {
-            ast.Gt: ast.Lt,
-            ast.Lt: ast.Gt,
-            ast.GtE: ast.LtE,
-            ast.LtE: ast.GtE,
-            ast.Eq: ast.Eq,
-            ast.NotEq: ast.NotEq,
-        }
-        if type(op) not in flip:
+        if type(op) not in _FLIPPED:
             return f
         if self.same(right, expr) and not self.same(left, expr):
-            left, right, op = right, left, flip[type(op)]()
+            left, right, op = right, left, _FLIPPED[type(op)]()
         if self.same(left, expr):
             c = self.fact(right)
             return self._constrain(f, type(op), c, truth, f"guarded by {self._text(cond)}")
@@ -953,39 +941,28 @@ class RangeAnalysis:
         if reduced is None:
             reduced = self._reduction_of(right, expr)
             if reduced is not None:
-                left, right, op = right, left, flip[type(op)]()
+                left, right, op = right, left, _FLIPPED[type(op)]()
         if reduced is not None:
-            kind, through_abs = reduced
-            eff = (
-                type(op)
-                if truth
-                else {
-                    ast.Gt: ast.LtE,
-                    ast.GtE: ast.Lt,
-                    ast.Lt: ast.GtE,
-                    ast.LtE: ast.Gt,
-                    ast.Eq: ast.NotEq,
-                    ast.NotEq: ast.Eq,
-                }[type(op)]
-            )
+            holds = type(op) if truth else _NEGATED[type(op)]
             c = self.fact(right)
-            why = f"guarded by {self._text(cond)}"
-            if kind == "min" and eff in (ast.Gt, ast.GtE):
-                if through_abs:
-                    return (
-                        replace(f, nonzero=True, why=why)
-                        if (c.lo > 0 or (eff is ast.Gt and c.lo >= 0))
-                        else f
-                    )
-                return self._constrain(f, eff, c, True, why)
-            if kind == "max" and eff in (ast.Lt, ast.LtE) and not through_abs:
-                return self._constrain(f, eff, c, True, why)
-            return f
+            return self._bound_by_reduction(f, reduced, holds, c, f"guarded by {self._text(cond)}")
         # |x| > c with c >= 0 says x != 0
         if self._is_abs_of(left, expr) and isinstance(op, (ast.Gt, ast.GtE)) and truth:
             c = self.fact(right)
             if c.lo > 0 or (isinstance(op, ast.Gt) and c.lo >= 0):
                 return replace(f, nonzero=True, why=f"guarded by {self._text(cond)}")
+        return f
+
+    def _bound_by_reduction(self, f: Fact, reduced: tuple[str, bool], holds: type, c: Fact, why: str) -> Fact:
+        """``f`` where ``min(expr) holds c`` or ``max(expr) holds c`` (through abs or not)."""
+        kind, through_abs = reduced
+        if kind == "min" and holds in (ast.Gt, ast.GtE):
+            if through_abs:
+                excludes_zero = c.lo > 0 or (holds is ast.Gt and c.lo >= 0)
+                return replace(f, nonzero=True, why=why) if excludes_zero else f
+            return self._constrain(f, holds, c, True, why)
+        if kind == "max" and holds in (ast.Lt, ast.LtE) and not through_abs:
+            return self._constrain(f, holds, c, True, why)
         return f
 
     def _reduction_of(self, e: ast.AST, expr: ast.AST) -> tuple[str, bool] | None:
@@ -1273,6 +1250,47 @@ class RangeAnalysis:
             inp.nonzero and (lo_c is None or lo_c.hi <= 0) and (hi_c is None or hi_c.lo >= 0)
         )
         return Fact(lo, hi, nz, T, f"{name}({', '.join(parts)})")
+
+
+# The comparison seen from the other side (a < b is b > a), and its negation (not a < b is a >= b).
+_FLIPPED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Gt: ast.Lt,
+    ast.Lt: ast.Gt,
+    ast.GtE: ast.LtE,
+    ast.LtE: ast.GtE,
+    ast.Eq: ast.Eq,
+    ast.NotEq: ast.NotEq,
+}
+_NEGATED: dict[type[ast.cmpop], type[ast.cmpop]] = {
+    ast.Gt: ast.LtE,
+    ast.GtE: ast.Lt,
+    ast.Lt: ast.GtE,
+    ast.LtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+}
+
+
+def _each_holds(cond: ast.AST, truth: bool) -> list[ast.expr] | None:
+    """The parts of ``cond`` that each have the value ``truth`` when ``cond`` does: the operands
+    of ``a & b`` / ``a and b`` when true, of ``a | b`` / ``a or b`` when false; else None."""
+    if truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitAnd):
+        return [cond.left, cond.right]
+    if truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.And):
+        return list(cond.values)
+    if not truth and isinstance(cond, ast.BinOp) and isinstance(cond.op, ast.BitOr):
+        return [cond.left, cond.right]
+    if not truth and isinstance(cond, ast.BoolOp) and isinstance(cond.op, ast.Or):
+        return list(cond.values)
+    return None
+
+
+def _literal_rows(e: ast.AST | None) -> list[ast.Tuple | ast.List] | None:
+    """The rows of a literal list or tuple whose every element is a list or tuple, else None."""
+    if not isinstance(e, (ast.List, ast.Tuple)):
+        return None
+    rows = [r for r in e.elts if isinstance(r, (ast.Tuple, ast.List))]
+    return rows if len(rows) == len(e.elts) else None
 
 
 def _imported_type(qualified: str) -> str:
