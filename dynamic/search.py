@@ -660,9 +660,10 @@ class Search:
         steps circle around, signed steps cross exponential plateaus that Newton crawls along."""
         newton: _Candidate | None = None
         if self.newton_ok and self.cur_ev.d > 0:
-            newton = self.newton_step()
-            if isinstance(newton, SearchReport):
-                return newton
+            tried = self.newton_step()
+            if isinstance(tried, SearchReport):
+                return tried
+            newton = tried
         signed = self.signed_step()
         if isinstance(signed, SearchReport):
             return signed
