@@ -127,3 +127,22 @@ async def test_the_server_rereads_pyproject_toml_when_it_changes(
     await wait_for(client, republished_without_log, "diagnostics under the new [tool.grist]")
     remaining = {str(d.code) for d in published_for(client, uri, 1) or []}
     assert {SQRT, DIV} <= remaining  # only the ignored code left
+
+
+async def test_an_open_file_that_tool_grist_excludes_gets_no_diagnostics(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.grist]\nexclude = ["generated/"]\n', encoding="utf-8")
+    (tmp_path / "generated").mkdir()
+    await start(client, tmp_path, {"dynamic": {"enable": False}})
+    skipped = open_file(client, tmp_path / "generated" / "model.py", MODEL)
+    checked = open_file(client, tmp_path / "model.py", MODEL)
+    await wait_for(
+        client,
+        lambda: (
+            published_for(client, skipped, 1) is not None and published_for(client, checked, 1) is not None
+        ),
+        "diagnostics for both files",
+    )
+    assert published_for(client, skipped, 1) == []  # `grist-lsp --check .` skips it too
+    assert LOG in {str(d.code) for d in published_for(client, checked, 1) or []}
