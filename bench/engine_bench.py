@@ -46,9 +46,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "corpus"))
 
 import corpus_markers as cm  # noqa: E402
+
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
 from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
-
 from grist_lsp.model import Status  # noqa: E402
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.engine import EngineOptions, confirm
-
 from grist_lsp.model import Status
 
 ROOT = Path(__file__).resolve().parent.parent

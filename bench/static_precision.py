@@ -37,6 +37,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "corpus"))
 
 import corpus_markers as cm  # noqa: E402
+
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
 
 STATIC = REPO / "tests" / "corpus" / "static"

@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from grist_lsp.analyzer.catalogue import Op
 
+from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
 
 from .tracing import BACKWARD, RunStopped, SiteOutcome, TargetReached, Tracer, TracerConfig, trace_call

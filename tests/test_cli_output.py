@@ -7,8 +7,8 @@ from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
-from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.check import Report
 from grist_lsp.model import Fix, Site, Span, Status, TensorValue, TextEdit, Verdict, Witness, file_error
 from grist_lsp.output import render_json, render_sarif, render_text

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from grist_lsp.analyzer.catalogue import KINDS, lookup
 from grist_lsp.dynamic.engine import EngineOptions, confirm
-
 from grist_lsp.model import Site, Span, Status, Verdict, to_json
 
 CORPUS = Path(__file__).parent / "corpus" / "engine"

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from grist_lsp.analyzer.catalogue import lookup
 from grist_lsp.dynamic import entries as E
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.replay import replay
 from grist_lsp.dynamic.search import LABEL_MUTATION, SearchSettings, mutations, search
 from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
-
 from grist_lsp.model import Site, Span, Status, Verdict, Witness
 
 torch.set_num_threads(1)

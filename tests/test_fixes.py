@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.fixes import propose_fixes
 from grist_lsp.dynamic.verify import apply_edits
-
 from grist_lsp.model import Status, Verdict
 
 CORPUS = Path(__file__).parent / "corpus" / "fixes"

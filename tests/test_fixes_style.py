@@ -4,10 +4,10 @@ precedence, and ``apply_edits`` positions (code points, insertions, overlaps).""
 from __future__ import annotations
 
 import pytest
+
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.fixes import eps_near_one, propose_fixes
 from grist_lsp.dynamic.verify import EditError, apply_edits, edited_region
-
 from grist_lsp.model import Span, Status, TensorValue, TextEdit, Verdict, Witness
 
 

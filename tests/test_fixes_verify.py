@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.reproducer import write_reproducer
 from grist_lsp.dynamic.verify import apply_edits, check_fix, fix_verdicts
-
 from grist_lsp.model import Fix, Status, TextEdit, Verdict
 
 CORPUS = Path(__file__).parent / "corpus" / "fixes"

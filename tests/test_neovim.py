@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from grist_lsp.analyzer.catalogue import KINDS
 
 NVIM = shutil.which("nvim")

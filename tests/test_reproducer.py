@@ -18,11 +18,11 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
+
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.fixes import propose_fixes
 from grist_lsp.dynamic.reproducer import render_reproducer, write_reproducer
 from grist_lsp.dynamic.verify import apply_edits
-
 from grist_lsp.model import Site, Status, TensorValue, Verdict, Witness
 
 CORPUS = Path(__file__).parent / "corpus" / "fixes"

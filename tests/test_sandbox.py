@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.sandbox import BwrapProbe
-
 from grist_lsp.model import Status
 
 SCRIPT = """\

@@ -18,13 +18,14 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from grist_lsp.analyzer.analysis import analyze_source
-from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
-from grist_lsp.analyzer.fixes import propose_fixes
 from lsprotocol import types
 from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+from grist_lsp.analyzer.analysis import analyze_source
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
+from grist_lsp.analyzer.fixes import propose_fixes
 
 pytestmark = pytest.mark.asyncio
 

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 import pytest_lsp
-from grist_lsp.analyzer.catalogue import KINDS
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from grist_lsp.analyzer.catalogue import KINDS
 from tests.test_server import SCRIPT, make_client, open_file, start, wait_for
 
 LOG = KINDS["log"].code

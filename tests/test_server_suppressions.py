@@ -143,7 +143,6 @@ async def test_ignore_comment_goes_where_a_comment_can_stand() -> None:
     from grist_lsp.analyzer.analysis import analyze_source
     from grist_lsp.server.actions import ignore_edit
     from grist_lsp.server.diagnostics import split_lines
-
     from grist_lsp.suppressions import RuleSelection, silence
 
     source = 'import torch\n\n\ndef f(x):\n    return torch.log(x + len("""a\nb"""))\n'

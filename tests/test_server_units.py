@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
-from grist_lsp.server import actions, diagnostics
-from grist_lsp.server.settings import Settings, client_trust, merge_settings
 from lsprotocol import types
 
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.model import Fix, Site, Span, Status, TensorValue, TextEdit, Verdict, Witness, file_error
+from grist_lsp.server import actions, diagnostics
+from grist_lsp.server.settings import Settings, client_trust, merge_settings
 
 UTF8 = types.PositionEncodingKind.Utf8
 UTF16 = types.PositionEncodingKind.Utf16

@@ -13,10 +13,10 @@ import re
 from pathlib import Path
 
 import pytest
+
 from grist_lsp.analyzer.analysis import MAX_FILE_BYTES, analyze_file, analyze_source
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.positions import SourceLines
-
 from grist_lsp.model import Span, Status
 
 CORPUS = Path(__file__).parent / "corpus" / "static"

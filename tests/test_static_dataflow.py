@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 import networkx as nx
+
 from grist_lsp.analyzer.dataflow import DataFlow, Def, build_dataflow
 from grist_lsp.analyzer.names import Resolver
 

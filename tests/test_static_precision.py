@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from grist_lsp.analyzer.analysis import analyze_source
 
 HEAD = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n\n"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import ast
 
 import pytest
+
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import RangeAnalysis
-
 from grist_lsp.model import Status
 
 HEADER = "import math\nimport torch\nimport torch.nn as nn\n\n\ndef f(x, mask, y, i: int, n):\n"

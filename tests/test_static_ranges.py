@@ -7,6 +7,7 @@ import math
 import struct
 
 import pytest
+
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver

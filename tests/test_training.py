@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 from grist_lsp.analyzer.programs import has_training_loop, is_script
-
 from grist_lsp.discovery import imported_modules
 
 # Logistic regression from an old tutorial: Variable(FloatTensor(list)), bare weights, SGD, an
