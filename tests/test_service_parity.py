@@ -146,3 +146,29 @@ async def test_an_open_file_that_tool_grist_excludes_gets_no_diagnostics(
     )
     assert published_for(client, skipped, 1) == []  # `grist-lsp --check .` skips it too
     assert LOG in {str(d.code) for d in published_for(client, checked, 1) or []}
+
+
+ENTRY_PROGRAM = """import torch
+
+
+def loss(p):
+    return torch.log(p).sum()
+
+
+def make():
+    return loss, (torch.rand(4) + 0.5,)
+"""
+
+
+async def test_the_server_enters_the_program_through_tool_grist_entries(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.grist]\nentries = ["model.py:make"]\nbudget = 3\n', encoding="utf-8"
+    )
+    await start(client, tmp_path, {"budget": 1})
+    uri = open_file(client, tmp_path / "model.py", ENTRY_PROGRAM)
+    await _engine_finished(client)
+    [log] = [d for d in published_for(client, uri, 1) or [] if str(d.code) == LOG]
+    assert log.data["status"] == "confirmed", log.message
+    assert log.data["verdict"]["witness"]["entry"].endswith("model.py:make")
