@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import Any
 
 from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
-
 from grist_lsp.model import Site, TensorValue, Witness, is_factory_key, to_json
 
 # Tensors with at most this many elements are written inline; larger ones go to the .pt file.
@@ -357,57 +356,30 @@ def _render_plain(
     ]
     payloads: dict[str, bytes] = {}
     if needs_payload:
-        import io
+        payloads[payload_name] = _saved_inputs(witness, needs_payload, payload_tensors)
 
-        import torch
-
-        buf = io.BytesIO()
-        tensors = {}
-        for n in needs_payload:
-            if n in payload_tensors:
-                tensors[n] = payload_tensors[n]
-            else:
-                tv = witness.inputs[n]
-                values = _finite_floats(tv.values)
-                tensors[n] = torch.tensor(
-                    values, dtype=getattr(torch, tv.dtype.replace("torch.", ""))
-                ).reshape(tv.shape)
-        torch.save(tensors, buf)
-        payloads[payload_name] = buf.getvalue()
-
-    m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest) if kind == "probe" else None
-    if kind == "probe" and not m:
+    probe = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest) if kind == "probe" else None
+    if kind == "probe" and not probe:
         return _render_replay(site, witness, filename, directory)
 
-    out: list[str] = []
     how = (
         "It needs only torch and pytest: the op is watched with a TorchFunctionMode and"
         " found by its function and its line within that function."
     )
-    out.append(_docstring(site, witness, how))
-    out.append(
+    out = [
+        _docstring(site, witness, how),
         "import importlib\nimport inspect\n"
         + ("import random\n" if kind == "probe" else "")
-        + "import sys\nfrom pathlib import Path\n\nimport pytest\nimport torch\n"
-    )
-    out.append(_runtime_source())
-    out.append("")
-    out.append(f"PROGRAM = {_program_path_expr(site.file, directory)}")
+        + "import sys\nfrom pathlib import Path\n\nimport pytest\nimport torch\n",
+        _runtime_source(),
+        "",
+        f"PROGRAM = {_program_path_expr(site.file, directory)}",
+    ]
     program_files: list[str] = []
-    if kind == "entry":
-        entry_file, _, entry_func = rest.rpartition(":")
-        if os.path.abspath(entry_file) != os.path.abspath(site.file):
-            out.append(f"ENTRY_FILE = {_program_path_expr(entry_file, directory)}")
-            program_files.append("ENTRY_FILE")
-        else:
-            out.append("ENTRY_FILE = PROGRAM")
-        out.append(f"ENTRY = {entry_func!r}  # returns (callable, args) or (callable, args, kwargs)")
+    if probe is None:
+        out += _entry_constants(site, rest, directory, program_files)
     else:
-        assert m is not None
-        out.append(f"PROBED = {m.group(2)!r}")
-        ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
-        out.append(f"CONSTRUCTOR_ARGS = {tuple(ctor) if isinstance(ctor, tuple) else (ctor,)!r}")
-        out.append(f"SEED = {witness.seed}  # the module's initial weights come from this seed")
+        out += _probe_constants(probe, witness)
     out.extend(_watched(site, witness, program_files))
     out.append("WATCH_SITE = True  # this file judges the op at the site itself")
     out.append("")
@@ -418,8 +390,57 @@ def _render_plain(
         out.append(f"    {name!r}: {_tensor_expr(name, tv, payload_name)},")
     out.append("}")
     out.append(_LOAD)
-    if kind == "entry":
-        out.append("""
+    out.append(_RUN_PROBE if probe is not None else _RUN_ENTRY)
+    out.append(_FIXTURE_AND_TEST.format(name=_test_name(site)))
+    return Reproducer(filename=filename, source="\n".join(out), payloads=payloads)
+
+
+def _saved_inputs(witness: Witness, names: list[str], payload_tensors: dict[str, Any]) -> bytes:
+    """The payload file's bytes: the inputs ``names`` saved with torch.save, by name."""
+    import io
+
+    import torch
+
+    tensors = {}
+    for n in names:
+        if n in payload_tensors:
+            tensors[n] = payload_tensors[n]
+        else:
+            tv = witness.inputs[n]
+            values = _finite_floats(tv.values)
+            tensors[n] = torch.tensor(values, dtype=getattr(torch, tv.dtype.replace("torch.", ""))).reshape(
+                tv.shape
+            )
+    buf = io.BytesIO()
+    torch.save(tensors, buf)
+    return buf.getvalue()
+
+
+def _entry_constants(site: Site, rest: str, directory: str | None, program_files: list[str]) -> list[str]:
+    """ENTRY_FILE and ENTRY of an ``entry:file.py:function`` witness (``rest`` after ``entry:``);
+    an entry file other than the site's joins ``program_files``."""
+    entry_file, _, entry_func = rest.rpartition(":")
+    lines = []
+    if os.path.abspath(entry_file) != os.path.abspath(site.file):
+        lines.append(f"ENTRY_FILE = {_program_path_expr(entry_file, directory)}")
+        program_files.append("ENTRY_FILE")
+    else:
+        lines.append("ENTRY_FILE = PROGRAM")
+    lines.append(f"ENTRY = {entry_func!r}  # returns (callable, args) or (callable, args, kwargs)")
+    return lines
+
+
+def _probe_constants(probe: re.Match[str], witness: Witness) -> list[str]:
+    """PROBED, CONSTRUCTOR_ARGS and SEED of a ``probe:file.py:Name(args)`` witness."""
+    ctor = ast.literal_eval(probe.group(3)) if probe.group(3) else ()
+    return [
+        f"PROBED = {probe.group(2)!r}",
+        f"CONSTRUCTOR_ARGS = {tuple(ctor) if isinstance(ctor, tuple) else (ctor,)!r}",
+        f"SEED = {witness.seed}  # the module's initial weights come from this seed",
+    ]
+
+
+_RUN_ENTRY = """
 def run_program():
     made = getattr(load_program(ENTRY_FILE), ENTRY)()
     fn, args = made[0], list(made[1]) if isinstance(made[1], (list, tuple)) else [made[1]]
@@ -431,9 +452,9 @@ def run_program():
         if name in INPUTS:
             kwargs[name] = fresh(INPUTS[name])
     return fn(*args, **kwargs)
-""")
-    else:
-        out.append("""
+"""
+
+_RUN_PROBE = """
 def run_program():
     torch.manual_seed(SEED)  # the search seeded torch, random and numpy before building the module
     random.seed(SEED)
@@ -448,9 +469,7 @@ def run_program():
         obj = obj(*CONSTRUCTOR_ARGS)
     names = parameter_names(obj, len(INPUTS))
     return obj(*[fresh(INPUTS[name]) for name in names if name in INPUTS])
-""")
-    out.append(_FIXTURE_AND_TEST.format(name=_test_name(site)))
-    return Reproducer(filename=filename, source="\n".join(out), payloads=payloads)
+"""
 
 
 # --- replay reproducer ---------------------------------------------------------------------
@@ -462,19 +481,10 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
     Tensors the witness keeps in files (large inputs, weight deltas) are copied beside the test
     and the witness is pointed at the copies, so the pair can move to another machine.
     """
-    payloads: dict[str, bytes] = {}
     w = to_json(witness)
     for key in ("reproducer", "reproducer_source", "payload"):
         w[key] = None
-    stem = Path(filename).stem
-    relocated: list[tuple[str, str, str]] = []  # (witness field, name, payload file)
-    for field_name in ("inputs", "weight_deltas"):
-        for name, tv in (w.get(field_name) or {}).items():
-            if tv.get("file") and os.path.exists(tv["file"]):
-                payload = f"{stem}_{re.sub(r'[^A-Za-z0-9_-]', '_', name)}.pt"
-                payloads[payload] = Path(tv["file"]).read_bytes()
-                tv["file"] = None
-                relocated.append((field_name, name, payload))
+    payloads, relocated = _relocate_payloads(w, Path(filename).stem)
     s = to_json(site)
     recorded = os.path.abspath(site.file)
     s["file"] = None
@@ -484,10 +494,6 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
         " replay does."
     )
     _, first, _ = _site_lines(site)
-    try:
-        site_line = Path(site.file).read_text(encoding="utf-8").splitlines()[site.span.start_line - 1]
-    except (OSError, UnicodeDecodeError, IndexError):
-        site_line = ""
     entry_file = _entry_file(witness)
     program_files: list[str] = []
     lines = [
@@ -507,7 +513,7 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
         f"SITE_JSON = {pprint.pformat(s, width=100, sort_dicts=False)}",
         'SITE_JSON["file"] = str(PROGRAM)',
         f"FIRST_LINE = {first}  # where the site's function started when the witness was found",
-        f"SITE_LINE_TEXT = {site_line!r}",
+        f"SITE_LINE_TEXT = {_site_line_text(site)!r}",
         f"WITNESS = {pprint.pformat(w, width=100, sort_dicts=False)}",
         "# the entry names the program by the path it had when the witness was found",
         f'WITNESS["entry"] = WITNESS["entry"].replace({recorded!r}, str(PROGRAM))',
@@ -521,20 +527,47 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
             f"WITNESS[{field_name!r}][{name!r}]['file'] = str(Path(__file__).with_name({payload!r}))"
         )
     lines.extend(_watched(site, witness, program_files))
-    lines += [
-        "WATCH_SITE = False  # the engine's replay judges the op at the site",
-        "",
-        "",
-        "def run_program():",
-        '    """Replay the witness on the program as it is now, following the site if lines moved above it."""',
-        "    site = site_from_json(SITE_JSON)",
-        "    shift = moved_by(PROGRAM.read_text(encoding='utf-8'), SITE.function, FIRST_LINE, SITE_LINE_TEXT,",
-        "                     site.span.start_line)",
-        "    if shift:",
-        "        span = site.span",
-        "        site = dataclasses.replace(site, span=Span(span.start_line + shift, span.start_col,",
-        "                                                   span.end_line + shift, span.end_col))",
-        "    return replay(site, witness_from_json(WITNESS))",
-    ]
+    lines += _REPLAY_RUN_PROGRAM
     source = "\n".join(lines) + "\n" + _FIXTURE_AND_TEST.format(name=_test_name(site))
     return Reproducer(filename=filename, source=source, payloads=payloads)
+
+
+def _relocate_payloads(w: dict[str, Any], stem: str) -> tuple[dict[str, bytes], list[tuple[str, str, str]]]:
+    """The witness's file-held tensors (in its JSON form ``w``) copied as payloads named after
+    the test's ``stem``, their ``file`` cleared in ``w``: (payloads, [(witness field, name,
+    payload file)])."""
+    payloads: dict[str, bytes] = {}
+    relocated: list[tuple[str, str, str]] = []
+    for field_name in ("inputs", "weight_deltas"):
+        for name, tv in (w.get(field_name) or {}).items():
+            if tv.get("file") and os.path.exists(tv["file"]):
+                payload = f"{stem}_{re.sub(r'[^A-Za-z0-9_-]', '_', name)}.pt"
+                payloads[payload] = Path(tv["file"]).read_bytes()
+                tv["file"] = None
+                relocated.append((field_name, name, payload))
+    return payloads, relocated
+
+
+def _site_line_text(site: Site) -> str:
+    """The text of the site's first line as it is now ("" when the file cannot be read)."""
+    try:
+        return Path(site.file).read_text(encoding="utf-8").splitlines()[site.span.start_line - 1]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return ""
+
+
+_REPLAY_RUN_PROGRAM = [
+    "WATCH_SITE = False  # the engine's replay judges the op at the site",
+    "",
+    "",
+    "def run_program():",
+    '    """Replay the witness on the program as it is now, following the site if lines moved above it."""',
+    "    site = site_from_json(SITE_JSON)",
+    "    shift = moved_by(PROGRAM.read_text(encoding='utf-8'), SITE.function, FIRST_LINE, SITE_LINE_TEXT,",
+    "                     site.span.start_line)",
+    "    if shift:",
+    "        span = site.span",
+    "        site = dataclasses.replace(site, span=Span(span.start_line + shift, span.start_col,",
+    "                                                   span.end_line + shift, span.end_col))",
+    "    return replay(site, witness_from_json(WITNESS))",
+]
