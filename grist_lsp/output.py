@@ -292,42 +292,9 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
     """SARIF 2.1.0 as GitHub code scanning reads it: URIs relative to the repository root (%SRCROOT%)."""
     rules = _rules() + ([_UNUSED_RULE] if report.unused_suppressions else [])
     index = {rule["id"]: i for i, rule in enumerate(rules)}
-    results = []
     shown = visible(report, show_safe)
     prints = fingerprints(shown, lambda file: _relative_uri(file, report.root))
-    for v, fingerprint in zip(shown, prints):
-        code = rule_code(v)
-        uri = _relative_uri(v.site.file, report.root)
-        span = v.site.span
-        region: dict[str, int] = {"startLine": max(1, span.start_line), "startColumn": span.start_col + 1}
-        if (span.end_line, span.end_col) > (span.start_line, span.start_col):
-            region.update(endLine=span.end_line, endColumn=span.end_col + 1)
-        text = message(v, report.root)
-        if detail(v, report.root):
-            text += f" ({detail(v, report.root)})"
-        if v.witness is not None:
-            text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: ') :]}"
-        result: dict[str, Any] = {
-            "ruleId": code,
-            "ruleIndex": index.get(code, 0),
-            "message": {"text": text},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
-                        "region": region,
-                    }
-                }
-            ],
-            "partialFingerprints": {"gristFinding/v1": fingerprint},
-            "properties": {"status": v.status.value, "op": v.site.op, "kind": v.site.kind},
-        }
-        if v.status is Status.SAFE:
-            # A proved-safe site is a "pass"; SARIF requires level none for it.
-            result.update(kind="pass", level="none")
-        else:
-            result["level"] = _LEVEL[v.status]
-        results.append(result)
+    results = [_sarif_result(v, fingerprint, report, index) for v, fingerprint in zip(shown, prints)]
     for file, suppression in report.unused_suppressions:
         results.append(
             {
@@ -335,17 +302,10 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
                 "ruleIndex": index[UNUSED_CODE],
                 "level": "note",
                 "message": {"text": unused_words(suppression)},
-                "locations": [
-                    {
-                        "physicalLocation": {
-                            "artifactLocation": {
-                                "uri": _relative_uri(file, report.root),
-                                "uriBaseId": "%SRCROOT%",
-                            },
-                            "region": {"startLine": suppression.line, "startColumn": suppression.col + 1},
-                        }
-                    }
-                ],
+                "locations": _sarif_locations(
+                    _relative_uri(file, report.root),
+                    {"startLine": suppression.line, "startColumn": suppression.col + 1},
+                ),
             }
         )
     sarif = {
@@ -369,6 +329,46 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
         ],
     }
     return json.dumps(sarif, indent=2) + "\n"
+
+
+def _sarif_result(v: Verdict, fingerprint: str, report: Report, index: dict[str, int]) -> dict[str, Any]:
+    """One verdict as a SARIF result (rule indexes from ``index``)."""
+    code = rule_code(v)
+    span = v.site.span
+    region: dict[str, int] = {"startLine": max(1, span.start_line), "startColumn": span.start_col + 1}
+    if (span.end_line, span.end_col) > (span.start_line, span.start_col):
+        region.update(endLine=span.end_line, endColumn=span.end_col + 1)
+    text = message(v, report.root)
+    if detail(v, report.root):
+        text += f" ({detail(v, report.root)})"
+    if v.witness is not None:
+        text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: ') :]}"
+    result: dict[str, Any] = {
+        "ruleId": code,
+        "ruleIndex": index.get(code, 0),
+        "message": {"text": text},
+        "locations": _sarif_locations(_relative_uri(v.site.file, report.root), region),
+        "partialFingerprints": {"gristFinding/v1": fingerprint},
+        "properties": {"status": v.status.value, "op": v.site.op, "kind": v.site.kind},
+    }
+    if v.status is Status.SAFE:
+        # A proved-safe site is a "pass"; SARIF requires level none for it.
+        result.update(kind="pass", level="none")
+    else:
+        result["level"] = _LEVEL[v.status]
+    return result
+
+
+def _sarif_locations(uri: str, region: dict[str, int]) -> list[dict[str, Any]]:
+    """A SARIF result's one location: a region of a file relative to %SRCROOT%."""
+    return [
+        {
+            "physicalLocation": {
+                "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                "region": region,
+            }
+        }
+    ]
 
 
 def render(report: Report, fmt: str, show_safe: bool = False) -> str:
