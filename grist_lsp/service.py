@@ -116,7 +116,7 @@ def _pick(explicit: Any, configured: Any, editor: EditorSettings, name: str) -> 
 
 def _load(paths: list[str], options: CheckOptions, editor: EditorSettings) -> GristConfig:
     """`[tool.grist]` of --config, else of the nearest pyproject.toml above the first path."""
-    start = Path(paths[0]).resolve() if paths and Path(paths[0]).exists() else Path.cwd()
+    start = _start(paths)
     if options.config:
         pyproject: Path | None = Path(options.config)
         if not pyproject.is_file():
@@ -131,6 +131,17 @@ def _load(paths: list[str], options: CheckOptions, editor: EditorSettings) -> Gr
     git_root = next((f for f in (folder, *folder.parents) if (f / ".git").exists()), None)
     default_root = Path(options.project_root) if options.project_root else (editor.folder or git_root)
     return load_config(pyproject, default_root or Path.cwd())
+
+
+def _start(paths: list[str]) -> Path:
+    """Where the search for pyproject.toml starts: the first path, else the folder that will hold it
+    (an editor buffer not saved yet), else the cwd."""
+    if not paths:
+        return Path.cwd()
+    first = Path(paths[0]).resolve()
+    if first.exists():
+        return first
+    return first.parent if first.parent.is_dir() else Path.cwd()
 
 
 def _check_explicit(options: CheckOptions) -> None:
