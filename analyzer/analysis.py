@@ -132,7 +132,7 @@ def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:
     dtype = file_dtype(text)
     ranges = RangeAnalysis(flow, resolver, dtype)
     candidates = find_sites(path, lines, tree, flow, resolver, ranges)
-    mark_where_branches(candidates, tree, flow, resolver)
+    mark_where_branches(candidates, tree, text, flow, resolver)
     verdicts = [_with_where_reason(_verdict(c, ranges, dtype)) for c in candidates]
     # find_sites returns the sites sorted by position, so the verdicts are too
     return verdicts

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from grist_lsp.analyzer.catalogue import KINDS
@@ -75,6 +76,10 @@ class Guard:
     words: str
     condition: str | None = None
     kept_when: bool = True
+    # The names the condition reads, through their assignments: a guard discards a site's invalid
+    # values only if its condition is about the site's operand (``torch.where(h > 0, log(h), 0)``),
+    # not an unrelated mask (an attention mask over scores divided by a scale).
+    names: frozenset[str] = frozenset()
 
 
 def _is_mask(e: ast.AST, flow: DataFlow, depth: int = 0) -> bool:
@@ -98,6 +103,26 @@ def _is_mask(e: ast.AST, flow: DataFlow, depth: int = 0) -> bool:
     return False
 
 
+def _names(expr: ast.AST, flow: DataFlow, hops: int = _HOPS) -> frozenset[str]:
+    """Names ``expr`` reads, and those the assignments of these names read, ``hops`` deep."""
+    out: set[str] = set()
+    todo: list[tuple[ast.AST, int]] = [(expr, 0)]
+    seen: set[int] = set()
+    while todo:
+        e, depth = todo.pop()
+        for n in ast.walk(e):
+            if not isinstance(n, ast.Name) or n.id in out:
+                continue
+            out.add(n.id)
+            if depth >= hops:
+                continue
+            for d in flow.defs_reaching(n):
+                if d.how in ("assign", "walrus") and d.value is not None and d.key not in seen:
+                    seen.add(d.key)
+                    todo.append((d.value, depth + 1))
+    return frozenset(out)
+
+
 def _text(e: ast.AST) -> str:
     try:
         return ast.unparse(e)
@@ -105,81 +130,135 @@ def _text(e: ast.AST) -> str:
         return "?"
 
 
-class _Finder:
-    """Follows a site's value downstream to a guard that discards it."""
+_GUARD_NAMES = frozenset({"where", "masked_fill", "masked_fill_", "nan_to_num", "nan_to_num_"})
+# A line with a subscript that may be a mask (``x[m]``, ``x[x > 0]``, ``y[~ok] = 0``), not ``w[..., 0]``:
+# only the statements on such lines are walked for boolean indexing (walking every expression of a
+# module cost a quarter of the static pass' budget).
+_MAYBE_MASK_INDEX = re.compile(r"\[[^\[\]\n]*[A-Za-z_<>=!~&|][^\[\]\n]*\]")
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
-    def __init__(self, tree: ast.Module, flow: DataFlow, resolver: Resolver) -> None:
+
+class _Finder:
+    """Which values the module discards, found from the discarding ops backwards.
+
+    Every node inside an expression a guard discards is reached, and so is every node of the value
+    of an assignment (up to ``_HOPS`` deep) whose name is read there. A value bound to a name is
+    discarded only if *every* read of that name is reached: one read that escapes (a print, a
+    second unguarded use) keeps its NaN visible, and the site is an ordinary one.
+    """
+
+    def __init__(self, tree: ast.Module, text: str, flow: DataFlow, resolver: Resolver) -> None:
         self.flow = flow
         self.resolver = resolver
-        self.parents: dict[int, ast.AST] = {}
-        self.nodes: dict[int, ast.AST] = {}
-        for parent in ast.walk(tree):
-            self.nodes[id(parent)] = parent
-            for child in ast.iter_child_nodes(parent):
-                self.parents[id(child)] = parent
-        self.def_of_target = {id(d.node): d.key for d in flow.defs if d.how in ("assign", "walrus")}
-        self.uses: dict[int, list[ast.AST]] = {}  # def key -> the Name/Attribute nodes it reaches
-        for node, preds in flow.preds.items():
-            if node[0] != "use" or node[1] not in self.nodes:
+        self.reached: dict[int, tuple[Guard, tuple[int, ...]]] = {}  # node id -> guard, defs on the way
+        self.walked: set[int] = set()
+        for call, _ in flow.operations:
+            if isinstance(call, ast.Call):
+                f = call.func
+                name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+                if name in _GUARD_NAMES:
+                    for guard, expr in self._call_guards(call):
+                        self._spread(expr, guard, (), 0)
+        lines = {i + 1 for i, line in enumerate(text.splitlines()) if _MAYBE_MASK_INDEX.search(line)}
+        if lines:
+            self._subscript_guards(tree, lines)
+        self._leaky_defs: set[int] | None = None  # computed on the first question that needs it
+
+    def guard_of(self, node: ast.AST) -> Guard | None:
+        hit = self.reached.get(id(node))
+        if hit is None:
+            return None
+        if hit[1]:
+            if self._leaky_defs is None:
+                self._leaky_defs = self._leaky()
+            if any(k in self._leaky_defs for k in hit[1]):
+                return None
+        return hit[0]
+
+    def _spread(self, expr: ast.AST, guard: Guard, chain: tuple[int, ...], hops: int) -> None:
+        stack = [expr]
+        while stack:
+            n = stack.pop()
+            if id(n) in self.reached or isinstance(n, _SCOPES):
+                continue
+            self.reached[id(n)] = (guard, chain)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and hops < _HOPS:
+                for d in self.flow.defs_reaching(n):
+                    if d.how in ("assign", "walrus") and d.value is not None and d.key not in self.walked:
+                        self.walked.add(d.key)
+                        self._spread(d.value, guard, (*chain, d.key), hops + 1)
+            stack.extend(ast.iter_child_nodes(n))
+
+    def _leaky(self) -> set[int]:
+        """The walked definitions with a read that no guard discards."""
+        leaky: set[int] = set()
+        for node, preds in self.flow.preds.items():
+            if node[0] != "use" or node[1] in self.reached:
                 continue
             for p in preds:
-                if p[0] == "def":
-                    self.uses.setdefault(p[1], []).append(self.nodes[node[1]])
+                if p[0] == "def" and p[1] in self.walked:
+                    leaky.add(p[1])
+        return leaky
 
-    def guard(self, node: ast.AST, hops: int = 0) -> tuple[Guard, ast.AST] | None:
-        """The guard discarding ``node``'s value and the guarding node, or None."""
-        child = node
-        parent = self.parents.get(id(child))
-        receiver: ast.AST | None = None  # ``child`` is ``receiver.method``: a method call's receiver
-        while isinstance(parent, ast.expr):
-            hit = self._guard_at(parent, child, receiver)
-            if hit is not None:
-                return hit, parent
-            receiver = child if isinstance(parent, ast.Attribute) and parent.value is child else None
-            if isinstance(parent, (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                return None
-            child, parent = parent, self.parents.get(id(parent))
-        if hops >= _HOPS or not isinstance(parent, (ast.Assign, ast.AnnAssign)) or child is not parent.value:
-            return None
-        targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
-        for t in targets:
-            key = self.def_of_target.get(id(t)) if isinstance(t, ast.Name) else None
-            for use in self.uses.get(key, []) if key is not None else []:
-                hit = self.guard(use, hops + 1)
-                if hit is not None:
-                    return hit
-        return None
-
-    def _guard_at(self, parent: ast.expr, child: ast.AST, receiver: ast.AST | None) -> Guard | None:
-        line = getattr(parent, "lineno", 0)
-        if isinstance(parent, ast.Subscript):
-            if child is not parent.value or not _is_mask(parent.slice, self.flow):
-                return None
-            if isinstance(parent.ctx, ast.Store):
-                # ``y[~ok] = 0``: the entries the mask selects are overwritten, the others kept.
-                return Guard(f"the masked assignment on line {line}", _text(parent.slice), False)
-            return Guard(f"the boolean indexing on line {line}", _text(parent.slice), True)
-        if not isinstance(parent, ast.Call) or any(isinstance(a, ast.Starred) for a in parent.args):
-            return None
-        qn = self.resolver.qualified_name(parent.func)
-        args = parent.args
-        if qn == "torch.where" and len(args) == 3 and child in args[1:]:
-            return Guard(f"torch.where on line {line}", _text(args[0]), child is args[1])
-        if qn in ("torch.masked_fill",) and len(args) >= 2 and child is args[0]:
-            return Guard(f"torch.masked_fill on line {line}", _text(args[1]), False)
-        if qn in ("torch.nan_to_num",) and args and child is args[0]:
-            return Guard(f"torch.nan_to_num on line {line}")
-        f = parent.func
+    def _call_guards(self, call: ast.Call) -> list[tuple[Guard, ast.expr]]:
+        """(guard, the argument whose value it discards) for a where / masked_fill / nan_to_num call."""
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return []
+        line = call.lineno
+        args = call.args
+        qn = self.resolver.qualified_name(call.func)
+        if qn == "torch.where" and len(args) == 3:
+            words, cond, names = f"torch.where on line {line}", _text(args[0]), _names(args[0], self.flow)
+            return [(Guard(words, cond, True, names), args[1]), (Guard(words, cond, False, names), args[2])]
+        if qn == "torch.masked_fill" and len(args) >= 2:
+            names = _names(args[1], self.flow)
+            return [(Guard(f"torch.masked_fill on line {line}", _text(args[1]), False, names), args[0])]
+        if qn == "torch.nan_to_num" and args:
+            return [(Guard(f"torch.nan_to_num on line {line}"), args[0])]
+        f = call.func
         if qn is not None or not isinstance(f, ast.Attribute):
-            return None
-        on_receiver = child is f and receiver is f.value
-        if f.attr == "where" and len(args) == 2 and (on_receiver or child is args[1]):
-            return Guard(f"Tensor.where on line {line}", _text(args[0]), on_receiver)
-        if f.attr in ("masked_fill", "masked_fill_") and args and on_receiver:
-            return Guard(f"Tensor.{f.attr} on line {line}", _text(args[0]), False)
-        if f.attr in ("nan_to_num", "nan_to_num_") and on_receiver:
-            return Guard(f"Tensor.{f.attr} on line {line}")
-        return None
+            return []
+        if f.attr == "where" and len(args) == 2:
+            words, cond, names = f"Tensor.where on line {line}", _text(args[0]), _names(args[0], self.flow)
+            return [(Guard(words, cond, True, names), f.value), (Guard(words, cond, False, names), args[1])]
+        if f.attr in ("masked_fill", "masked_fill_") and args:
+            names = _names(args[0], self.flow)
+            return [(Guard(f"Tensor.{f.attr} on line {line}", _text(args[0]), False, names), f.value)]
+        if f.attr in ("nan_to_num", "nan_to_num_"):
+            return [(Guard(f"Tensor.{f.attr} on line {line}"), f.value)]
+        return []
+
+    def _subscript_guards(self, tree: ast.Module, lines: set[int]) -> None:
+        """Boolean indexing (``x[m]``) and masked assignments (``y[~ok] = 0``) on ``lines``."""
+        stack: list[ast.AST] = list(tree.body)
+        while stack:
+            stmt = stack.pop()
+            own: list[ast.AST] = []
+            for name, value in ast.iter_fields(stmt):
+                items = value if isinstance(value, list) else [value]
+                if name in _BLOCKS:
+                    stack.extend(v for v in items if isinstance(v, ast.AST))
+                else:
+                    own.extend(v for v in items if isinstance(v, ast.AST))
+            first, last = getattr(stmt, "lineno", 0), getattr(stmt, "end_lineno", 0) or 0
+            if not any(first <= n <= last for n in lines) or isinstance(
+                stmt, (ast.FunctionDef, ast.ClassDef)
+            ):
+                continue
+            for expr in own:
+                for n in ast.walk(expr):
+                    if not isinstance(n, ast.Subscript) or not _is_mask(n.slice, self.flow):
+                        continue
+                    mask, names = _text(n.slice), _names(n.slice, self.flow)
+                    if isinstance(n.ctx, ast.Store):
+                        # ``y[~ok] = 0``: the entries the mask selects are overwritten, the others kept;
+                        # the assignment is also the read of ``y`` that the dataflow graph records.
+                        guard = Guard(f"the masked assignment on line {n.lineno}", mask, False, names)
+                        self.reached.setdefault(id(n), (guard, ()))
+                    else:
+                        guard = Guard(f"the boolean indexing on line {n.lineno}", mask, True, names)
+                    self._spread(n.value, guard, (), 0)
 
 
 def _eligible(c: Candidate) -> bool:
@@ -189,20 +268,28 @@ def _eligible(c: Candidate) -> bool:
 
 
 def mark_where_branches(
-    candidates: list[Candidate], tree: ast.Module, flow: DataFlow, resolver: Resolver
+    candidates: list[Candidate], tree: ast.Module, text: str, flow: DataFlow, resolver: Resolver
 ) -> None:
     """Set ``Site.discarded_by`` on every candidate whose value a guard discards downstream."""
     todo = [c for c in candidates if _eligible(c)]
     if not todo:
         return
-    finder = _Finder(tree, flow, resolver)
+    try:
+        finder = _Finder(tree, text, flow, resolver)
+    except RecursionError:
+        return
     for c in todo:
-        try:
-            hit = finder.guard(c.node)
-        except RecursionError:
-            hit = None
-        if hit is not None:
-            c.site = dataclasses.replace(c.site, discarded_by=hit[0].words)
+        guard = finder.guard_of(c.node)
+        if guard is not None and _covers(guard, c.operand, flow):
+            c.site = dataclasses.replace(c.site, discarded_by=guard.words)
+
+
+def _covers(guard: Guard, operand: ast.AST | None, flow: DataFlow) -> bool:
+    """Whether the guard's condition is about the operand (see ``Guard.names``); ``nan_to_num``
+    drops exactly the non-finite values, whatever made them."""
+    if guard.condition is None:
+        return True
+    return operand is not None and bool(guard.names & _names(operand, flow))
 
 
 def where_reason(words: str, kind: str) -> str:
@@ -234,7 +321,6 @@ def guard_at(text: str, span: Span) -> Guard | None:
         return None
     flow = build_dataflow(tree)
     try:
-        hit = _Finder(tree, flow, Resolver(flow)).guard(node)
+        return _Finder(tree, text, flow, Resolver(flow)).guard_of(node)
     except RecursionError:
         return None
-    return hit[0] if hit is not None else None

@@ -82,12 +82,15 @@ def f(x, m):
     d = torch.nan_to_num(1 / x)
     y = torch.log(x)
     z = -y * 2
-    e = torch.where(m, 0.0, z)
+    e = torch.where(x <= 0, 0.0, z)
     g = torch.sqrt(x)
     g[x < 0] = 0
     h = torch.log(x).where(x > 0, 0.0)
     kept = torch.log(x)
-    return a, b, c, d, e, g, h, kept, torch.log(x).mean(), torch.log(x)[0]
+    scores = (x / m).masked_fill(x > 0, float("-inf"))
+    seen = torch.log(x)
+    print(seen)
+    return a, b, c, d, e, g, h, kept, torch.log(x).mean(), torch.log(x)[0], scores, torch.where(x > 0, seen, 0)
 """
 
 
@@ -103,7 +106,9 @@ def test_each_discarding_form_is_recognised_and_a_plain_use_is_not() -> None:
     assert by_line[12] == ["the masked assignment on line 13"]
     assert by_line[14] == ["Tensor.where on line 14"]
     assert by_line[15] == [None]  # returned as is: nothing discards it
-    assert by_line[16] == [None, None]  # a mean and an integer index keep the value
+    assert by_line[16] == [None]  # a mask about x says nothing about the divisor m
+    assert by_line[17] == [None]  # printed before it is discarded: its NaN is seen
+    assert by_line[19] == [None, None]  # a mean and an integer index keep the value
 
 
 def test_double_where_fix_is_proposed_first() -> None:
