@@ -17,6 +17,8 @@ from grist_lsp.model import Span
 # CPython's tokenizer breaks lines on \n, \r\n and a lone \r only (not on the
 # other characters str.splitlines() knows, such as \x0c or \u2028).
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+# The node classes that carry a source position (``ast.AST`` itself declares none).
+_LOCATED = (ast.expr, ast.stmt, ast.excepthandler, ast.arg, ast.keyword, ast.alias, ast.pattern)
 
 
 @dataclass
@@ -40,13 +42,15 @@ class SourceLines:
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
 
     def span(self, node: ast.AST) -> Span:
-        start_line = node.lineno  # type: ignore[attr-defined]
-        end_line = node.end_lineno or start_line  # type: ignore[attr-defined]
+        if not isinstance(node, _LOCATED):
+            raise TypeError(f"a {type(node).__name__} node has no source position to make a span of")
+        start_line = node.lineno
+        end_line = node.end_lineno or start_line
         return Span(
             start_line,
-            self.col(start_line, node.col_offset),  # type: ignore[attr-defined]
+            self.col(start_line, node.col_offset),
             end_line,
-            self.col(end_line, node.end_col_offset or 0),  # type: ignore[attr-defined]
+            self.col(end_line, node.end_col_offset or 0),
         )
 
     def text_of(self, span: Span) -> str:

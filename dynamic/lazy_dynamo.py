@@ -46,7 +46,7 @@ class _EagerDynamo(types.ModuleType):
 
         sys.modules.pop("torch._dynamo", None)
         real = importlib.import_module("torch._dynamo")
-        torch._dynamo = real  # type: ignore[attr-defined]
+        torch._dynamo = real
         return getattr(real, name)
 
 

@@ -153,17 +153,18 @@ class TrainingTracer(Tracer):
         saved = torch.optim.Optimizer.add_param_group
         tracer = self
 
-        def add_param_group(opt: torch.optim.Optimizer, group: dict[str, Any]) -> None:
-            params = group.get("params")
+        # Named as torch names them, so the stand-in has the method's exact signature.
+        def add_param_group(self: torch.optim.Optimizer, param_group: dict[str, Any]) -> None:
+            params = param_group.get("params")
             for p in [params] if isinstance(params, torch.Tensor) else list(params or []):
                 tracer.optimised.add(id(p))
-            saved(opt, group)
+            saved(self, param_group)
 
-        torch.optim.Optimizer.add_param_group = add_param_group  # type: ignore[method-assign]
+        torch.optim.Optimizer.add_param_group = add_param_group
         try:
             yield
         finally:
-            torch.optim.Optimizer.add_param_group = saved  # type: ignore[method-assign]
+            torch.optim.Optimizer.add_param_group = saved
 
     # --- the mode -----------------------------------------------------------------
 

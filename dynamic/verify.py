@@ -756,11 +756,11 @@ def _loss_watch_class() -> type:
     """A TorchFunctionMode class made on first use, so that importing this module never imports torch."""
     from torch.overrides import TorchFunctionMode, resolve_name
 
-    class Enough(BaseException):
-        """Enough training steps seen: the run stops here."""
-
     class Watch(TorchFunctionMode):
         """Records the value of each tensor ``backward`` is called on, for ``steps`` calls."""
+
+        class Enough(BaseException):
+            """Enough training steps seen: the run stops here."""
 
         def __init__(self, steps: int) -> None:
             super().__init__()
@@ -774,10 +774,9 @@ def _loss_watch_class() -> type:
                 self.values.append(args[0].detach().clone())
             out = func(*args, **(kwargs or {}))
             if len(self.values) >= self.steps:
-                raise Enough()
+                raise Watch.Enough()
             return out
 
-    Watch.Enough = Enough  # type: ignore[attr-defined]
     return Watch
 
 
