@@ -1,4 +1,4 @@
-"""The README documents every rule code, and its test command is the one CI runs."""
+"""The README documents every rule code, and its test and check commands are the ones CI runs."""
 
 from __future__ import annotations
 
@@ -34,6 +34,16 @@ def test_readme_test_command_is_the_one_ci_runs() -> None:
     assert f"pip install torch==2.13.0 && pip install -e '.[dev]' && {last}" in _readme()
     # torch is installed pinned before the package, so pip never resolves a CUDA build.
     assert ci.index("pip install torch==2.13.0") < ci.index("pip install -e '.[dev]'")
+
+
+def test_readme_static_checks_are_the_ones_ci_runs() -> None:
+    ci_lines = [line.strip() for line in (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
+    checks = ["ruff check .", "ruff format --check .", "basedpyright", "lint-imports"]
+    for check in checks:
+        assert check in ci_lines, f".ci/run: no step runs `{check}`"
+    # CI runs them before the tests, so a lint or type failure stops the run early.
+    assert max(ci_lines.index(c) for c in checks) < ci_lines.index("python -m pytest")
+    assert " && ".join(checks) in _readme()
 
 
 def test_pre_commit_hooks_call_the_cli() -> None:
