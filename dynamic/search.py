@@ -18,6 +18,8 @@ miss:
   size, and single-number parameters (temperatures, scales) tried at, across and
   either side of 0.
 
+Each move is a method of ``Search``, whose docstring says when it is tried.
+
 Domain (stated in the witness): every float input stays within
 ``bound_factor * max(1, max|example|)`` elementwise in absolute value (100x the
 example range by default) and on its support (``SUPPORTS``: a sampler's, or what
@@ -440,7 +442,7 @@ class Search:
         self.newton_ok = _newton_applies(site.kind)
         self.momentum: dict[str, torch.Tensor] = {}  # the last successful signed step
         self.coasting = 0  # steps taken along the momentum since the gradient vanished
-        self.tiny_at = TINY
+        self.tiny_at = TINY  # an objective below this tries the landing moves (then 1000x closer)
         # Phases switch by iteration count, not by the clock, so that the same seed gives the
         # same witness on a busy machine; the budget only decides when to give up.
         self.late_at = 0
@@ -482,11 +484,11 @@ class Search:
             return self.restart
         return self.step
 
-    def _moving(self, deltas: dict[str, torch.Tensor]) -> dict[str, torch.Tensor] | None:
+    def _run_deltas(self, deltas: dict[str, torch.Tensor]) -> dict[str, torch.Tensor] | None:
         """The deltas a run adds: none until the parameters move."""
         return deltas if self.weights_on else None
 
-    def _moved(self, deltas: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def _witness_deltas(self, deltas: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """The deltas a witness states: none until the parameters move."""
         return deltas if self.weights_on else {}
 
@@ -590,9 +592,9 @@ class Search:
     def try_late_mutation(self) -> SearchReport | None:
         """The next mutation kept for later (the domain's extremes, integer labels)."""
         how, values = self.late.pop(0)
-        lev = self.runner.evaluate(values, self._moving(self.deltas))
+        lev = self.runner.evaluate(values, self._run_deltas(self.deltas))
         if lev.found:
-            return self.done(lev, values, self._moved(self.deltas), f"mutation: {how}")
+            return self.done(lev, values, self._witness_deltas(self.deltas), f"mutation: {how}")
         if lev.outcome is not None and lev.grads and lev.d < self.cur_ev.d:
             self.cur, self.cur_ev = values, lev
         return None
@@ -609,9 +611,9 @@ class Search:
             self.runner.param_values,
             self.settings.weight_factor,
         ):
-            tev = self.runner.evaluate(cand, self._moving(cand_d))
+            tev = self.runner.evaluate(cand, self._run_deltas(cand_d))
             if tev.found:
-                return self.done(tev, cand, self._moved(cand_d), how)
+                return self.done(tev, cand, self._witness_deltas(cand_d), how)
             if tev.outcome is not None and tev.d < self.cur_ev.d:
                 self.cur, self.cur_ev = cand, tev
                 self.deltas = cand_d if self.weights_on else self.deltas
@@ -623,9 +625,9 @@ class Search:
         self.coasting += 1
         step = {k: m * (2.0**self.coasting) for k, m in self.momentum.items()}
         cand = {k: (_clip(v + step[k], self.bounds[k]) if k in step else v) for k, v in self.cur.items()}
-        mev = self.runner.evaluate(cand, self._moving(self.deltas))
+        mev = self.runner.evaluate(cand, self._run_deltas(self.deltas))
         if mev.found:
-            return self.done(mev, cand, self._moved(self.deltas), "gradient step (coasting)")
+            return self.done(mev, cand, self._witness_deltas(self.deltas), "gradient step (coasting)")
         if mev.outcome is not None and mev.d <= self.cur_ev.d:
             self.cur, self.cur_ev = cand, mev
         return None
@@ -646,7 +648,7 @@ class Search:
         }
         if self.weights_on:
             self.deltas = {k: torch.zeros_like(d) for k, d in self.deltas.items()}
-        self.cur_ev = self.runner.evaluate(self.cur, self._moving(self.deltas))
+        self.cur_ev = self.runner.evaluate(self.cur, self._run_deltas(self.deltas))
         if self.cur_ev.found:
             return self.done(self.cur_ev, self.cur, self.deltas, "random restart")
         self.step_size = 0.05
@@ -690,9 +692,9 @@ class Search:
             self.runner.param_values,
             self.settings.weight_factor,
         )
-        ev = self.runner.evaluate(values, self._moving(deltas))
+        ev = self.runner.evaluate(values, self._run_deltas(deltas))
         if ev.found:
-            return self.done(ev, values, self._moved(deltas), "Newton step")
+            return self.done(ev, values, self._witness_deltas(deltas), "Newton step")
         self.best = min(self.best, ev.d)
         return _Candidate(values, deltas, ev)
 
@@ -707,9 +709,9 @@ class Search:
             self.runner.param_values,
             self.settings.weight_factor,
         )
-        ev = self.runner.evaluate(values, self._moving(deltas))
+        ev = self.runner.evaluate(values, self._run_deltas(deltas))
         if ev.found:
-            return self.done(ev, values, self._moved(deltas), "gradient step")
+            return self.done(ev, values, self._witness_deltas(deltas), "gradient step")
         self.best = min(self.best, ev.d)
         return _Candidate(values, deltas, ev)
 
