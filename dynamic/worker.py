@@ -663,6 +663,7 @@ def message(
         when += f" and weights moved ({top})"
     what = (
         f"its gradient is {outcome.result} in the backward pass"
+        + (f", through the value {site.discarded_by} discards" if site.discarded_by else "")
         if outcome.phase == "backward"
         else outcome.result
     )
