@@ -34,7 +34,6 @@ from grist_lsp.analyzer.ranges import (
 )
 from grist_lsp.analyzer.sites import Candidate, find_sites
 from grist_lsp.analyzer.where_branch import mark_where_branches, where_reason
-
 from grist_lsp.model import Site, Status, Verdict, file_error
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are almost surely generated data, not code

@@ -18,11 +18,11 @@ import re
 from dataclasses import dataclass, field
 
 import libcst as cst
+from libcst.metadata import PositionProvider, QualifiedNameProvider, QualifiedNameSource
+
 from grist_lsp.analyzer.analysis import file_dtype
 from grist_lsp.analyzer.catalogue import KINDS, OP_TABLE, DtypeLimits, dtype_limits
 from grist_lsp.analyzer.where_branch import SAFE_FILL, guard_at
-from libcst.metadata import PositionProvider, QualifiedNameProvider, QualifiedNameSource
-
 from grist_lsp.model import Fix, Span, TextEdit, Verdict
 
 # Mantissa bits per dtype: clamps next to +-1 (acos, atanh, log1p, logit) need an eps that

@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from torch.overrides import TorchFunctionMode, resolve_name
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from grist_lsp.model import Site
 
 # Factories whose results, when called directly from user code, are program inputs.
@@ -292,7 +292,9 @@ class Tracer(TorchFunctionMode):
         self.cfg = cfg
         self.positions = SourcePositions(cfg.texts)
         self.produced = cfg.produced if cfg.produced is not None else WeakTensorKeyDictionary()
-        self.recorded: dict[str, torch.Tensor] = {}  # input key -> original value (record runs)
+        self.recorded: dict[
+            str, torch.Tensor | bool | int | float
+        ] = {}  # input key -> original value (record runs; entry arguments may be numbers)
         self.used_inputs: list[str] = []  # keys in order of first use in this run
         self.reached: dict[str, SiteOutcome] = {}  # site key -> first evaluation
         self.param_names: dict[str, str] = {}  # parameter key -> readable name
