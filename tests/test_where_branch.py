@@ -120,6 +120,18 @@ def test_double_where_fix_is_proposed_first() -> None:
     assert "double where" in fixes[0].title
 
 
+def test_objective_is_the_distance_to_the_edge_not_into_the_region() -> None:
+    """log(-3) is deep in the region yet its discarded gradient is finite: the search aims at 0."""
+    import torch
+
+    from grist_lsp.analyzer.catalogue import KINDS
+    from grist_lsp.dynamic.tracing import edge_distance
+
+    assert float(edge_distance(KINDS["log"].region, torch.tensor([-3.0, 2.0]), "float32")) == 2.0
+    assert float(edge_distance(KINDS["acos"].region, torch.tensor([0.5, 1.25]), "float32")) == 0.25
+    assert float(KINDS["log"].region.distance(torch.tensor([-3.0, 2.0]))) == -3.0  # the plain objective
+
+
 # --- engine: the canonical program through the CLI -------------------------------------------
 
 
