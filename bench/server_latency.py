@@ -5,9 +5,11 @@ started by pytest-lsp's client with VS Code's capabilities, a training script is
 the clock runs from `didOpen` to:
 
 - **static**: the first diagnostics for the file;
-- **confirmed**: the first diagnostic of a confirmed finding (severity Error);
+- **confirmed**: the first diagnostic of a confirmed finding (severity Error); **all confirmed**:
+  the last new confirmed finding seen before the fixes are verified (the file's other bugs);
 - **fixes verified**: a quick fix at that diagnostic titled "(verified by GRIST)", asked for
-  as the editor asks (`textDocument/codeAction`), every 0.25 s.
+  as the editor asks (`textDocument/codeAction`), every 0.25 s; **all fixes**: a verified fix
+  at every confirmed finding of the file (never, when one has none that passes its check).
 
 Then a line is inserted at the top and the file saved, and the same clock runs from `didSave`
 to the confirmed diagnostic on its new line and its verified fix. Diagnostics are pulled
@@ -54,7 +56,9 @@ class Round:
 
     open_static: float | None = None
     open_confirmed: float | None = None
+    open_all_confirmed: float | None = None  # the last of the run's confirmations shown
     open_fixes: float | None = None
+    open_all_fixes: float | None = None  # every confirmed finding with a verified fix
     save_confirmed: float | None = None
     save_fixes: float | None = None
     confirmed_line: int | None = None  # 1-based, as the editor shows it
@@ -68,9 +72,12 @@ class Watch:
         self.client, self.uri, self.push = client, uri, push
         self.items: list[types.Diagnostic] | None = None
         self.changed = asyncio.Event()
+        self.listeners: list[Any] = []  # called with each new set of diagnostics
 
     def take(self, diagnostics: list[types.Diagnostic]) -> None:
         self.items = list(diagnostics)
+        for listener in self.listeners:
+            listener(self.items)
         self.changed.set()
 
     async def pull(self) -> None:
@@ -96,6 +103,12 @@ class Watch:
         return None
 
 
+def quiet_for(out: Round) -> float:
+    """How long to keep watching, after the first fixes are verified, for later confirmations
+    and their fixes: twice the open->fixes time, at least 20 s."""
+    return max(20.0, 2 * (out.open_fixes or 0.0))
+
+
 def confirmed(diagnostics: list[types.Diagnostic]) -> types.Diagnostic | None:
     """The first confirmed finding of this text (one carried over from the text before an
     edit, shown while the engine re-checks, does not count)."""
@@ -107,20 +120,43 @@ def confirmed(diagnostics: list[types.Diagnostic]) -> types.Diagnostic | None:
     return min(errors, key=lambda d: d.range.start.line) if errors else None
 
 
-async def fixes_verified(
-    client: LanguageClient, uri: str, diagnostic: types.Diagnostic, limit: float
-) -> bool:
-    deadline = time.monotonic() + limit
-    while time.monotonic() < deadline:
-        actions = await client.text_document_code_action_async(
+async def every_fix_verified(watch: Watch) -> bool:
+    """Whether every confirmed finding the client holds has a quick fix titled verified."""
+    if not watch.push:
+        await watch.pull()
+    found = [d for d in watch.items or [] if confirmed([d]) is not None]
+    for d in found:
+        actions = await watch.client.text_document_code_action_async(
             types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                range=diagnostic.range,
-                context=types.CodeActionContext(diagnostics=[diagnostic]),
+                text_document=types.TextDocumentIdentifier(uri=watch.uri),
+                range=d.range,
+                context=types.CodeActionContext(diagnostics=[d]),
             )
         )
-        if any("(verified by GRIST)" in a.title for a in actions or []):
-            return True
+        if not any("(verified by GRIST)" in a.title for a in actions or []):
+            return False
+    return bool(found)
+
+
+async def fixes_verified(watch: Watch, line: int, limit: float) -> bool:
+    """Whether a quick fix for the confirmed finding on 0-based ``line`` is titled verified
+    within ``limit`` seconds; asked with the diagnostic the client holds at the time, as an
+    editor does (the server reads the fixes from it)."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if not watch.push:
+            await watch.pull()
+        current = [d for d in watch.items or [] if d.range.start.line == line and confirmed([d]) is not None]
+        if current:
+            actions = await watch.client.text_document_code_action_async(
+                types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=watch.uri),
+                    range=current[0].range,
+                    context=types.CodeActionContext(diagnostics=current),
+                )
+            )
+            if any("(verified by GRIST)" in a.title for a in actions or []):
+                return True
         await asyncio.sleep(POLL)
     return False
 
@@ -136,7 +172,7 @@ def make_client(push: bool) -> tuple[LanguageClient, dict[str, Watch]]:
         if watch is not None and watch.push:
             watch.take(params.diagnostics)
 
-    def on_refresh(_: LanguageClient, __: None) -> None:
+    def on_refresh(_: LanguageClient, __: None) -> None:  # VS Code re-pulls at once
         for watch in watches.values():
             watch.changed.set()  # the waiting loop pulls again at once
 
@@ -154,11 +190,18 @@ def make_client(push: bool) -> tuple[LanguageClient, dict[str, Watch]]:
 
 
 def capabilities(push: bool) -> types.ClientCapabilities:
+    """VS Code's recorded capabilities; with the pull model as VS Code >= 1.74 declares it
+    (the recording predates it), unless ``push``."""
     caps = client_capabilities("visual-studio-code")
-    if push and caps.text_document is not None:
+    assert caps.text_document is not None and caps.workspace is not None
+    if push:
         caps.text_document.diagnostic = None
-    if push and caps.workspace is not None:
         caps.workspace.diagnostics = None
+    else:
+        caps.text_document.diagnostic = types.DiagnosticClientCapabilities(
+            dynamic_registration=True, related_document_support=False
+        )
+        caps.workspace.diagnostics = types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
     return caps
 
 
@@ -196,9 +239,29 @@ async def one_round(program: Path, push: bool, limit: float) -> Round:
                 return out
             out.open_confirmed = time.monotonic() - started
             out.confirmed_line = found.range.start.line + 1
-            out.findings = [f"{d.range.start.line + 1}:{d.code}" for d in watch.items or []]
-            if await fixes_verified(client, uri, found, limit):
+            seen = {found.range.start.line}
+            out.open_all_confirmed = out.open_confirmed
+
+            def more_confirmed(items: list[types.Diagnostic]) -> None:
+                nonlocal seen
+                lines = {d.range.start.line for d in items if confirmed([d]) is not None}
+                if lines - seen:
+                    seen |= lines
+                    out.open_all_confirmed = time.monotonic() - started
+
+            watch.listeners.append(more_confirmed)
+            if await fixes_verified(watch, found.range.start.line, limit):
                 out.open_fixes = time.monotonic() - started
+            # The fixes may be checked before the search ends: wait for the rest of the run.
+            deadline = time.monotonic() + quiet_for(out)
+            while time.monotonic() < deadline:
+                if await every_fix_verified(watch):
+                    out.open_all_fixes = time.monotonic() - started
+                    break
+                await asyncio.sleep(POLL)
+            await watch.until(lambda items: None, max(0.0, deadline - time.monotonic()))
+            watch.listeners.clear()
+            out.findings = [f"{d.range.start.line + 1}:{d.code}" for d in watch.items or [] if confirmed([d])]
 
             # An edit away from the bug, then a save: the finding moves down one line.
             edited = "# edited\n" + text
@@ -223,7 +286,7 @@ async def one_round(program: Path, push: bool, limit: float) -> Round:
             found = await watch.until(confirmed_moved, limit)
             if found is not None:
                 out.save_confirmed = time.monotonic() - started
-                if await fixes_verified(client, uri, found, limit):
+                if await fixes_verified(watch, found.range.start.line, limit):
                     out.save_fixes = time.monotonic() - started
         finally:
             await stop(client)
@@ -271,6 +334,7 @@ def main() -> int:
         if not args.json:
             print(
                 f"round {i + 1}: open->static {show(r.open_static)}  open->confirmed {show(r.open_confirmed)}"
+                f"  open->all confirmed {show(r.open_all_confirmed)}  open->all fixes {show(r.open_all_fixes)}"
                 f"  open->fixes {show(r.open_fixes)}  save->confirmed {show(r.save_confirmed)}"
                 f"  save->fixes {show(r.save_fixes)}  (confirmed line {r.confirmed_line})",
                 flush=True,

@@ -421,8 +421,9 @@ class WitnessReplays:
         options: EngineOptions,
         confinement: Confinement | None,
         warm: WarmChild | None,
+        on_answer: Callable[[str, dict], None] | None = None,
     ) -> None:
-        self.path, self.text, self.warm = path, text, warm
+        self.path, self.text, self.warm, self.on_answer = path, text, warm, on_answer
         self.seconds = options.timeout + 10.0
         self.own: Subprocess | None = None
         self.answers: dict[str, dict] = {}
@@ -443,6 +444,8 @@ class WitnessReplays:
             self.answers[key] = self.warm.run(
                 {"task": "replay", "path": self.path, "text": self.text, **request}, self.seconds
             )
+            if self.on_answer is not None:
+                self.on_answer(key, self.answers[key])
 
     def submit(self, key: str, site: Site, witness: dict) -> None:
         request = {"site": to_json(site), "witness": witness}
@@ -479,12 +482,16 @@ def confirm(
     progress: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
     warm: WarmChild | None = None,
+    on_confirmed: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
     """Possible verdicts -> confirmed (with a replayed Witness) where the search succeeds.
 
     Safe verdicts are untouched; a program that cannot run adds one ``error``
     verdict (import error, exception, hang, crash, out of memory) naming the line.
     ``warm``: a child the caller keeps for later work (fix checks), used for the replays.
+    ``on_confirmed``: called (from a helper thread) with each verdict as soon as its witness
+    replayed, while the other sites are still searched, so an editor can show it at once;
+    with ``warm`` only (without it the replays answer together at the end).
     """
     targets = [v for v in verdicts if v.status is Status.POSSIBLE and v.site.op]
     if not targets or (cancel is not None and cancel.is_set()):
@@ -497,8 +504,16 @@ def confirm(
         jobs = 1
     groups = [targets[i::jobs] for i in range(jobs)]
     confinement = child_confinement(options, path)  # the sandbox: one per file, for all its children
-    replayer = WitnessReplays(path, text, options, confinement, warm)
-    on_line = _SiteLines({v.site.key: v.site for v in targets}, len(targets), replayer, progress)
+    by_key = {v.site.key: v for v in targets}
+    on_line = _SiteLines({k: v.site for k, v in by_key.items()}, len(targets), progress)
+
+    def answered(key: str, replay: dict) -> None:
+        verdict = _after_search(by_key[key], on_line.lines[key], replay)
+        if on_confirmed is not None and verdict.status is Status.CONFIRMED:
+            on_confirmed(verdict)
+
+    replayer = WitnessReplays(path, text, options, confinement, warm, answered)
+    on_line.replayer = replayer
     workers = [_WorkerRun(path, text, group, sites, options) for group in groups]
     threads = [
         threading.Thread(target=w.run, args=(on_line, cancel, confinement), name=f"grist-worker-{i}")
@@ -541,13 +556,16 @@ class _SiteLines:
 
     by_key: dict[str, Site]  # the target sites
     total: int  # how many target verdicts
-    replayer: WitnessReplays
     progress: Callable[[str, float], None] | None
+    replayer: WitnessReplays | None = None  # set before the workers start
+    lines: dict[str, dict] = field(default_factory=dict)  # each site's line, kept for its replay's answer
     done: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __call__(self, msg: dict) -> None:
         if msg.get("type") == "site" and msg.get("witness") and msg.get("key") in self.by_key:
+            assert self.replayer is not None
+            self.lines[msg["key"]] = msg
             self.replayer.submit(msg["key"], self.by_key[msg["key"]], msg["witness"])
         if msg.get("type") == "site" and self.progress is not None:
             with self.lock:

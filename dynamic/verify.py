@@ -29,6 +29,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -170,26 +171,38 @@ class _Check:
 
 
 def fix_verdicts(
-    path: str, text: str, verdicts: list[Verdict], options: EngineOptions, shared: SharedChild | None = None
+    path: str,
+    text: str,
+    verdicts: list[Verdict],
+    options: EngineOptions,
+    shared: SharedChild | None = None,
+    only: Collection[str] | None = None,
 ) -> list[Verdict]:
     """``verdicts`` with ``fixes`` filled in for confirmed and possible sites.
 
     ``options`` is the engine's ``EngineOptions`` (budget, seed, timeout ... reused for the
     re-check, reproducer writing switched off). Other verdicts pass through unchanged.
     ``shared``: a warm child the caller started (and closes) for these checks; else one is made here.
+    ``only``: the site keys to fix (an editor checks a confirmation's fixes while the search goes
+    on, then the rest); the others pass through unchanged. The whole list is still the context
+    that tells a fix's new findings from the file's other sites.
     """
     from grist_lsp.analyzer.fixes import propose_fixes
 
     own = shared is None
     shared = shared if shared is not None else SharedChild(options, path)
-    if any(v.status is Status.CONFIRMED for v in verdicts):
+    if any(v.status is Status.CONFIRMED and (only is None or v.site.key in only) for v in verdicts):
         shared.start()  # torch imports while the fixes are proposed
     try:
         originals = _Originals(shared.writable)
         proposals: list[list[Fix]] = []
         out: list[Verdict] = []
         for verdict in verdicts:
-            if verdict.status not in (Status.CONFIRMED, Status.POSSIBLE) or verdict.site.kind == "error":
+            if (
+                verdict.status not in (Status.CONFIRMED, Status.POSSIBLE)
+                or verdict.site.kind == "error"
+                or (only is not None and verdict.site.key not in only)
+            ):
                 proposals.append([])
                 out.append(verdict)
                 continue

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,7 @@ from grist_lsp.config import (
 )
 from grist_lsp.defaults import MAX_DEFAULT_JOBS, default
 from grist_lsp.discovery import Discovery, PathNotFound, discover
-from grist_lsp.model import Verdict, file_error
+from grist_lsp.model import Status, Verdict, file_error
 from grist_lsp.policy import Policy, Prepared, make_policy
 
 if TYPE_CHECKING:
@@ -316,11 +316,23 @@ class Service:
         progress: ProgressFn | None = None,
         cancel: threading.Event | None = None,
         warm: SharedChild | None = None,
+        on_confirmed: Callable[[Verdict], None] | None = None,
     ) -> list[Verdict]:
-        """The engine's verdicts, witnesses beyond `max-input-scale` refused."""
+        """The engine's verdicts, witnesses beyond `max-input-scale` refused.
+
+        ``on_confirmed``: each confirmation as soon as its witness replayed (with ``warm``),
+        the same policy applied, before the other sites are done."""
         from grist_lsp.dynamic import engine
 
-        confirmed = engine.confirm(path, text, verdicts, options, progress=progress, cancel=cancel, warm=warm)
+        def early(verdict: Verdict) -> None:
+            if on_confirmed is not None:
+                for kept in self.settings.policy.after_engine([verdict]):
+                    if kept.status is Status.CONFIRMED:
+                        on_confirmed(kept)
+
+        confirmed = engine.confirm(
+            path, text, verdicts, options, progress=progress, cancel=cancel, warm=warm, on_confirmed=early
+        )
         # Before fixes are verified: a refused witness needs no verified fix.
         return self.settings.policy.after_engine(list(confirmed))
 
@@ -331,11 +343,12 @@ class Service:
         verdicts: list[Verdict],
         options: EngineOptions,
         warm: SharedChild | None = None,
+        only: Collection[str] | None = None,
     ) -> list[Verdict]:
-        """``verdicts`` with fixes attached, each re-checked by the engine."""
+        """``verdicts`` with fixes attached, each re-checked by the engine (``only`` these site keys)."""
         from grist_lsp.dynamic import verify
 
-        return list(verify.fix_verdicts(path, text, verdicts, options, warm))
+        return list(verify.fix_verdicts(path, text, verdicts, options, warm, only))
 
     def check_file(
         self,

@@ -19,13 +19,17 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grist_lsp.config import ConfigError
 from grist_lsp.model import Fix, Site, Status, Verdict, Witness, file_error
 from grist_lsp.server.settings import Settings
 from grist_lsp.service import CheckOptions, EditorSettings, Service
+
+if TYPE_CHECKING:
+    from grist_lsp.dynamic.verify import SharedChild
 
 ProgressCallback = Callable[[str, float], None]
 
@@ -83,11 +87,14 @@ def confirm_file(
     folder: str | None,
     progress: ProgressCallback | None,
     cancel: threading.Event,
+    warm: SharedChild | None = None,
+    on_confirmed: Callable[[Verdict], None] | None = None,
 ) -> list[Verdict]:
     """Static pass, then the GRIST engine on the possible sites.
 
     Raises ``Cancelled`` when ``cancel`` was set: a partial answer would describe
-    a text the user no longer has, or the user asked for it to stop.
+    a text the user no longer has, or the user asked for it to stop. ``warm`` (see
+    ``warm_child``) replays the witnesses, each confirmation going to ``on_confirmed`` at once.
     """
     if cancel.is_set():
         raise Cancelled()
@@ -101,7 +108,9 @@ def confirm_file(
     if not needs_engine(verdicts):
         return verdicts
     options = service.engine_options(jobs=SERVER_JOBS)
-    verdicts = service.confirm(path, text, verdicts, options, progress=progress, cancel=cancel)
+    verdicts = service.confirm(
+        path, text, verdicts, options, progress=progress, cancel=cancel, warm=warm, on_confirmed=on_confirmed
+    )
     if cancel.is_set():
         raise Cancelled()
     return verdicts
@@ -119,12 +128,27 @@ def verify_fixes(
     settings: Settings,
     folder: str | None,
     cancel: threading.Event,
+    warm: SharedChild | None = None,
+    only: Collection[str] | None = None,
 ) -> list[Verdict]:
-    """``verdicts`` with re-checked fixes (each fix runs the engine again, in subprocesses)."""
+    """``verdicts`` with re-checked fixes (each fix runs the engine again, in subprocesses);
+    in ``warm``, the child that replayed the witnesses, when given; ``only`` these site keys."""
     if cancel.is_set():
         raise Cancelled()  # queued behind a newer edit: not worth starting
     service = service_for(path, settings, folder)
-    return service.verify_fixes(path, text, verdicts, service.engine_options(jobs=SERVER_JOBS))
+    return service.verify_fixes(path, text, verdicts, service.engine_options(jobs=SERVER_JOBS), warm, only)
+
+
+def warm_child(path: str, settings: Settings, folder: str | None) -> SharedChild | None:
+    """A child for one run's replays and then its fix checks (one torch start-up for both);
+    the caller closes it. None when the project's configuration cannot be read."""
+    from grist_lsp.dynamic.verify import SharedChild
+
+    try:
+        service = service_for(path, settings, folder)
+    except ConfigError:
+        return None
+    return SharedChild(service.engine_options(jobs=SERVER_JOBS), path)
 
 
 def propose(text: str, verdict: Verdict) -> list[Fix]:

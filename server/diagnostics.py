@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
-from grist_lsp.server.settings import Settings
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.model import Span, Status, TensorValue, Verdict, Witness, to_json
+from grist_lsp.server.settings import Settings
 
 SOURCE = "grist"
 types_converter = get_converter()  # lsprotocol's (stateless) JSON converter, for result ids

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from grist_lsp.model import Fix, Site, Span, Status, TextEdit, Verdict
 from grist_lsp.server import core
 from grist_lsp.server.diagnostics import witness_words
+from grist_lsp.server.settings import Settings
 
 if TYPE_CHECKING:
     from grist_lsp.server.server import GristServer
@@ -204,6 +205,111 @@ class Run:
     task: asyncio.Task[None] | None = None
 
 
+class EarlyFixes:
+    """The confirmations of one engine run that arrive before the run ends, and their fixes.
+
+    Each confirmation is shown at once and its fixes are re-checked in the fix thread while the
+    search goes on (the other sites count as searched: they are, by the same run); the run's
+    answer is merged with what is known by then. Lives on the event loop's thread.
+    """
+
+    def __init__(self, scheduler: Scheduler, run: Run, snap: Snapshot, settings: Settings, warm: Any) -> None:
+        self.scheduler, self.run, self.snap, self.settings, self.warm = scheduler, run, snap, settings, warm
+        self.loop = asyncio.get_running_loop()
+        base = scheduler.static_results.get(snap.hash) or []
+        self.verdicts: list[Verdict] = list(base)  # static, with the confirmations so far
+        self.fixed: dict[str, Verdict] = {}  # site key -> the confirmation with its checked fixes
+        self.keys: set[str] = set()  # sites whose fixes are being (or were) checked early
+        self.pending: list[asyncio.Future[Any]] = []
+        self.answer: list[Verdict] | None = None  # the run's answer, once it landed
+
+    def confirmed_threadsafe(self, verdict: Verdict) -> None:
+        """``confirmed``, called from the engine's replay thread."""
+        self.loop.call_soon_threadsafe(self.confirmed, verdict)
+
+    def confirmed(self, verdict: Verdict) -> None:
+        if self.run.cancel.is_set():
+            return
+        key = verdict.site.key
+        self.verdicts = [verdict if v.site.key == key else v for v in self.verdicts]
+        self.scheduler.show_early(self.run, self.verdicts)
+        if key in self.keys:
+            return
+        self.keys.add(key)
+        snap = self.snap
+        check = self.loop.run_in_executor(
+            self.scheduler.fix_pool,
+            core.verify_fixes,
+            snap.path,
+            snap.text,
+            list(self.verdicts),
+            self.settings,
+            snap.root,
+            self.run.cancel,
+            self.warm,
+            {key},
+        )
+        self.pending.append(check)
+        check.add_done_callback(lambda f: self._checked(key, f))
+
+    def _checked(self, key: str, future: asyncio.Future[Any]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self.keys.discard(key)  # the run's own fix check does it again
+            return
+        verdict = next((v for v in future.result() if v.site.key == key), None)
+        if verdict is None:
+            return
+        self.fixed[key] = verdict
+        if self.answer is not None:  # the run's answer is shown now: it gets the fixes
+            self.answer = self.merged(self.answer)
+            self.scheduler.remember(self.run, self.answer)
+            self.scheduler.server.publish(self.run.uri)
+            return
+        self.verdicts = [verdict if v.site.key == key else v for v in self.verdicts]
+        self.scheduler.show_early(self.run, self.verdicts)
+
+    def merged(self, verdicts: list[Verdict]) -> list[Verdict]:
+        """The run's ``verdicts``, a confirmation's fixes taken from its early check when the
+        run confirmed it with the same witness."""
+        out = []
+        for v in verdicts:
+            early = self.fixed.get(v.site.key)
+            same = early is not None and v.status is Status.CONFIRMED and early.witness == v.witness
+            out.append(dataclasses.replace(v, fixes=early.fixes) if same and early is not None else v)
+        return out
+
+    async def settled(self, run: Run) -> bool:
+        """Wait for the early checks still running; False when the run was cancelled meanwhile."""
+        for future in list(self.pending):
+            if await Scheduler._wait(future, run) is None and run.cancel.is_set():
+                return False
+        return True
+
+    def close_when_done(self) -> None:
+        """Close the warm child once no check uses it (a fix check cannot be interrupted)."""
+        if self.warm is None:
+            return
+        running = [f for f in self.pending if not f.done()]
+        warm = self.warm
+
+        def close() -> None:
+            threading.Thread(target=warm.close, name="grist-warm-close", daemon=True).start()
+
+        if not running:
+            close()
+            return
+        remaining = len(running)
+
+        def one_done(_: Any) -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                close()
+
+        for f in running:
+            f.add_done_callback(one_done)
+
+
 class Scheduler:
     """Static and dynamic analyses of the open documents of one server."""
 
@@ -218,6 +324,9 @@ class Scheduler:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._runs: dict[str, Run] = {}
         self._last_dynamic: dict[str, list[Verdict]] = {}  # uri -> newest engine answer, any text
+        # dynamic key -> the static verdicts with the confirmations a running engine run has
+        # already replayed; shown until the run's whole answer replaces them
+        self._early: dict[tuple[Any, ...], list[Verdict]] = {}
         self._gate: asyncio.Lock | None = None  # one engine run at a time: the cores are shared
         self.runs_started = 0  # engine runs actually started (exposed for logging)
 
@@ -233,6 +342,9 @@ class Scheduler:
         dynamic = self.dynamic_results.get(self.dynamic_key(snap))
         if dynamic is not None:
             return dynamic
+        early = self._early.get(self.dynamic_key(snap))
+        if early is not None:
+            return early
         static = self.static_results.get(snap.hash)
         previous = self._last_dynamic.get(snap.uri)
         if static is not None and previous is not None and self.pending(snap.uri):
@@ -246,6 +358,14 @@ class Scheduler:
     def remember(self, run: Run, verdicts: list[Verdict]) -> None:
         self.dynamic_results.put(run.key, verdicts)
         self._last_dynamic[run.uri] = verdicts
+        self._early.pop(run.key, None)
+
+    def show_early(self, run: Run, verdicts: list[Verdict]) -> None:
+        """Show a running run's confirmations so far (``EarlyFixes``) until its answer lands."""
+        if run.cancel.is_set() or self._runs.get(run.uri) is not run:
+            return
+        self._early[run.key] = verdicts
+        self.server.publish(run.uri)
 
     # --- static ----------------------------------------------------------------
 
@@ -366,29 +486,37 @@ class Scheduler:
                 del self._runs[run.uri]
 
     async def _engine_run(self, run: Run, snap: Snapshot, static: list[Verdict]) -> None:
-        """One engine run under the gate: confirmed bugs are shown, then their verified fixes."""
+        """One engine run under the gate: each confirmed bug is shown as soon as its witness
+        replayed and its fixes are re-checked at once, while the search goes on; the run's whole
+        answer then replaces them, and the fixes of the sites confirmed last are checked."""
         loop = asyncio.get_running_loop()
         self.runs_started += 1
         name = snap.path.rsplit("/", 1)[-1]
         progress = await self.server.begin_progress(f"GRIST: running {name}", run.cancel)
         outcome = "cancelled"
         started = loop.time()
-        settings = self.server.settings
+        # One warm child replays the witnesses and then runs the fix checks: one torch start-up.
+        snap_settings = self.server.settings
+        warm = core.warm_child(snap.path, snap_settings, snap.root)
+        early = EarlyFixes(self, run, snap, snap_settings, warm)
         try:
             confirm = loop.run_in_executor(
                 self.dynamic_pool,
                 core.confirm_file,
                 snap.path,
                 snap.text,
-                settings,
+                snap_settings,
                 snap.root,
                 progress.report_threadsafe,
                 run.cancel,
+                warm,
+                early.confirmed_threadsafe,
             )
             verdicts = await self._wait(confirm, run)
             if verdicts is None:
                 return
-            # Show confirmed bugs now; verified fixes follow (each fix re-runs the engine).
+            # Show the whole answer now (with the fixes checked so far); the rest follow.
+            verdicts = early.answer = early.merged(verdicts)
             self.remember(run, verdicts)
             self.server.publish(run.uri)
             outcome = "done"
@@ -396,19 +524,23 @@ class Scheduler:
             self.server.log(run_summary(shown, static, verdicts, loop.time() - started))
             if core.needs_fixes(verdicts):
                 progress.report_threadsafe("re-checking the fixes", 1.0)
-                verify = loop.run_in_executor(
+                rest = loop.run_in_executor(
                     self.fix_pool,
                     core.verify_fixes,
                     snap.path,
                     snap.text,
                     verdicts,
-                    settings,
+                    snap_settings,
                     snap.root,
                     run.cancel,
+                    warm,
+                    {v.site.key for v in verdicts} - early.keys,
                 )
-                fixed = await self._wait(verify, run)
-                if fixed is not None:
-                    self.remember(run, fixed)
+                early.pending.append(rest)
+                fixed = await self._wait(rest, run)
+                if fixed is not None and await early.settled(run):
+                    early.answer = early.merged(fixed)
+                    self.remember(run, early.answer)
                     self.server.publish(run.uri)
         except Exception as exc:
             outcome = "failed"
@@ -418,6 +550,8 @@ class Scheduler:
             self.server.publish(run.uri)
         finally:
             progress.end(outcome)
+            self._early.pop(run.key, None)
+            early.close_when_done()
 
     @staticmethod
     async def _wait(future: asyncio.Future[Any], run: Run) -> Any:
