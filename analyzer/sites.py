@@ -48,7 +48,6 @@ from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
 from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
-
 from grist_lsp.model import Site
 
 _OPERATOR_NAMES = {ast.Div: "Divide", ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power"}

@@ -2,7 +2,7 @@
 
 import sys
 
-from grist_lsp.cli import main
+from grist_lsp.launcher import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -135,14 +135,6 @@ def _add_actions(group: argparse._ArgumentGroup) -> None:
     )
 
 
-def serve() -> int:
-    """Hand over to the language server (imported here: only serving needs pygls)."""
-    from grist_lsp.server.server import main as serve_main
-
-    serve_main()
-    return EXIT_OK
-
-
 class _Progress:
     """One self-overwriting status line on a terminal's stderr."""
 
@@ -234,7 +226,9 @@ def _emit(text: str, output: str | None, parser: argparse.ArgumentParser) -> Non
         )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, serve: Callable[[], int] | None = None) -> int:
+    """The command line; without ``--check`` it calls ``serve`` (``launcher.py`` passes the
+    language server: this module never imports it, so a check never loads pygls)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     check_only = [
@@ -259,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.check:
         if check_only:
             parser.error(f"{', '.join(check_only)} needs --check (without it grist-lsp serves LSP on stdio)")
+        if serve is None:
+            parser.error(
+                "this entry point only checks: run `grist-lsp` or `python -m grist_lsp` to serve LSP"
+            )
         return serve()
     if args.stdio:
         parser.error("--stdio serves the language server; it cannot be combined with --check")
