@@ -261,7 +261,7 @@ class _Proposal:
 
     title: str
     target: cst.CSTNode
-    replacement: cst.BaseExpression | cst.BaseSmallStatement
+    replacement: cst.CSTNode  # an expression mostly; an argument or a statement for some kinds
     imports: list[str] = field(default_factory=list)
 
 
@@ -828,11 +828,12 @@ def _log_patterns(ctx: _Context) -> list[_Proposal]:
         # `probs = softmax(z)` ... `log(probs)`: the same rewrite, through the variable
         inner = _single_assignment(ctx, inner) or inner
     negate = False
+    left = _strip(inner.left) if isinstance(inner, cst.BinaryOperation) else None
     if (
         isinstance(inner, cst.BinaryOperation)
         and isinstance(inner.operator, cst.Subtract)
-        and isinstance(_strip(inner.left), (cst.Integer, cst.Float))
-        and float(_strip(inner.left).value) == 1.0
+        and isinstance(left, (cst.Integer, cst.Float))
+        and float(left.value) == 1.0
     ):
         # log(1 - sigmoid(x)) == logsigmoid(-x)
         inner, negate = _strip(inner.right), True
@@ -959,8 +960,8 @@ def _names_in(node: cst.CSTNode) -> list[cst.Name]:
     found: list[cst.Name] = []
 
     class Collect(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
+        def visit_Name(self, node: cst.Name) -> None:
+            found.append(node)
 
     node.visit(Collect())
     return found
@@ -1106,11 +1107,12 @@ def _exp_patterns(ctx: _Context) -> list[_Proposal]:
         if lse is not None and outer_callee in (("function", "torch.log"), ("method", "log")):
             return [_Proposal("Use logsumexp", outer, lse)]
     # log(1 + exp(x)) -> softplus(x)
+    one = _strip(parent.left) if isinstance(parent, cst.BinaryOperation) else None
     if (
         isinstance(parent, cst.BinaryOperation)
         and isinstance(parent.operator, cst.Add)
-        and isinstance(_strip(parent.left), cst.Integer)
-        and _strip(parent.left).value == "1"
+        and isinstance(one, cst.Integer)
+        and one.value == "1"
     ):
         outer = ctx.index.parent(parent)
         outer_callee = ctx.index.callee(outer) if outer is not None else None
