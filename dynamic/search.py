@@ -692,11 +692,7 @@ class Search:
             self.runner.param_values,
             self.settings.weight_factor,
         )
-        ev = self.runner.evaluate(values, self._run_deltas(deltas))
-        if ev.found:
-            return self.done(ev, values, self._witness_deltas(deltas), "Newton step")
-        self.best = min(self.best, ev.d)
-        return _Candidate(values, deltas, ev)
+        return self._evaluate_step(values, deltas, "Newton step")
 
     def signed_step(self) -> _Candidate | SearchReport:
         """A signed-gradient step of the current step size."""
@@ -709,9 +705,15 @@ class Search:
             self.runner.param_values,
             self.settings.weight_factor,
         )
+        return self._evaluate_step(values, deltas, "gradient step")
+
+    def _evaluate_step(
+        self, values: dict[str, Any], deltas: dict[str, Any], how: str
+    ) -> _Candidate | SearchReport:
+        """Run a step's point: the witness if it breaks the site, else a candidate to compare."""
         ev = self.runner.evaluate(values, self._run_deltas(deltas))
         if ev.found:
-            return self.done(ev, values, self._witness_deltas(deltas), "gradient step")
+            return self.done(ev, values, self._witness_deltas(deltas), how)
         self.best = min(self.best, ev.d)
         return _Candidate(values, deltas, ev)
 
