@@ -172,13 +172,22 @@ def test_the_engine_is_never_given_a_silenced_site(write_tree, monkeypatch: pyte
     handed: list[list[Verdict]] = []
 
     def confirm(
-        path: str, text: str, verdicts: list[Verdict], options: object, progress=None, cancel=None, warm=None
+        path: str,
+        text: str,
+        verdicts: list[Verdict],
+        options: object,
+        progress=None,
+        cancel=None,
+        warm=None,
+        on_confirmed=None,
     ):
         handed.append(list(verdicts))
         return verdicts  # record what the engine would search; run nothing
 
     monkeypatch.setattr(engine, "confirm", confirm)
-    monkeypatch.setattr(verify, "fix_verdicts", lambda path, text, verdicts, options, shared=None: verdicts)
+    monkeypatch.setattr(
+        verify, "fix_verdicts", lambda path, text, verdicts, options, shared=None, only=None: verdicts
+    )
 
     root = write_tree(
         {"boxes.py": BOXES, "quiet.py": "import torch\ny = torch.log(torch.rand(3))  # grist: ignore\n"}
