@@ -368,7 +368,8 @@ def main() -> int:
             if goal is None or value is None
             else f"  goal < {goal:.0f} s: {'met' if value < goal else 'NOT met'}"
         )
-        print(f"  {name.replace('_', ' -> '):18s} {show(value)}{verdict}")
+        label = name.replace("_", " -> ", 1).replace("_", " ")
+        print(f"  {label:22s} {show(value)}{verdict}")
     return 0
 
 
