@@ -1,4 +1,4 @@
-"""What a project wants checked and believed, shared by the CLI (`check.py`) and the server (`server/core.py`).
+"""What a project wants checked and believed, applied by the one service (`service.py`) for the CLI and the server.
 
 Before the engine: findings switched off by `select`/`ignore`/`per-file-ignores`, by a
 `# grist: ignore` comment, or accepted in the baseline are dropped, so no search time is
