@@ -457,21 +457,13 @@ class Tracer(TorchFunctionMode):
         """Keys of the search inputs among the leaves of ``t``'s graph; empty when any other leaf
         (a real weight) is among them too."""
         keys: set[str] = set()
-        todo = [t.grad_fn]
-        seen: set[int] = set()
-        while todo and len(seen) < limit:
-            fn = todo.pop()
-            if fn is None or id(fn) in seen:
-                continue
-            seen.add(id(fn))
+        for fn in _graph_nodes(t.grad_fn, limit):
             var = getattr(fn, "variable", None)
             if var is not None:
                 key = self._search_leaves.get(id(var))
                 if key is None:
                     return set()
                 keys.add(key)
-                continue
-            todo.extend(f for f, _ in fn.next_functions)
         return keys
 
     def _parameter(self, p: torch.Tensor) -> torch.Tensor:
@@ -799,37 +791,30 @@ class Tracer(TorchFunctionMode):
         )
 
 
-def _reaches(start: Any, goal: Any, limit: int = 4000) -> bool:
-    """Whether the autograd node ``goal`` is among ``start``'s graph (``start`` included)."""
+def _graph_nodes(start: Any, limit: int) -> Iterator[Any]:
+    """The autograd nodes behind ``start`` (itself included), each once, at most ``limit`` of
+    them (a graph of a long training loop can be huge). A leaf's node (``variable``) has none
+    behind it."""
     todo, seen = [start], set()
     while todo and len(seen) < limit:
         fn = todo.pop()
         if fn is None or id(fn) in seen:
             continue
-        if fn is goal:
-            return True
         seen.add(id(fn))
+        yield fn
         todo.extend(f for f, _ in fn.next_functions)
-    return False
+
+
+def _reaches(start: Any, goal: Any, limit: int = 4000) -> bool:
+    """Whether the autograd node ``goal`` is among ``start``'s graph (``start`` included)."""
+    return any(fn is goal for fn in _graph_nodes(start, limit))
 
 
 def _real_leaves(t: torch.Tensor, search_leaves: set[int], limit: int = 4000) -> list[torch.Tensor]:
     """The leaves behind ``t`` that the program itself differentiates: weights, tensors it made
     trainable, and the search's weight deltas (which stand for weights); not the search's inputs."""
-    out: list[torch.Tensor] = []
-    todo, seen = [t.grad_fn], set()
-    while todo and len(seen) < limit:
-        fn = todo.pop()
-        if fn is None or id(fn) in seen:
-            continue
-        seen.add(id(fn))
-        var = getattr(fn, "variable", None)
-        if var is not None:
-            if id(var) not in search_leaves:
-                out.append(var)
-            continue
-        todo.extend(f for f, _ in fn.next_functions)
-    return out
+    leaves = (getattr(fn, "variable", None) for fn in _graph_nodes(t.grad_fn, limit))
+    return [var for var in leaves if var is not None and id(var) not in search_leaves]
 
 
 def _bad_value(operand: torch.Tensor | None, out: torch.Tensor) -> float | None:
