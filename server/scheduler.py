@@ -292,22 +292,13 @@ class EarlyFixes:
         running = [f for f in self.pending if not f.done()]
         warm = self.warm
 
-        def close() -> None:
+        def close(_: Any = None) -> None:
             threading.Thread(target=warm.close, name="grist-warm-close", daemon=True).start()
 
-        if not running:
+        if running:
+            asyncio.gather(*running, return_exceptions=True).add_done_callback(close)
+        else:
             close()
-            return
-        remaining = len(running)
-
-        def one_done(_: Any) -> None:
-            nonlocal remaining
-            remaining -= 1
-            if remaining == 0:
-                close()
-
-        for f in running:
-            f.add_done_callback(one_done)
 
 
 class Scheduler:
