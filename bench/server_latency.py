@@ -120,43 +120,41 @@ def confirmed(diagnostics: list[types.Diagnostic]) -> types.Diagnostic | None:
     return min(errors, key=lambda d: d.range.start.line) if errors else None
 
 
+async def has_verified_fix(watch: Watch, diagnostics: list[types.Diagnostic]) -> bool:
+    """Whether the quick fixes at the first of ``diagnostics`` include one titled verified;
+    asked with the diagnostics the client holds there, as an editor does (the server reads
+    the fixes from them)."""
+    actions = await watch.client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=watch.uri),
+            range=diagnostics[0].range,
+            context=types.CodeActionContext(diagnostics=diagnostics),
+        )
+    )
+    return any("(verified by GRIST)" in a.title for a in actions or [])
+
+
 async def every_fix_verified(watch: Watch) -> bool:
     """Whether every confirmed finding the client holds has a quick fix titled verified."""
     if not watch.push:
         await watch.pull()
     found = [d for d in watch.items or [] if confirmed([d]) is not None]
     for d in found:
-        actions = await watch.client.text_document_code_action_async(
-            types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=watch.uri),
-                range=d.range,
-                context=types.CodeActionContext(diagnostics=[d]),
-            )
-        )
-        if not any("(verified by GRIST)" in a.title for a in actions or []):
+        if not await has_verified_fix(watch, [d]):
             return False
     return bool(found)
 
 
 async def fixes_verified(watch: Watch, line: int, limit: float) -> bool:
     """Whether a quick fix for the confirmed finding on 0-based ``line`` is titled verified
-    within ``limit`` seconds; asked with the diagnostic the client holds at the time, as an
-    editor does (the server reads the fixes from it)."""
+    within ``limit`` seconds, asked with the client's current diagnostic every ``POLL``."""
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if not watch.push:
             await watch.pull()
         current = [d for d in watch.items or [] if d.range.start.line == line and confirmed([d]) is not None]
-        if current:
-            actions = await watch.client.text_document_code_action_async(
-                types.CodeActionParams(
-                    text_document=types.TextDocumentIdentifier(uri=watch.uri),
-                    range=current[0].range,
-                    context=types.CodeActionContext(diagnostics=current),
-                )
-            )
-            if any("(verified by GRIST)" in a.title for a in actions or []):
-                return True
+        if current and await has_verified_fix(watch, current):
+            return True
         await asyncio.sleep(POLL)
     return False
 
