@@ -21,6 +21,10 @@ from dataclasses import dataclass
 
 from grist_lsp.model import Site, Witness
 
+# Training steps a replay runs past the step at which the witness's run reached its site. The
+# original text reaches it at that very step; slack covers a fix that moves the op by a step.
+REPLAY_STEPS_PAST_SITE = 3
+
 
 @dataclass
 class ReplayResult:
@@ -87,6 +91,7 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
             subs=inputs,
             weight_subs=deltas,
             loose_match=not _site_text_unchanged(site, text),
+            stop_after_steps=witness.at_step + REPLAY_STEPS_PAST_SITE,
         )
         try:
             tracer, outcome, error = prog.run(cfg)

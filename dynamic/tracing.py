@@ -133,6 +133,7 @@ class SiteOutcome:
     bad_value: float | None = None  # the operand element that produced the first non-finite output
     distance: torch.Tensor | None = None  # objective, still attached to the graph
     position: tuple[int, int, int, int] | None = None
+    step: int = 0  # training steps (backward calls) the run had taken when it was evaluated
 
 
 @dataclass
@@ -655,6 +656,7 @@ class Tracer(TorchFunctionMode):
             return func(*args, **kwargs)
         is_target = site.key == self._target_key
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
+        outcome.step = self.steps
         self.reached[site.key] = outcome
         if is_target and self.branch is not None and self.branch.site.key == site.key:
             return out  # a where-branch target: judged at the op that discards its value
@@ -721,6 +723,7 @@ class Tracer(TorchFunctionMode):
             return
         self.branch = None
         outcome = self._judge_branch(b, value)
+        outcome.step = self.steps
         self.reached[b.site.key] = outcome
         if b.site.key == self._target_key:
             raise TargetReached(outcome)

@@ -461,6 +461,31 @@ class Worker:
         )
         return True
 
+    @staticmethod
+    def _shapes_kept(values: dict[str, Any], before: dict[str, Any]) -> bool:
+        return all(
+            not isinstance(v, torch.Tensor) or v.shape == before[k].shape
+            for k, v in values.items()
+            if isinstance(before.get(k), torch.Tensor)
+        )
+
+    def _runs_past_site(
+        self, a: Assignment, values: dict[str, Any], deltas: dict[str, torch.Tensor], step: int
+    ) -> bool:
+        """Whether the program, given ``values``, runs on through the training step that reached
+        the site (or to its end) without raising: a replay of a fixed program does that."""
+        cfg = a.program.tracer_config(
+            sites=[],
+            subs={k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in values.items()},
+            weight_subs={k: d.clone() for k, d in deltas.items()},
+            stop_after_steps=step + 1,
+        )
+        try:  # the mode catches the timer's exception too: it comes back as ``error``
+            _, _, error = self._timed(min(2.0, self.budget), lambda: a.program.run(cfg))
+        except RunTimeout:
+            return False
+        return error is None
+
     def make_witness(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
     ) -> tuple[Witness, str]:
@@ -474,6 +499,12 @@ class Worker:
         outcome = found.outcome
         try:
             values = self._timed(min(2.0, self.budget) + 1.0, lambda: shrink(values, fails))
+            if not self._shapes_kept(values, found.values) and not self._runs_past_site(
+                a, values, found.deltas, outcome.step
+            ):
+                # one batch row broke the code after the site (labels of the whole batch): a fixed
+                # program would fail there on the witness, so the reproducer keeps the batch
+                values = found.values
             ev = runner.evaluate(values, found.deltas or None, grad=False)
             if ev.outcome is not None and ev.outcome.found:  # ev.found, spelled so the checker narrows
                 outcome = ev.outcome
@@ -517,6 +548,7 @@ class Worker:
             beyond_examples=round(beyond, 4) if bounds else None,
             weight_deltas=deltas,
             steps=steps,
+            at_step=outcome.step,
         )
         return witness, message(site, outcome, values, a.program, moved, a.examples, steps)
 

@@ -130,6 +130,10 @@ class Witness:
     # training run reached (GRIST's own setting: ``dynamic/training.py``); weight_deltas then
     # hold the weights as the program's own optimizer left them, minus their values at entry.
     steps: int | None = None
+    # Training steps (backward calls) the failing run took before it reached the site. A replay of
+    # a training loop gives up a few steps after it: a fixed program whose site is gone, or never
+    # fails, would otherwise train until its own loop ends (``while True``: never).
+    at_step: int = 0
 
 
 @dataclass(frozen=True)

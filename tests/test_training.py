@@ -124,6 +124,42 @@ def test_data_made_by_a_legacy_constructor_is_an_input_the_search_moves(grist_cl
     assert rows is not None and any(row not in original for row in rows), rows
 
 
+# An endless loop that never checks its loss: once log_softmax replaces the log of a softmax,
+# nothing stops it but the replay's own step count. Labels are the whole batch, so a witness cut
+# to one row would break nll_loss after the fix instead of passing.
+ENDLESS = """\
+import torch
+import torch.nn.functional as F
+
+x = torch.FloatTensor([[1, 2, 1, 1], [2, 1, 3, 2], [3, 1, 3, 4], [4, 1, 5, 5], [1, 7, 5, 5], [1, 6, 6, 6]])
+y = torch.LongTensor([2, 2, 1, 1, 0, 0])
+W = torch.zeros((4, 3), requires_grad=True)
+optimizer = torch.optim.SGD([W], lr=0.5)
+
+while True:
+    cost = F.nll_loss(torch.log(F.softmax(x.matmul(W), dim=1)), y)
+    optimizer.zero_grad()
+    cost.backward()
+    optimizer.step()
+"""
+
+
+def test_a_fix_that_removes_the_op_from_an_endless_loop_is_verified_and_its_reproducer_passes(
+    grist_cli, write_tree
+):
+    project = write_tree({"train.py": ENDLESS})
+    _, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert (log["line"], log["status"]) == (10, "confirmed"), log
+    verified = [fix["title"] for fix in log["fixes"] if fix["verified"]]
+    assert verified[0] == "Use log_softmax", log["fixes"]
+    assert _pytest(project / "repro", project).returncode == 1
+    grist_cli("--check", "train.py", "--fix", cwd=project)
+    assert "F.log_softmax(x.matmul(W), dim=1)" in (project / "train.py").read_text()
+    passing = _pytest(project / "repro", project)
+    assert passing.returncode == 0, passing.stdout + passing.stderr
+
+
 LIBRARY = """\
 import torch
 
