@@ -34,7 +34,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -70,6 +70,17 @@ class Def:
     annotation: ast.expr | None = None
     # for how == "refine": the guard (``value``) is known to be this truth value here
     truth: bool = True
+
+
+class DefExtras(TypedDict, total=False):
+    """The optional fields of a Def, as builders pass them by keyword."""
+
+    path: tuple[int, ...]
+    qualified: str | None
+    owner: ast.AST | None
+    param_index: int
+    annotation: ast.expr | None
+    truth: bool
 
 
 @dataclass
@@ -149,7 +160,7 @@ class DataFlow:
 
     def param_arguments(self, d: Def) -> list[ast.expr]:
         """Argument expressions that in-file calls pass to a parameter definition."""
-        return [self.attrs[p]["expr"] for p in self._pred_nodes(("def", d.key)) if p[0] == "arg"]  # type: ignore[misc]
+        return self._exprs(p for p in self._pred_nodes(("def", d.key)) if p[0] == "arg")
 
     def function_info(self, func: ast.AST | None) -> FunctionInfo | None:
         return self.functions.get(id(func)) if func is not None else None
@@ -159,7 +170,11 @@ class DataFlow:
         return self.call_targets.get(id(call))
 
     def returns_of(self, func: ast.AST) -> list[ast.expr]:
-        return [self.attrs[p]["expr"] for p in self._pred_nodes(("ret", id(func)))]  # type: ignore[misc]
+        return self._exprs(self._pred_nodes(("ret", id(func))))
+
+    def _exprs(self, nodes: Iterable[tuple]) -> list[ast.expr]:
+        """The expressions that argument and return nodes carry."""
+        return [e for p in nodes if isinstance(e := self.attrs[p]["expr"], ast.expr)]
 
     def upstream(self, expr: ast.AST) -> list[Def]:
         """Every definition whose value may flow, transitively, into ``expr``
@@ -355,13 +370,13 @@ class _Builder:
         value: ast.AST | None,
         node: ast.AST,
         deps: list[tuple] | None = None,
-        **kw: object,
+        **kw: Unpack[DefExtras],
     ) -> int:
         ident = (id(node), name, how, bool(kw.get("truth", True)))
         key = self._def_for.get(ident)
         if key is None:  # a loop body is walked twice: one definition per statement
             key = len(self.flow.defs)
-            d = Def(key, name, how, value, node, **kw)  # type: ignore[arg-type]
+            d = Def(key, name, how, value, node, **kw)
             self.flow.defs.append(d)
             self._def_for[ident] = key
             self._node(("def", key), info=d)
@@ -812,10 +827,12 @@ class _Builder:
             stack.extend(ast.iter_child_nodes(n))
         return deps
 
-    def _comprehension(self, n: ast.AST, env: Env, scope: Scope) -> list[tuple]:
+    def _comprehension(
+        self, n: ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp, env: Env, scope: Scope
+    ) -> list[tuple]:
         inner = dict(env)
         deps: list[tuple] = []
-        for i, gen in enumerate(n.generators):  # type: ignore[attr-defined]
+        for i, gen in enumerate(n.generators):
             deps += self._expr(gen.iter, inner if i else env, scope)
             self._bind_comp(gen.target, inner, scope, gen.iter)
             for cond in gen.ifs:
@@ -824,7 +841,7 @@ class _Builder:
             deps += self._expr(n.key, inner, scope)
             deps += self._expr(n.value, inner, scope)
         else:
-            deps += self._expr(n.elt, inner, scope)  # type: ignore[attr-defined]
+            deps += self._expr(n.elt, inner, scope)
         # walrus targets inside a comprehension bind in the enclosing scope
         for k, v in inner.items():
             if k not in env and any(self.flow.defs[d].how == "walrus" for d in v):

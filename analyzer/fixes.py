@@ -602,7 +602,7 @@ def _replace(
 ) -> cst.CSTNode:
     """``within`` (the site's node by default) with the child ``old`` swapped for ``new``."""
     within = within if within is not None else ctx.node
-    return within.deep_replace(old, new)  # type: ignore[return-value]
+    return within.deep_replace(old, new)
 
 
 def _guard_operand(
@@ -635,8 +635,10 @@ def _guard_operand(
             guarded = _call(f"{ns}.clip", _strip(x), lo_s, hi_s)
         elif lo_s is not None:
             guarded = _call(f"{ns}.maximum", _strip(x), lo_s)
+        elif hi_s is not None:
+            guarded = _call(f"{ns}.minimum", _strip(x), hi_s)
         else:
-            guarded = _call(f"{ns}.minimum", _strip(x), hi_s)  # type: ignore[arg-type]
+            return None  # no bound: nothing to guard
     else:
         suffix = (
             "_" if operand.form == "inplace" or (operand.form == "augassign" and ctx.kind != "div") else ""
@@ -645,15 +647,17 @@ def _guard_operand(
             guarded = _method(x, "clamp" + suffix, lo_s, hi_s)
         elif lo_s is not None:
             guarded = _method(x, "clamp_min" + suffix, lo_s)
+        elif hi_s is not None:
+            guarded = _method(x, "clamp_max" + suffix, hi_s)
         else:
-            guarded = _method(x, "clamp_max" + suffix, hi_s)  # type: ignore[arg-type]
+            return None
     if operand.form == "augassign" and ctx.kind != "div":
         # ``x **= p`` becomes ``x.clamp_min_(eps).pow_(p)``: the same in-place update of x.
         assert isinstance(ctx.node, cst.AugAssign)
         name = {"PowerAssign": "pow_"}.get(type(ctx.node.operator).__name__)
         if name is None:
             return None
-        return cst.Expr(_method(guarded, name, ctx.node.value))  # type: ignore[arg-type]
+        return cst.Expr(_method(guarded, name, ctx.node.value))
     return _replace(ctx, x, guarded)
 
 

@@ -36,7 +36,7 @@ import math
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from grist_lsp.analyzer.catalogue import Region, dtype_limits
 from grist_lsp.analyzer.dataflow import DataFlow, Def
@@ -51,6 +51,7 @@ INF = math.inf
 # (measured: cosine_similarity of near-parallel float32 vectors reaches 1 + 3.6e-7).
 UNIT_SLOP = 1e-6
 MAX_DEPTH = 60  # evaluation depth before giving up with TOP (never a RecursionError)
+_A = TypeVar("_A")  # what a memoised range query is asked about (a Def, an expression)
 
 # machine epsilon (torch.finfo(dtype).eps), distinct from the catalogue's fix eps
 _MACHINE_EPS = {"float16": 2.0**-10, "bfloat16": 2.0**-7, "float32": 2.0**-23, "float64": 2.0**-52}
@@ -397,7 +398,7 @@ class RangeAnalysis:
         """The range of the value a definition binds."""
         return self._guarded(("def", d.key), self._def_fact, d)
 
-    def _guarded(self, key: object, compute, arg) -> Fact:  # type: ignore[no-untyped-def]
+    def _guarded(self, key: object, compute: Callable[[_A], Fact], arg: _A) -> Fact:
         got = self._memo.get(key)
         if got is not None:
             return got
@@ -439,19 +440,20 @@ class RangeAnalysis:
         """Structurally equal expressions (x and x, d.abs() and d.abs())."""
         if type(a) is not type(b):
             return False
-        if isinstance(a, ast.Name):
-            return a.id == b.id  # type: ignore[attr-defined]
-        if isinstance(a, ast.Constant):
-            return a.value == b.value and type(a.value) is type(b.value)  # type: ignore[attr-defined]
-        if isinstance(a, ast.Attribute) and a.attr != b.attr:  # type: ignore[attr-defined]
+        if isinstance(a, ast.Name) and isinstance(b, ast.Name):
+            return a.id == b.id
+        if isinstance(a, ast.Constant) and isinstance(b, ast.Constant):
+            return a.value == b.value and type(a.value) is type(b.value)
+        if isinstance(a, ast.Attribute) and isinstance(b, ast.Attribute) and a.attr != b.attr:
             return False
         return self._dump(a) == self._dump(b)
 
     def _text(self, e: ast.AST) -> str:
         """Short source-like words for an expression (only small ones are unparsed:
         unparsing every prefix of a long chain would be quadratic)."""
-        line, end = getattr(e, "lineno", None), getattr(e, "end_lineno", None)
-        if line is not None and (end != line or e.end_col_offset - e.col_offset > 60):  # type: ignore[attr-defined]
+        if isinstance(e, ast.expr) and (
+            e.end_lineno != e.lineno or (e.end_col_offset or 0) - e.col_offset > 60
+        ):
             return "expression"
         try:
             return _short(ast.unparse(e), 40)
@@ -848,7 +850,10 @@ class RangeAnalysis:
         if short not in ("amax", "max", "logsumexp"):
             return False
         method = self.resolver.qualified_name(r.func) is None
-        operand = r.func.value if method else (r.args[0] if r.args else None)  # type: ignore[union-attr]
+        if method:
+            operand = r.func.value if isinstance(r.func, ast.Attribute) else None
+        else:
+            operand = r.args[0] if r.args else None
         if operand is None or not self.same(operand, x):
             return False
         rest = r.args if method else r.args[1:]
@@ -1049,8 +1054,8 @@ class RangeAnalysis:
         qn = self.resolver.qualified_name(call.func)
         if qn is not None:
             return qn.rsplit(".", 1)[-1] if qn.startswith(_TORCH_ROOTS) else None
-        if self.method_receiver(call) is not None:
-            return call.func.attr  # type: ignore[union-attr]
+        if self.method_receiver(call) is not None and isinstance(call.func, ast.Attribute):
+            return call.func.attr
         return None
 
     def _has_dim(self, call: ast.Call) -> bool:
