@@ -49,6 +49,12 @@ RECORD_STEPS = 20  # training steps a recording run watches for the sites a trai
 # in it (a bug no state of training reaches) is left to the per-site search, which then still
 # has most of its budget.
 TRAINING_SHARE = 0.5
+# Of one site's budget, for a short per-site search of a training program's sites before its
+# training run: many of them break within a tenth of a second that way, while a training run
+# that reaches no bug would hold them for its whole share. The per-site search that follows the
+# training run starts from another seed with what is left of the site's budget.
+QUICK_SHARE = 0.15
+QUICK_RESEED = 2  # seed offset of the search after a quick one (seed + 1 is the second entry's)
 
 
 class RunTimeout(BaseException):
@@ -197,6 +203,7 @@ class Worker:
         # Sites broken by a run that searched another site, and the assignment of that search.
         self.harvest: dict[str, Found] = {}
         self.harvested_by: dict[str, Assignment] = {}
+        self.quick: set[str] = set()  # sites a quick search already spent QUICK_SHARE on
 
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
@@ -301,7 +308,9 @@ class Worker:
                 continue
             # Most of the budget on the first entry that reaches the site; the rest on another
             # entry (a probe of the function itself reaches shapes the script never makes).
-            if not self.search_one(site, a, self.budget * PRIMARY_SHARE, self.seed):
+            quick = site.key in self.quick
+            budget = self.budget * (PRIMARY_SHARE - QUICK_SHARE if quick else PRIMARY_SHARE)
+            if not self.search_one(site, a, budget, self.seed + QUICK_RESEED if quick else self.seed):
                 unfound[site.key] = a.program
         if unfound:
             more: dict[str, Assignment] = {}
@@ -338,7 +347,8 @@ class Worker:
         """GRIST's own setting first: a program that trains runs once, as written, watching every
         site while its inputs are steered (``training.py``); each run ends at one finding, so runs
         repeat for the sites still open, within ``TRAINING_SHARE`` of a site's budget per program.
-        Returns the keys found."""
+        A quick per-site search of each site goes before (``quick_searches``). Returns the keys
+        found either way."""
         groups: dict[str, tuple[Assignment, set[str]]] = {}
         for site in self.targets:
             hit = assigned.get(site.key)
@@ -348,44 +358,70 @@ class Worker:
         by_key = {s.key: s for s in self.targets}
         found: set[str] = set()
         for a, todo in groups.values():
-            end = time.monotonic() + self.budget * TRAINING_SHARE
-            while todo and end - time.monotonic() > 0.2:
-                settings = TrainingSettings(seconds=end - time.monotonic())
-                try:
-                    report = self._timed(
-                        settings.seconds + self.record_timeout,
-                        lambda: train_search(a.program, self.sites, todo, settings),
-                    )
-                except RunTimeout:
-                    break
-                if report.found is None:
-                    break
-                t = report.found
-                site = by_key[t.outcome.site.key]
-                how = Found(
-                    t.outcome,
-                    t.inputs,
-                    t.deltas,
-                    t.param_names,
-                    t.steps,
-                    t.seconds,
-                    f"training run (GRIST), {t.steps} steps",
+            # Short tries of both kinds first, then the training run's whole share: a bug that
+            # either reaches quickly costs the file little, whichever kind reaches it.
+            found |= self.training_runs(a, todo, by_key, self.budget * QUICK_SHARE)
+            found |= self.quick_searches(a, [by_key[k] for k in sorted(todo - found)])
+            found |= self.training_runs(
+                a, todo - found - set(self.harvest), by_key, self.budget * TRAINING_SHARE
+            )
+        return found
+
+    def training_runs(
+        self, a: Assignment, todo: set[str], by_key: dict[str, Site], seconds: float
+    ) -> set[str]:
+        """Training runs of ``a``'s program for ``seconds``, one per finding; the keys found."""
+        found: set[str] = set()
+        todo = set(todo)
+        end = time.monotonic() + seconds
+        while todo and end - time.monotonic() > 0.2:
+            settings = TrainingSettings(seconds=end - time.monotonic())
+            try:
+                report = self._timed(
+                    settings.seconds + self.record_timeout,
+                    lambda: train_search(a.program, self.sites, todo, settings),
                 )
-                witness, text = self.make_witness(
-                    a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps
-                )
-                self.out(
-                    {
-                        "type": "site",
-                        "key": site.key,
-                        "witness": to_json(witness),
-                        "entry": a.program.label,
-                        "note": how.how,
-                        "message": text,
-                    }
-                )
+            except RunTimeout:
+                break
+            if report.found is None:
+                break
+            t = report.found
+            site = by_key[t.outcome.site.key]
+            how = Found(
+                t.outcome,
+                t.inputs,
+                t.deltas,
+                t.param_names,
+                t.steps,
+                t.seconds,
+                f"training run (GRIST), {t.steps} steps",
+            )
+            witness, text = self.make_witness(
+                a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps
+            )
+            self.out(
+                {
+                    "type": "site",
+                    "key": site.key,
+                    "witness": to_json(witness),
+                    "entry": a.program.label,
+                    "note": how.how,
+                    "message": text,
+                }
+            )
+            found.add(site.key)
+            todo.discard(site.key)
+        return found
+
+    def quick_searches(self, a: Assignment, sites: list[Site]) -> set[str]:
+        """A short per-site search of each of ``sites`` (QUICK_SHARE); returns the keys found."""
+        found = set()
+        for site in sites:
+            if site.key in self.harvest:
+                continue
+            self.quick.add(site.key)
+            if self.search_one(site, a, self.budget * QUICK_SHARE, self.seed):
                 found.add(site.key)
-                todo.discard(site.key)
         return found
 
     def take_harvest(self, site: Site) -> bool:
