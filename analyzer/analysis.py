@@ -34,7 +34,7 @@ from grist_lsp.analyzer.ranges import (
 )
 from grist_lsp.analyzer.sites import Candidate, find_sites
 from grist_lsp.analyzer.where_branch import mark_where_branches, where_reason
-from grist_lsp.model import Site, Status, Verdict, file_error
+from grist_lsp.model import OperandRange, Site, Status, Verdict, file_error
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # larger files are almost surely generated data, not code
 
@@ -151,14 +151,14 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
     label = _operand_words(site)
     if c.safe_keyword is not None:
         reason = f"{c.safe_keyword} is passed, so a single element gives 0, not NaN"
-        return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
+        return _safe(site, reason)
     if c.why is not None:
         what = "have zero elements" if kind.region.shape == "empty" else "hold -inf"
         reason = f"the operand may {what} ({c.why}), and {kind.region.text} gives NaN"
-        return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+        return _possible(site, reason)
     if kind.region.shape is not None:
         reason = f"depends on shapes ({kind.region.text}), which the static pass cannot bound"
-        return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+        return _possible(site, reason)
     try:
         fact = ranges.fact(c.operand) if c.operand is not None else TOP
         if c.clamp is not None:
@@ -180,12 +180,34 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
             f"{label} {describe(fact)} ({fact.why or 'range'}) can be exactly {at:g}, "
             f"where the gradient is infinite (NaN/INF in the backward pass)"
         )
-        return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+        return _possible(site, reason, fact)
     if static_safe(fact, kind.region, dtype):
         reason = f"{label} {describe(fact)} ({fact.why})" if fact.why else f"{label} {describe(fact)}"
-        return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
-    reason = _unsafe_reason(label, fact, kind.region.text, dtype)
-    return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+        return _safe(site, reason, fact)
+    return _possible(site, _unsafe_reason(label, fact, kind.region.text, dtype), fact)
+
+
+def _safe(site: Site, reason: str, operand: Fact | None = None) -> Verdict:
+    return Verdict(
+        site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}", operand_range=_range(operand)
+    )
+
+
+def _possible(site: Site, reason: str, operand: Fact | None = None) -> Verdict:
+    title = KINDS[site.kind].title
+    return Verdict(
+        site,
+        Status.POSSIBLE,
+        reason,
+        message=f"{site.op}: possible {title}; {reason}",
+        operand_range=_range(operand),
+    )
+
+
+def _range(fact: Fact | None) -> OperandRange | None:
+    if fact is None or not fact.known or fact.pytype == "bottom":
+        return None
+    return OperandRange(fact.lo, fact.hi, fact.nonzero)
 
 
 def _operand_words(site: Site) -> str:
@@ -227,16 +249,16 @@ def _pow_verdict(c: Candidate, base: Fact, ranges: RangeAnalysis, dtype: str) ->
             ]
         if base.pytype == "bottom" or all(test(lo, hi) for lo, hi in pieces):
             reason = f"base {describe(base)} ({base.why or 'range'}) with exponent {exponent:g}"
-            return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
+            return _safe(site, reason, base)
         reason = _unsafe_reason("base", base, kind.region.text, dtype) + f" with exponent {exponent:g}"
     elif pow_range_safe(base, exp):
         reason = f"base {describe(base)} ({base.why or 'range'}) with exponent {describe(exp)} ({exp.why or 'range'})"
-        return Verdict(site, Status.SAFE, reason, message=f"{site.op} is safe: {reason}")
+        return _safe(site, reason, base)
     else:
         reason = "exponent is not a known constant" + (
             f"; base {describe(base)}" if base.known else "; no range known for the base"
         )
-    return Verdict(site, Status.POSSIBLE, reason, message=f"{site.op}: possible {kind.title}; {reason}")
+    return _possible(site, reason, base)
 
 
 def _decode(path: str, data: bytes) -> str | Verdict:

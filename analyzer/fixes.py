@@ -14,7 +14,6 @@ Nothing here runs user code or imports torch: it is cheap enough for the editor'
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -118,7 +117,7 @@ def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
         node=node,
         span=site.span,
         integer_operand=_is_integer_dtype(dtype),
-        operand_nonnegative=_reason_says_nonnegative(verdict.reason),
+        operand_nonnegative=verdict.operand_range is not None and verdict.operand_range.nonnegative,
     )
     builder = _BUILDERS.get(site.kind)
     if builder is None:
@@ -715,21 +714,6 @@ def _nonnegative(ctx: _Context, node: cst.BaseExpression) -> bool:
         first = _arg(node, 0, "input")
         return first is not None and _nonnegative(ctx, first.value)
     return False
-
-
-# The static pass states the operand's range at the start of its reason ("other >= 0 (sum of
-# abs) ...", "other in [0, 1] ..."): a lower bound >= 0 means clamp_min keeps the sign.
-_RANGE_REASON = re.compile(r"^(?:other|input|divisor|base) (?:>= |in \[)(-?[0-9.e+-]+|-?inf)")
-
-
-def _reason_says_nonnegative(reason: str) -> bool:
-    m = _RANGE_REASON.match(reason or "")
-    if not m:
-        return False
-    try:
-        return float(m.group(1)) >= 0.0
-    except ValueError:
-        return False
 
 
 def _nonnegative_literal(node: cst.BaseExpression) -> bool:

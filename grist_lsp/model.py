@@ -152,6 +152,19 @@ class Fix:
     note: str = ""  # why it is (not) verified, in words
 
 
+@dataclass(frozen=True)
+class OperandRange:
+    """The interval the static pass proved for a site's dangerous operand (bounds may be +-inf)."""
+
+    lo: float
+    hi: float
+    nonzero: bool = False  # 0 itself is excluded even when lo <= 0 <= hi
+
+    @property
+    def nonnegative(self) -> bool:
+        return self.lo >= 0.0
+
+
 @dataclass
 class Verdict:
     """What we know about one site (or, for ``error``, about one file)."""
@@ -162,6 +175,8 @@ class Verdict:
     witness: Witness | None = None
     fixes: list[Fix] = field(default_factory=list)
     message: str = ""
+    # What ``reason`` says of the operand's range, as data (fixes read it; words are for people).
+    operand_range: OperandRange | None = None
 
 
 def file_error(path: str, message: str, line: int = 1, col: int = 0, kind: str = "error") -> Verdict:
@@ -229,4 +244,5 @@ def verdict_from_json(d: dict) -> Verdict:
         witness=witness_from_json(d.get("witness")),
         fixes=[fix_from_json(f) for f in d.get("fixes", [])],
         message=d.get("message", ""),
+        operand_range=OperandRange(**d["operand_range"]) if d.get("operand_range") else None,
     )

@@ -242,3 +242,18 @@ def test_fixed_sites_are_no_longer_possible_where_the_static_pass_can_tell(first
         assert not still, (
             f"{function}: {still[0].site.text} is still possible after the fix: {still[0].reason}"
         )
+
+
+def test_a_divisor_the_static_pass_proves_nonnegative_is_clamped_from_below() -> None:
+    """The range reaches the fix as data (Verdict.operand_range), not parsed back from words."""
+    text = "import torch\n\n\ndef share(x, z):\n    d = x.abs().sum()\n    return z / d\n"
+    [div] = [v for v in analyze_source("share.py", text) if v.site.kind == "div"]
+    assert div.status is Status.POSSIBLE
+    assert div.operand_range is not None and div.operand_range.nonnegative, div
+    [first, *_] = propose_fixes(text, div)
+    assert "return z / d.clamp_min(1e-8)" in apply_edits(text, first.edits), first
+    # A sum that may be negative keeps its sign: the guard is not a plain clamp from below.
+    signed = text.replace("x.abs().sum()", "x.sum()")
+    [div] = [v for v in analyze_source("share.py", signed) if v.site.kind == "div"]
+    assert div.operand_range is None or not div.operand_range.nonnegative
+    assert "return z / d.clamp_min(1e-8)" not in apply_edits(signed, propose_fixes(signed, div)[0].edits)
