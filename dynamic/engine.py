@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 from typing import Protocol, TextIO
 
 from grist_lsp.analyzer.programs import has_training_loop
-from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json, witness_from_json
+from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
+from . import protocol
+from .protocol import Blocked, Done, Message, Ready, ReplayAnswer, RunError, SiteReport
 from .sandbox import BwrapProbe, Confinement, Sandbox, blocked_in, blocked_note, cache_folder, install_guard  # noqa: F401
 
 
@@ -55,14 +57,15 @@ class EngineOptions:
 
 @dataclass
 class WorkerResult:
-    sites: dict[str, dict] = field(default_factory=dict)  # site key -> result line
-    errors: list[dict] = field(default_factory=list)
+    sites: dict[str, SiteReport] = field(default_factory=dict)  # a worker's answers by site key
+    replays: dict[str, ReplayAnswer] = field(default_factory=dict)  # a replay child's, by site key
+    errors: list[RunError] = field(default_factory=list)
     finished: bool = False
     returncode: int | None = None
     stderr: str = ""
     timed_out: bool = False
     cancelled: bool = False
-    blocked: list[dict] = field(default_factory=list)  # what the sandbox refused the program
+    blocked: list[Blocked] = field(default_factory=list)  # what the sandbox refused the program
 
 
 STARTUP_SECONDS = 60.0  # importing torch in a child, on a machine that may be busy
@@ -104,7 +107,7 @@ def open_child_channel() -> TextIO:
     sys.stdout = sys.stderr
     install_guard(result.fileno())
     # The pid is for a stack dump on a timeout: under bubblewrap the parent's child is bwrap.
-    result.write(json.dumps({"type": "ready", "pid": os.getpid()}) + "\n")
+    result.write(protocol.line(Ready(os.getpid())))
     result.flush()
     return result
 
@@ -215,7 +218,7 @@ class Subprocess:
             except (BrokenPipeError, OSError):
                 pass
 
-    def start(self, on_line: Callable[[dict], None] | None = None) -> None:
+    def start(self, on_line: Callable[[Message], None] | None = None) -> None:
         """Begin reading the child's result lines (once)."""
         if self._reader is not None:
             return
@@ -224,20 +227,21 @@ class Subprocess:
         def reader() -> None:
             with os.fdopen(self.rfd, "r") as f:
                 for line in f:
-                    try:
-                        msg = json.loads(line)
-                    except json.JSONDecodeError:
+                    msg = protocol.decode(line)
+                    if msg is None:
                         continue
-                    if msg.get("type") == "site":
-                        res.sites[msg["key"]] = msg
-                    elif msg.get("type") == "error":
+                    if isinstance(msg, SiteReport):
+                        res.sites[msg.key] = msg
+                    elif isinstance(msg, ReplayAnswer):
+                        res.replays[msg.key] = msg
+                    elif isinstance(msg, RunError):
                         res.errors.append(msg)
-                    elif msg.get("type") == "done":
+                    elif isinstance(msg, Done):
                         res.finished = True
-                    elif msg.get("type") == "ready":
+                    elif isinstance(msg, Ready):
                         self.ready.append(time.monotonic())
-                        self.child_pid = msg.get("pid")
-                    elif msg.get("type") == "blocked":
+                        self.child_pid = msg.pid
+                    elif isinstance(msg, Blocked):
                         res.blocked.append(msg)
                     if on_line:
                         on_line(msg)
@@ -308,7 +312,7 @@ class Subprocess:
         self,
         request: dict,
         seconds: float,
-        on_line: Callable[[dict], None] | None = None,
+        on_line: Callable[[Message], None] | None = None,
         cancel: threading.Event | None = None,
     ) -> WorkerResult:
         """One request, then ``finish``."""
@@ -349,7 +353,7 @@ def run_subprocess(
     request: dict,
     seconds: float,
     memory_mb: int,
-    on_line: Callable[[dict], None] | None = None,
+    on_line: Callable[[Message], None] | None = None,
     cancel: threading.Event | None = None,
     confinement: Confinement | None = None,
 ) -> WorkerResult:
@@ -421,12 +425,12 @@ class WitnessReplays:
         options: EngineOptions,
         confinement: Confinement | None,
         warm: WarmChild | None,
-        on_answer: Callable[[str, dict], None] | None = None,
+        on_answer: Callable[[str, ReplayAnswer], None] | None = None,
     ) -> None:
         self.path, self.text, self.warm, self.on_answer = path, text, warm, on_answer
         self.seconds = options.timeout + 10.0
         self.own: Subprocess | None = None
-        self.answers: dict[str, dict] = {}
+        self.answers: dict[str, ReplayAnswer] = {}
         self._queue: queue.Queue[tuple[str, dict] | None] = queue.Queue()
         if warm is None:
             self.own = Subprocess("grist_lsp.dynamic.replay", options.memory_mb, confinement)
@@ -441,23 +445,29 @@ class WitnessReplays:
         assert self.warm is not None
         while (item := self._queue.get()) is not None:
             key, request = item
-            self.answers[key] = self.warm.run(
+            res = self.warm.run(
                 {"task": "replay", "path": self.path, "text": self.text, **request}, self.seconds
+            )
+            self.answers[key] = ReplayAnswer(
+                key,
+                bool(res.get("reproduced")),
+                str(res.get("detail") or res.get("error", "")),
+                res.get("result", ""),
             )
             if self.on_answer is not None:
                 self.on_answer(key, self.answers[key])
 
-    def submit(self, key: str, site: Site, witness: dict) -> None:
-        request = {"site": to_json(site), "witness": witness}
+    def submit(self, key: str, site: Site, witness: Witness) -> None:
+        request = {"site": to_json(site), "witness": to_json(witness)}
         if self.own is not None:
             self.own.send({"type": "witness", **request})
         else:
             self._queue.put((key, request))
 
-    def results(self, count: int, cancel: threading.Event | None) -> dict[str, dict]:
+    def results(self, count: int, cancel: threading.Event | None) -> dict[str, ReplayAnswer]:
         """Wait for the ``count`` replays sent (site key -> answer)."""
         if self.own is not None:
-            return self.own.finish(self.seconds + 5.0 * count, cancel).sites
+            return self.own.finish(self.seconds + 5.0 * count, cancel).replays
         self._queue.put(None)
         self._thread.join(self.seconds + 5.0 * count)
         return dict(self.answers)
@@ -507,7 +517,7 @@ def confirm(
     by_key = {v.site.key: v for v in targets}
     on_line = _SiteLines({k: v.site for k, v in by_key.items()}, len(targets), progress)
 
-    def answered(key: str, replay: dict) -> None:
+    def answered(key: str, replay: ReplayAnswer) -> None:
         verdict = _after_search(by_key[key], on_line.lines[key], replay)
         if on_confirmed is not None and verdict.status is Status.CONFIRMED:
             on_confirmed(verdict)
@@ -525,12 +535,12 @@ def confirm(
         t.join()
 
     results = [w.result for w in workers]
-    lines: dict[str, dict] = {}
+    lines: dict[str, SiteReport] = {}
     for res in results:
         lines.update(res.sites)
     errors = _worker_errors(path, workers, options)
-    found = {k: m for k, m in lines.items() if m.get("witness")}
-    replays: dict[str, dict] = {}
+    found = {k: m for k, m in lines.items() if m.witness is not None}
+    replays: dict[str, ReplayAnswer] = {}
     if found and not (cancel is not None and cancel.is_set()):
         if progress is not None:
             progress(f"replaying {len(found)} witness(es) in a fresh process", 1.0)
@@ -558,21 +568,23 @@ class _SiteLines:
     total: int  # how many target verdicts
     progress: Callable[[str, float], None] | None
     replayer: WitnessReplays | None = None  # set before the workers start
-    lines: dict[str, dict] = field(default_factory=dict)  # each site's line, kept for its replay's answer
+    lines: dict[str, SiteReport] = field(default_factory=dict)  # kept for each replay's answer
     done: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def __call__(self, msg: dict) -> None:
-        if msg.get("type") == "site" and msg.get("witness") and msg.get("key") in self.by_key:
+    def __call__(self, msg: Message) -> None:
+        if not isinstance(msg, SiteReport):
+            return
+        if msg.witness is not None and msg.key in self.by_key:
             assert self.replayer is not None
-            self.lines[msg["key"]] = msg
-            self.replayer.submit(msg["key"], self.by_key[msg["key"]], msg["witness"])
-        if msg.get("type") == "site" and self.progress is not None:
+            self.lines[msg.key] = msg
+            self.replayer.submit(msg.key, self.by_key[msg.key], msg.witness)
+        if self.progress is not None:
             with self.lock:
                 self.done += 1
                 n = self.done
-            state = "confirmed" if msg.get("witness") else "searched"
-            self.progress(f"{state} {msg['key']} ({n}/{self.total})", n / self.total)
+            state = "confirmed" if msg.witness is not None else "searched"
+            self.progress(f"{state} {msg.key} ({n}/{self.total})", n / self.total)
 
 
 @dataclass
@@ -592,7 +604,7 @@ class _WorkerRun:
         return self.options.timeout + self.options.budget * (len(self.group) + 1) + 10.0
 
     def run(
-        self, on_line: Callable[[dict], None], cancel: threading.Event | None, confinement: Confinement | None
+        self, on_line: Callable[[Message], None], cancel: threading.Event | None, confinement: Confinement | None
     ) -> None:
         options = self.options
         request = {
@@ -624,9 +636,9 @@ def _worker_errors(path: str, workers: list[_WorkerRun], options: EngineOptions)
         if res.cancelled:
             continue
         for e in res.errors:
-            if e["message"] not in seen:
-                seen.add(e["message"])
-                errors.append(file_error(path, e["message"], int(e.get("line") or 1), int(e.get("col") or 0)))
+            if e.message not in seen:
+                seen.add(e.message)
+                errors.append(file_error(path, e.message, e.line or 1, e.col))
         failure = _worker_failure(path, res, options, w.seconds)
         if failure is not None and failure.message not in seen:
             seen.add(failure.message)
@@ -634,22 +646,21 @@ def _worker_errors(path: str, workers: list[_WorkerRun], options: EngineOptions)
     return errors
 
 
-def _after_search(v: Verdict, line: dict, replay: dict | None) -> Verdict:
+def _after_search(v: Verdict, line: SiteReport, replay: ReplayAnswer | None) -> Verdict:
     """A possible verdict after its search (the worker's ``line``) and its witness's replay:
     confirmed when a witness replayed, else still possible with what the search saw."""
-    witness_json: dict | None = line.get("witness")
-    if not witness_json:
-        note = line.get("note") or ""
+    if line.witness is None:
+        note = line.note
         return dataclasses.replace(
             v, reason=f"{v.reason}; dynamic: {note}" if v.reason else f"dynamic: {note}"
         )
-    witness = witness_from_json(witness_json)
-    if replay is None or not replay.get("reproduced"):
-        why = replay.get("detail") if replay else "the replay process did not answer"
-        note = f"dynamic: a witness was found ({line.get('message', '')}) but did not replay in a fresh process: {why}"
+    witness = dataclasses.replace(line.witness)  # the report stays as the worker sent it
+    if replay is None or not replay.reproduced:
+        why = replay.detail if replay else "the replay process did not answer"
+        note = f"dynamic: a witness was found ({line.message}) but did not replay in a fresh process: {why}"
         return dataclasses.replace(v, reason=f"{v.reason}; {note}" if v.reason else note)
     witness.replayed = True
-    message = _render_message(v.site, witness, line.get("message", ""))
+    message = _render_message(v.site, witness, line.message)
     # The entry's kind in words too: a probe's inputs were made up, not passed by a caller.
     entry = (
         f"probe (synthesized inputs) {witness.entry}" if witness.entry.startswith("probe:") else witness.entry
@@ -659,8 +670,7 @@ def _after_search(v: Verdict, line: dict, replay: dict | None) -> Verdict:
         status=Status.CONFIRMED,
         witness=witness,
         message=message,
-        reason=f"{message} [{line.get('note', '')}, {witness.iterations} runs, "
-        f"{witness.seconds:.2f} s, {entry}]",
+        reason=f"{message} [{line.note}, {witness.iterations} runs, {witness.seconds:.2f} s, {entry}]",
     )
 
 

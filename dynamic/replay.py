@@ -21,6 +21,9 @@ from dataclasses import dataclass
 
 from grist_lsp.model import Site, Witness
 
+from . import protocol
+from .protocol import Done, ReplayAnswer
+
 # Training steps a replay runs past the step at which the witness's run reached its site. The
 # original text reaches it at that very step; slack covers a fix that moves the op by a step.
 REPLAY_STEPS_PAST_SITE = 3
@@ -166,20 +169,9 @@ def main() -> int:
             r = replay(site, witness, text)
         except Exception as e:  # report, keep going with the other witnesses
             r = ReplayResult(False, "not-reached", f"replay failed: {type(e).__name__}: {e}")
-        result.write(
-            json.dumps(
-                {
-                    "type": "site",
-                    "key": site.key,
-                    "reproduced": r.reproduced,
-                    "result": r.result,
-                    "detail": r.detail,
-                }
-            )
-            + "\n"
-        )
+        result.write(protocol.line(ReplayAnswer(site.key, r.reproduced, r.detail, r.result)))
         result.flush()
-    result.write(json.dumps({"type": "done"}) + "\n")
+    result.write(protocol.line(Done()))
     return 0
 
 

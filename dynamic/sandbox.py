@@ -38,6 +38,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from . import protocol
+from .protocol import Blocked
+
 SETTINGS = ("auto", "off")
 FORCE_ENV = "GRIST_SANDBOX"  # "audit" forces the fallback, "off" turns the sandbox off
 CHILD_ENV = "GRIST_SANDBOX_CHILD"  # the child's Confinement, as JSON
@@ -284,9 +287,7 @@ _WATCHED = frozenset({"open", *_CHANGES, *_PROCESSES, *_NETWORK})
 class Guard:
     """The audit hook of a confined child: refuses or records, and reports each action once."""
 
-    def __init__(
-        self, confinement: Confinement, scratch: str, report: Callable[[dict[str, str]], None]
-    ) -> None:
+    def __init__(self, confinement: Confinement, scratch: str, report: Callable[[Blocked], None]) -> None:
         self.refuse_files = confinement.mode == "audit"
         self.refuse_processes = confinement.mode == "audit"
         self.allowed = [os.path.realpath(p) for p in (scratch, *confinement.writable) if p]
@@ -374,7 +375,7 @@ class Guard:
         if key in self.seen or len(self.seen) >= MAX_REPORTED:
             return
         self.seen.add(key)
-        self.report({"type": "blocked", "action": action, "path": target})
+        self.report(Blocked(action, target[:3000]))
 
 
 def install_guard(result_fd: int) -> Guard | None:
@@ -390,9 +391,9 @@ def install_guard(result_fd: int) -> Guard | None:
     scratch = spec.pop("scratch", "")
     confinement = Confinement(**spec)
 
-    def report(msg: dict[str, str]) -> None:
-        try:
-            os.write(result_fd, (json.dumps(msg)[:3500] + "\n").encode())
+    def report(msg: Blocked) -> None:
+        try:  # one write per line: it cannot interleave with the child's result lines
+            os.write(result_fd, protocol.line(msg).encode())
         except OSError:
             pass
 
@@ -432,7 +433,7 @@ def blocked_note(results: Iterable[Any], limit: int = 6) -> str | None:
     actions: list[str] = []
     for res in results:
         for msg in getattr(res, "blocked", None) or []:
-            words = f"{msg.get('action', 'do')} {msg.get('path', '?')}"
+            words = f"{msg.action} {msg.path}"
             if words not in actions:
                 actions.append(words)
     if not actions:

@@ -49,6 +49,9 @@ from grist_lsp.model import (
     witness_from_json,
 )
 
+from . import protocol
+from .protocol import Done, Message, TaskResult
+
 if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
     from grist_lsp.dynamic.engine import EngineOptions
 
@@ -528,10 +531,10 @@ class SharedChild:
             max_workers=1, thread_name_prefix="grist-verify-child"
         )
 
-    def _on_line(self, msg: dict[str, Any]) -> None:
-        if msg.get("type") == "result":
+    def _on_line(self, msg: Message) -> None:
+        if isinstance(msg, TaskResult):
             with self._arrived:
-                self._answers[int(msg.get("id") or 0)] = msg["result"]
+                self._answers[msg.id] = msg.result
                 self._arrived.notify_all()
 
     def _spawn(self) -> Any:
@@ -739,9 +742,9 @@ def _worker_main() -> None:
             result = _task(task)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
             result = {"error": f"{type(exc).__name__}: {exc}"}
-        channel.write(json.dumps({"type": "result", "id": task.get("id"), "result": result}) + "\n")
+        channel.write(protocol.line(TaskResult(int(task.get("id") or 0), result)))
         channel.flush()
-    channel.write(json.dumps({"type": "done"}) + "\n")
+    channel.write(protocol.line(Done()))
     channel.flush()
 
 
@@ -753,7 +756,7 @@ def _task(task: dict[str, Any]) -> dict[str, Any]:
         from grist_lsp.dynamic.replay import replay
 
         res = replay(site_from_json(task["site"]), witness_from_json(task["witness"]), text=task["text"])
-        return {"reproduced": bool(res.reproduced), "detail": str(res.detail)}
+        return {"reproduced": bool(res.reproduced), "detail": str(res.detail), "result": res.result}
     from grist_lsp.dynamic import entries
 
     # ``import <the target module>`` (by the entry file or a test) must run ``text``, not the file

@@ -7,9 +7,9 @@ program only here, and writes JSON lines to the file descriptor it was given
 in ``GRIST_RESULT_FD`` (stdout is handed to the user's program's prints,
 redirected to stderr):
 
-* ``{"type": "site", "key", "witness" | null, "entry", "note"}`` per target;
-* ``{"type": "error", "message", "line", "col"}`` when the program could not run;
-* ``{"type": "done"}`` at the end.
+* a ``SiteReport`` per target (``protocol.py``);
+* a ``RunError`` when the program could not run;
+* ``Done`` at the end.
 
 Resource limits are set by the parent (``engine``): RLIMIT_AS before exec, and
 the parent kills the process on its wall-clock deadline. A per-run interval
@@ -34,10 +34,12 @@ from typing import Any
 import torch
 
 from grist_lsp.analyzer.catalogue import KINDS
-from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json, to_json
+from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json
 
 from . import entries as E
+from . import protocol
 from .lazy_dynamo import skip_dynamo_import
+from .protocol import Done, Message, RunError, SiteReport
 from .search import Found, Runner, SearchSettings, search
 from .tracing import SiteOutcome
 from .training import TrainingSettings, train_search
@@ -179,7 +181,7 @@ def candidates(
 class Worker:
     """Confirms the target sites of one file; owns the result stream."""
 
-    def __init__(self, req: dict, out: Callable[[dict], None]) -> None:
+    def __init__(self, req: dict, out: Callable[[Message], None]) -> None:
         self.req = req
         self.out = out
         self.path: str = req["path"]
@@ -288,7 +290,7 @@ class Worker:
     def run(self) -> None:
         assigned = self.assign({s.key for s in self.targets}, reserve=self.budget * len(self.targets) + 2.0)
         for message, line in self.errors:
-            self.out({"type": "error", "message": message, "line": line, "col": 0})
+            self.out(RunError(message, line))
         trained = self.train(assigned)
         unfound: dict[str, E.Program] = {}
         for site in self.targets:
@@ -297,13 +299,12 @@ class Worker:
             a = assigned.get(site.key)
             if a is None:
                 self.out(
-                    {
-                        "type": "site",
-                        "key": site.key,
-                        "witness": None,
-                        "entry": None,
-                        "note": "not reached by any entry (explicit entries, tests, script, probes)",
-                    }
+                    SiteReport(
+                        key=site.key,
+                        witness=None,
+                        entry=None,
+                        note="not reached by any entry (explicit entries, tests, script, probes)",
+                    )
                 )
                 continue
             # Most of the budget on the first entry that reaches the site; the rest on another
@@ -341,7 +342,7 @@ class Worker:
                     final=True,
                     tried=unfound[site.key].label,
                 )
-        self.out({"type": "done"})
+        self.out(Done())
 
     def train(self, assigned: dict[str, Assignment]) -> set[str]:
         """GRIST's own setting first: a program that trains runs once, as written, watching every
@@ -400,14 +401,13 @@ class Worker:
                 a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps
             )
             self.out(
-                {
-                    "type": "site",
-                    "key": site.key,
-                    "witness": to_json(witness),
-                    "entry": a.program.label,
-                    "note": how.how,
-                    "message": text,
-                }
+                SiteReport(
+                    key=site.key,
+                    witness=witness,
+                    entry=a.program.label,
+                    note=how.how,
+                    message=text,
+                )
             )
             found.add(site.key)
             todo.discard(site.key)
@@ -432,14 +432,13 @@ class Worker:
         a = self.harvested_by[site.key]
         witness, text = self.make_witness(a, site, found, SearchSettings(budget=self.budget, seed=self.seed))
         self.out(
-            {
-                "type": "site",
-                "key": site.key,
-                "witness": to_json(witness),
-                "entry": a.program.label,
-                "note": found.how,
-                "message": text,
-            }
+            SiteReport(
+                key=site.key,
+                witness=witness,
+                entry=a.program.label,
+                note=found.how,
+                message=text,
+            )
         )
         return True
 
@@ -475,25 +474,23 @@ class Worker:
                     else f"{tried}, then {a.program.label}"
                 )
                 self.out(
-                    {
-                        "type": "site",
-                        "key": site.key,
-                        "witness": None,
-                        "entry": a.program.label,
-                        "note": f"{report.note} from {entries}",
-                    }
+                    SiteReport(
+                        key=site.key,
+                        witness=None,
+                        entry=a.program.label,
+                        note=f"{report.note} from {entries}",
+                    )
                 )
             return False
         witness, message = self.make_witness(a, site, report.found, settings)
         self.out(
-            {
-                "type": "site",
-                "key": site.key,
-                "witness": to_json(witness),
-                "entry": a.program.label,
-                "note": report.found.how,
-                "message": message,
-            }
+            SiteReport(
+                key=site.key,
+                witness=witness,
+                entry=a.program.label,
+                note=report.found.how,
+                message=message,
+            )
         )
         return True
 
@@ -765,8 +762,8 @@ def main() -> int:
     E.add_import_dirs(req["path"], E.project_root_for(req["path"], req.get("project_root")))
     sys.meta_path.insert(0, E.TextFinder(os.path.abspath(req["path"]), req["text"]))
 
-    def out(msg: dict) -> None:
-        result.write(json.dumps(msg) + "\n")
+    def out(msg: Message) -> None:
+        result.write(protocol.line(msg))
         result.flush()
 
     Worker(req, out).run()

@@ -1,0 +1,115 @@
+"""The lines a child process writes on its result pipe (``GRIST_RESULT_FD``), as dataclasses.
+
+Every child (worker, replay child, warm verify child) says ``Ready`` once torch is imported. A
+worker then sends one ``SiteReport`` per target site, a ``RunError`` for a program that could not
+run, and ``Done``; the replay child answers each witness with a ``ReplayAnswer`` and the warm
+verify child each task with a ``TaskResult``; the sandbox's
+audit hook adds a ``Blocked`` line for each action it refused. Each message encodes itself
+(``line``) and ``decode`` reads any of them back, so both ends share one definition.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from grist_lsp.model import Witness, to_json, witness_from_json
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The child imported torch; its pid is for a stack dump on a timeout (under bubblewrap the
+    parent's own child is bwrap)."""
+
+    pid: int
+    TYPE: ClassVar[str] = "ready"
+
+
+@dataclass(frozen=True)
+class SiteReport:
+    """A worker's answer for one target site: a witness when its search broke the site."""
+
+    key: str
+    witness: Witness | None
+    entry: str | None  # the entry that reached the site, if any did
+    note: str = ""  # how the witness was found, or why none was
+    message: str = ""  # the finding in words, for a witness
+    TYPE: ClassVar[str] = "site"
+
+
+@dataclass(frozen=True)
+class ReplayAnswer:
+    """A witness replayed in a fresh process: did the site fail again?"""
+
+    key: str
+    reproduced: bool
+    detail: str
+    result: str = ""  # "nan" / "inf" / "-inf" / "finite" / "not-reached"
+    TYPE: ClassVar[str] = "replayed"
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """The warm verify child's answer to one task (``verify.py``: a replay or a run)."""
+
+    id: int
+    result: dict[str, Any]
+    TYPE: ClassVar[str] = "result"
+
+
+@dataclass(frozen=True)
+class RunError:
+    """The program could not run (import error, crash at a line of the user's code)."""
+
+    message: str
+    line: int = 1
+    col: int = 0
+    TYPE: ClassVar[str] = "error"
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """An action the sandbox refused the program (written by the audit hook, ``sandbox.py``)."""
+
+    action: str
+    path: str
+    TYPE: ClassVar[str] = "blocked"
+
+
+@dataclass(frozen=True)
+class Done:
+    """The worker answered every target."""
+
+    TYPE: ClassVar[str] = "done"
+
+
+Message = Ready | SiteReport | ReplayAnswer | TaskResult | RunError | Blocked | Done
+_BY_TYPE: dict[str, type[Any]] = {
+    c.TYPE: c for c in (Ready, SiteReport, ReplayAnswer, TaskResult, RunError, Blocked, Done)
+}
+
+
+def line(msg: Message) -> str:
+    """The JSON line for ``msg`` (with its newline)."""
+    return json.dumps({"type": msg.TYPE, **to_json(msg)}) + "\n"
+
+
+def decode(text: str) -> Message | None:
+    """The message on one result line; None for a line that is none (a torn write, a stray print)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    cls = _BY_TYPE.get(data.pop("type", None)) if isinstance(data, dict) else None
+    if cls is None:
+        return None
+    names = {f.name for f in dataclasses.fields(cls)}
+    fields = {k: v for k, v in data.items() if k in names}
+    if cls is SiteReport:
+        fields["witness"] = witness_from_json(fields.get("witness"))
+    try:
+        return cls(**fields)
+    except TypeError:  # a field missing: not one of ours
+        return None
