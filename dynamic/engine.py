@@ -604,7 +604,10 @@ class _WorkerRun:
         return self.options.timeout + self.options.budget * (len(self.group) + 1) + 10.0
 
     def run(
-        self, on_line: Callable[[Message], None], cancel: threading.Event | None, confinement: Confinement | None
+        self,
+        on_line: Callable[[Message], None],
+        cancel: threading.Event | None,
+        confinement: Confinement | None,
     ) -> None:
         options = self.options
         request = {

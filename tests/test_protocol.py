@@ -34,5 +34,5 @@ def test_every_message_reads_back_as_it_was_written():
 
 
 def test_a_line_that_is_no_message_is_skipped_not_fatal():
-    for text in ("", "not json\n", '{"type": "unknown"}\n', '{"type": "site"}\n', "[1, 2]\n", "{\"ke"):
+    for text in ("", "not json\n", '{"type": "unknown"}\n', '{"type": "site"}\n', "[1, 2]\n", '{"ke'):
         assert protocol.decode(text) is None, text
