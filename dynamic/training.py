@@ -169,8 +169,14 @@ class TrainingTracer(Tracer):
     # --- the mode -----------------------------------------------------------------
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        backward = self._name(func) in BACKWARD
+        if backward and (kwargs or {}).get("retain_graph") is None and len(args) < 3:
+            # Steered inputs require grad, so a tensor the program derives from them once, before
+            # its loop (``captions = images @ P``), carries a graph every step backpropagates
+            # through: kept, or the second step fails where the program's own run does not.
+            kwargs = {**(kwargs or {}), "retain_graph": True}
         out = super().__torch_function__(func, types, args, kwargs)
-        if self._name(func) in BACKWARD:
+        if backward:
             self._after_backward()
         return out
 

@@ -53,8 +53,8 @@ RECORD_STEPS = 20  # training steps a recording run watches for the sites a trai
 TRAINING_SHARE = 0.5
 # Of one site's budget, for a short per-site search of a training program's sites before its
 # training run: many of them break within a tenth of a second that way, while a training run
-# that reaches no bug would hold them for its whole share. The per-site search that follows the
-# training run starts from another seed with what is left of the site's budget.
+# that reaches no bug would hold them for its whole share (the training runs keep their share in
+# all). The per-site search that follows starts from another seed, with its whole share.
 QUICK_SHARE = 0.15
 QUICK_RESEED = 2  # seed offset of the search after a quick one (seed + 1 is the second entry's)
 
@@ -309,9 +309,8 @@ class Worker:
                 continue
             # Most of the budget on the first entry that reaches the site; the rest on another
             # entry (a probe of the function itself reaches shapes the script never makes).
-            quick = site.key in self.quick
-            budget = self.budget * (PRIMARY_SHARE - QUICK_SHARE if quick else PRIMARY_SHARE)
-            if not self.search_one(site, a, budget, self.seed + QUICK_RESEED if quick else self.seed):
+            seed = self.seed + QUICK_RESEED if site.key in self.quick else self.seed
+            if not self.search_one(site, a, self.budget * PRIMARY_SHARE, seed):
                 unfound[site.key] = a.program
         if unfound:
             more: dict[str, Assignment] = {}
@@ -359,13 +358,12 @@ class Worker:
         by_key = {s.key: s for s in self.targets}
         found: set[str] = set()
         for a, todo in groups.values():
-            # Short tries of both kinds first, then the training run's whole share: a bug that
-            # either reaches quickly costs the file little, whichever kind reaches it.
+            # Short tries of both kinds first, then the rest of the training runs' share: a bug
+            # that either reaches quickly costs the file little, whichever kind reaches it.
             found |= self.training_runs(a, todo, by_key, self.budget * QUICK_SHARE)
             found |= self.quick_searches(a, [by_key[k] for k in sorted(todo - found)])
-            found |= self.training_runs(
-                a, todo - found - set(self.harvest), by_key, self.budget * TRAINING_SHARE
-            )
+            rest = self.budget * (TRAINING_SHARE - QUICK_SHARE)
+            found |= self.training_runs(a, todo - found - set(self.harvest), by_key, rest)
         return found
 
     def training_runs(

@@ -160,6 +160,31 @@ def test_a_fix_that_removes_the_op_from_an_endless_loop_is_verified_and_its_repr
     assert passing.returncode == 0, passing.stdout + passing.stderr
 
 
+# The features are derived from the data once, before the loop: with the data steered (it requires
+# grad), every step backpropagates through that one derivation too.
+DERIVED_ONCE = WHILE_TRUE.replace(
+    "W = torch.zeros((2, 1), requires_grad=True)",
+    "x_train = x_train * 2.0 - 1.0\nW = torch.zeros((2, 1), requires_grad=True)",
+)
+
+
+def test_a_tensor_derived_from_the_data_before_the_loop_does_not_stop_the_training_run(tmp_path: Path):
+    """The training run itself, in this process: it trains on, it does not fail at step 2."""
+    from grist_lsp.analyzer.analysis import analyze_source
+    from grist_lsp.dynamic import entries as E
+    from grist_lsp.dynamic.training import TrainingSettings, train_search
+
+    path = tmp_path / "train.py"
+    path.write_text(DERIVED_ONCE)
+    sites = [v.site for v in analyze_source(str(path), DERIVED_ONCE) if v.site.op]
+    with E.program_imports(str(path), DERIVED_ONCE):
+        program = E.program_from_label(f"script:{path}", str(path), DERIVED_ONCE, 0, {})
+        program.produce_only(program.setup)
+        report = train_search(program, sites, {s.key for s in sites}, TrainingSettings(seconds=5.0))
+    assert report.error is None, report.note
+    assert report.steps > 1, report.note
+
+
 LIBRARY = """\
 import torch
 
