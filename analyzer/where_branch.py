@@ -12,7 +12,7 @@ This module owns the static question "is this site's value discarded downstream,
 followed through enclosing expressions and, a few assignments deep, through the uses of the
 names it is bound to), the guard a fix needs (``guard_at``: the condition under which the value
 is kept), and, per kind, a value that is safe in the discarded branch (``SAFE_FILL``), which
-the double-where fix (``analyzer/fixes.py``) puts there. Torch-free, like the whole static pass.
+the double-where fix (``analyzer/fixes/build.py``) puts there. Torch-free, like the whole static pass.
 """
 
 from __future__ import annotations

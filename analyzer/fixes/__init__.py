@@ -1,0 +1,102 @@
+"""Propose idiomatic rewrites for an unsafe-op site (unverified; dynamic/verify.py re-checks them).
+
+``propose_fixes(text, verdict)`` finds the site's expression in ``text`` with libcst, rewrites
+it the way a person would (``log(softmax(x))`` -> ``log_softmax(x)``, ``log(x)`` ->
+``log(x.clamp_min(eps))``, a sign-preserving guard for divisors ...) and returns ``Fix``es whose
+edits replace the site's span (plus an import line when a new name is needed). The code's own
+style is kept: the namespace it used (``F.`` / ``torch.`` / ``th.``), function versus method
+form, in-place forms, and the ``unbiased=`` versus ``correction=`` keyword. ``eps`` follows the
+operand's dtype (``catalogue.DTYPES``; float32 unless the witness says otherwise).
+
+Nothing here runs user code or imports torch: it is cheap enough for the editor's quick fixes.
+
+One module per family of kinds (``log``, ``division``, ``exp``, ``power``, ``domain``,
+``reductions``), each a set of builders ``_BUILDERS`` below maps kinds to, over two shared ones:
+``context`` (the site located in the tree, its ``_Context``, a ``_Proposal``) and ``build``
+(libcst builders, operands, clamps and guards). Names shared inside the package keep their
+leading underscore: they are not API.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from grist_lsp.analyzer.analysis import file_dtype
+from grist_lsp.analyzer.catalogue import KINDS, dtype_limits
+from grist_lsp.model import Fix, Verdict
+
+from .build import _double_where, _is_integer_dtype
+from .context import _Context, _Index, eps_for, eps_near_one
+from .division import _div_fixes
+from .domain import _acos_fixes, _acosh_fixes, _lgamma_fixes, _logit_fixes
+from .exp import _exp_fixes
+from .log import _log1p_fixes, _log_fixes
+from .power import _pow_fixes, _root_fixes
+from .reductions import _mean_fixes, _softmax_fixes, _var_fixes
+
+__all__ = ["eps_for", "eps_near_one", "propose_fixes"]
+
+
+def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
+    """Candidate rewrites for ``verdict``'s site in ``text``, best first; [] when none applies.
+
+    The fixes are *unverified* (``verified=False``): dynamic/verify.py applies each one and
+    re-runs the static pass and the engine before marking it verified.
+    """
+    site = verdict.site
+    if site.kind not in KINDS:
+        return []
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return []
+    index = _Index.build(module)
+    node = index.find(site.span)
+    if node is None:
+        return []
+    if verdict.witness is not None and verdict.witness.operand is not None:
+        dtype = verdict.witness.operand.dtype
+    else:  # no witness: the precision the static pass assumed for the file (float16 if it says so)
+        dtype = file_dtype(text)
+    ctx = _Context(
+        module=module,
+        text=text,
+        index=index,
+        limits=dtype_limits(dtype),
+        op=site.op,
+        kind=site.kind,
+        node=node,
+        span=site.span,
+        integer_operand=_is_integer_dtype(dtype),
+        operand_nonnegative=verdict.operand_range is not None and verdict.operand_range.nonnegative,
+    )
+    builder = _BUILDERS.get(site.kind)
+    if builder is None:
+        return []
+    # A where-branch site keeps its values: only the discarded branch changes (double where).
+    proposals = _double_where(ctx) if site.discarded_by is not None else []
+    fixes: list[Fix] = []
+    for proposal in proposals + builder(ctx):
+        fix = ctx.to_fix(proposal)
+        if fix is not None and all(fix.edits != f.edits for f in fixes):
+            fixes.append(fix)
+    return fixes
+
+
+_BUILDERS = {
+    "log": _log_fixes,
+    "log1p": _log1p_fixes,
+    "sqrt": _root_fixes,
+    "rsqrt": _root_fixes,
+    "div": _div_fixes,
+    "exp": _exp_fixes,
+    "pow": _pow_fixes,
+    "acos": _acos_fixes,
+    "atanh": _acos_fixes,
+    "acosh": _acosh_fixes,
+    "lgamma": _lgamma_fixes,
+    "logit": _logit_fixes,
+    "softmax": _softmax_fixes,
+    "var": _var_fixes,
+    "mean": _mean_fixes,
+}
