@@ -395,18 +395,7 @@ class Worker:
                 t.seconds,
                 f"training run (GRIST), {t.steps} steps",
             )
-            witness, text = self.make_witness(
-                a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps
-            )
-            self.out(
-                SiteReport(
-                    key=site.key,
-                    witness=witness,
-                    entry=a.program.label,
-                    note=how.how,
-                    message=text,
-                )
-            )
+            self.report_found(a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps)
             found.add(site.key)
             todo.discard(site.key)
         return found
@@ -428,16 +417,7 @@ class Worker:
         if found is None:
             return False
         a = self.harvested_by[site.key]
-        witness, text = self.make_witness(a, site, found, SearchSettings(budget=self.budget, seed=self.seed))
-        self.out(
-            SiteReport(
-                key=site.key,
-                witness=witness,
-                entry=a.program.label,
-                note=found.how,
-                message=text,
-            )
-        )
+        self.report_found(a, site, found, SearchSettings(budget=self.budget, seed=self.seed))
         return True
 
     def search_one(
@@ -480,17 +460,15 @@ class Worker:
                     )
                 )
             return False
-        witness, message = self.make_witness(a, site, report.found, settings)
-        self.out(
-            SiteReport(
-                key=site.key,
-                witness=witness,
-                entry=a.program.label,
-                note=report.found.how,
-                message=message,
-            )
-        )
+        self.report_found(a, site, report.found, settings)
         return True
+
+    def report_found(
+        self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
+    ) -> None:
+        """Send ``site``'s witness (shrunk, described) for what ``found`` broke."""
+        witness, text = self.make_witness(a, site, found, settings, steps=steps)
+        self.out(SiteReport(site.key, witness, a.program.label, note=found.how, message=text))
 
     @staticmethod
     def _shapes_kept(values: dict[str, Any], before: dict[str, Any]) -> bool:
