@@ -29,7 +29,7 @@ from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
 from . import protocol
-from .protocol import Blocked, Done, Message, Ready, ReplayAnswer, RunError, SiteReport
+from .protocol import Blocked, Done, Message, Ready, ReplayAnswer, ReplayTask, RunError, SiteReport, Task
 from .sandbox import BwrapProbe, Confinement, Sandbox, blocked_in, blocked_note, cache_folder, install_guard  # noqa: F401
 
 
@@ -251,7 +251,11 @@ class Subprocess:
 
     def send(self, request: dict) -> None:
         """One request line to the child's stdin (never blocks)."""
-        self._outbox.put((json.dumps(request) + "\n").encode())
+        self.send_line(json.dumps(request) + "\n")
+
+    def send_line(self, line: str) -> None:
+        """One line, already encoded as JSON, to the child's stdin (never blocks)."""
+        self._outbox.put(line.encode())
 
     def finish(self, seconds: float, cancel: threading.Event | None = None) -> WorkerResult:
         """Close stdin and wait; kill the child ``seconds`` after now or after it was ready
@@ -409,7 +413,7 @@ class WarmChild(Protocol):
 
     def start(self) -> None: ...
 
-    def run(self, task: dict, seconds: float) -> dict: ...
+    def run(self, task: Task, seconds: float) -> dict: ...
 
 
 class WitnessReplays:
@@ -431,7 +435,7 @@ class WitnessReplays:
         self.seconds = options.timeout + 10.0
         self.own: Subprocess | None = None
         self.answers: dict[str, ReplayAnswer] = {}
-        self._queue: queue.Queue[tuple[str, dict] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[str, Site, Witness] | None] = queue.Queue()
         if warm is None:
             self.own = Subprocess("grist_lsp.dynamic.replay", options.memory_mb, confinement)
             self.own.start()
@@ -444,10 +448,8 @@ class WitnessReplays:
     def _serve(self) -> None:
         assert self.warm is not None
         while (item := self._queue.get()) is not None:
-            key, request = item
-            res = self.warm.run(
-                {"task": "replay", "path": self.path, "text": self.text, **request}, self.seconds
-            )
+            key, site, witness = item
+            res = self.warm.run(ReplayTask(self.path, self.text, site, witness), self.seconds)
             self.answers[key] = ReplayAnswer(
                 key,
                 bool(res.get("reproduced")),
@@ -458,11 +460,10 @@ class WitnessReplays:
                 self.on_answer(key, self.answers[key])
 
     def submit(self, key: str, site: Site, witness: Witness) -> None:
-        request = {"site": to_json(site), "witness": to_json(witness)}
         if self.own is not None:
-            self.own.send({"type": "witness", **request})
+            self.own.send({"type": "witness", "site": to_json(site), "witness": to_json(witness)})
         else:
-            self._queue.put((key, request))
+            self._queue.put((key, site, witness))
 
     def results(self, count: int, cancel: threading.Event | None) -> dict[str, ReplayAnswer]:
         """Wait for the ``count`` replays sent (site key -> answer)."""

@@ -6,6 +6,9 @@ run, and ``Done``; the replay child answers each witness with a ``ReplayAnswer``
 verify child each task with a ``TaskResult``; the sandbox's
 audit hook adds a ``Blocked`` line for each action it refused. Each message encodes itself
 (``line``) and ``decode`` reads any of them back, so both ends share one definition.
+
+The other way, the warm verify child reads one task a line on its stdin: a ``ReplayTask`` or a
+``RunTask`` (``task_line`` / ``decode_task``), each answered by a ``TaskResult`` with its id.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from grist_lsp.model import Witness, to_json, witness_from_json
+from grist_lsp.model import Site, Witness, site_from_json, to_json, witness_from_json
 
 
 @dataclass(frozen=True)
@@ -113,3 +116,53 @@ def decode(text: str) -> Message | None:
         return cls(**fields)
     except TypeError:  # a field missing: not one of ours
         return None
+
+
+# --- tasks for the warm verify child (stdin) ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReplayTask:
+    """Replay ``witness`` against ``text`` and judge ``site`` (``replay.replay``)."""
+
+    path: str
+    text: str
+    site: Site
+    witness: Witness
+    TASK: ClassVar[str] = "replay"
+
+
+@dataclass(frozen=True)
+class RunTask:
+    """Run ``entry`` once on the program's own inputs and save what it returns to ``out``;
+    with ``compare_with``, also say whether it equals what an earlier run saved there."""
+
+    path: str
+    text: str
+    entry: str
+    seed: int
+    out: str
+    compare_with: str | None = None
+    TASK: ClassVar[str] = "run"
+
+
+Task = ReplayTask | RunTask
+
+
+def task_line(task: Task, ident: int) -> str:
+    """The JSON line that asks the child for ``task`` (answered with ``ident``)."""
+    return json.dumps({"task": task.TASK, "id": ident, **to_json(task)}) + "\n"
+
+
+def decode_task(text: str) -> tuple[int, Task]:
+    """The id and task on one stdin line (raises ValueError for a line that is none)."""
+    data = json.loads(text)
+    ident = int(data.pop("id", 0) or 0)
+    kind = data.pop("task", None)
+    if kind == ReplayTask.TASK:
+        return ident, ReplayTask(
+            data["path"], data["text"], site_from_json(data["site"]), witness_from_json(data["witness"])
+        )
+    if kind == RunTask.TASK:
+        return ident, RunTask(**data)
+    raise ValueError(f"not a task: {kind!r}")

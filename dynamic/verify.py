@@ -20,7 +20,6 @@ import concurrent.futures
 import contextlib
 import dataclasses
 import io
-import json
 import math
 import os
 import re
@@ -44,13 +43,10 @@ from grist_lsp.model import (
     TextEdit,
     Verdict,
     Witness,
-    site_from_json,
-    to_json,
-    witness_from_json,
 )
 
 from . import protocol
-from .protocol import Done, Message, TaskResult
+from .protocol import Done, Message, ReplayTask, RunTask, Task, TaskResult, decode_task, task_line
 
 if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
     from grist_lsp.dynamic.engine import EngineOptions
@@ -437,15 +433,7 @@ def _before_the_fix(path: str, text: str, fixed: str, fix: Fix, found: Verdict, 
     if original_span is None or found.witness is None:
         return "new"  # the site is part of the fix's own code
     site = dataclasses.replace(found.site, span=original_span)
-    res = runs.run(
-        {
-            "task": "replay",
-            "path": path,
-            "text": text,
-            "site": to_json(site),
-            "witness": to_json(found.witness),
-        }
-    )
+    res = runs.run(ReplayTask(path, text, site, found.witness))
     if res.get("reproduced"):
         return "same"
     return "upstream" if "upstream" in str(res.get("detail", "")) else "new"
@@ -562,14 +550,14 @@ class SharedChild:
         value = self.options.timeout
         return float(value) + STARTUP_ALLOWANCE if value else DEFAULT_TIMEOUT
 
-    def run(self, task: dict[str, Any], seconds: float | None = None) -> dict[str, Any]:
+    def run(self, task: Task, seconds: float | None = None) -> dict[str, Any]:
         """``task``'s answer, or ``{"error": ...}``; ``seconds`` defaults to ``timeout``."""
         seconds = self.timeout if seconds is None else seconds
         with self._lock:
             child = self._started()
             self._ids += 1
             ident = self._ids
-            child.send({**task, "id": ident})
+            child.send_line(task_line(task, ident))
             # The clock starts once the child is ready (torch start-up is timed apart, as for workers).
             with self._arrived:
                 while ident not in self._answers:
@@ -606,15 +594,8 @@ class SharedChild:
 
 def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: SharedChild) -> str:
     site = dataclasses.replace(verdict.site, span=region)
-    res = runs.run(
-        {
-            "task": "replay",
-            "path": path,
-            "text": fixed,
-            "site": to_json(site),
-            "witness": to_json(verdict.witness),
-        }
-    )
+    assert verdict.witness is not None  # only confirmed verdicts are replayed
+    res = runs.run(ReplayTask(path, fixed, site, verdict.witness))
     if "error" in res:
         return f"error: {res['error']}"
     return "reproduced" if res["reproduced"] else "not reproduced"
@@ -633,16 +614,7 @@ class _Originals:
         with self.lock:  # one run per entry even when two fixes ask at once
             if key not in self.runs:
                 out_file = os.path.join(self.directory, f"original-{len(self.runs)}.pt")
-                res = runs.run(
-                    {
-                        "task": "run",
-                        "path": path,
-                        "text": text,
-                        "entry": witness.entry,
-                        "seed": witness.seed,
-                        "out": out_file,
-                    }
-                )
+                res = runs.run(RunTask(path, text, witness.entry, witness.seed, out_file))
                 self.runs[key] = (res, out_file)
             return self.runs[key]
 
@@ -656,17 +628,8 @@ def _compare_outputs(
     with tempfile.TemporaryDirectory(prefix="fixed-", dir=os.path.dirname(orig_file)) as tmp:
         new_file = os.path.join(tmp, "fixed.pt")
         # The child compares the two runs' values itself: torch stays out of this process.
-        new = runs.run(
-            {
-                "task": "run",
-                "path": path,
-                "text": fixed,
-                "entry": witness.entry,
-                "seed": witness.seed,
-                "out": new_file,
-                "compare_with": orig_file if "error" not in orig and orig.get("values") else None,
-            }
-        )
+        compare_with = orig_file if "error" not in orig and orig.get("values") else None
+        new = runs.run(RunTask(path, fixed, witness.entry, witness.seed, new_file, compare_with))
         if "error" in orig:
             return "not compared"  # the original does not run on its own inputs: nothing to preserve
         if "error" in new:
@@ -737,31 +700,31 @@ def _worker_main() -> None:
     for line in sys.stdin:
         if not line.strip():
             continue
-        task = json.loads(line)
+        ident, task = decode_task(line)
         try:
             result = _task(task)
         except BaseException as exc:  # noqa: BLE001 - reported to the parent, which decides
             result = {"error": f"{type(exc).__name__}: {exc}"}
-        channel.write(protocol.line(TaskResult(int(task.get("id") or 0), result)))
+        channel.write(protocol.line(TaskResult(ident, result)))
         channel.flush()
     channel.write(protocol.line(Done()))
     channel.flush()
 
 
-def _task(task: dict[str, Any]) -> dict[str, Any]:
+def _task(task: Task) -> dict[str, Any]:
     from grist_lsp.dynamic.lazy_dynamo import skip_dynamo_import
 
-    skip_dynamo_import([task["text"]])
-    if task["task"] == "replay":
+    skip_dynamo_import([task.text])
+    if isinstance(task, ReplayTask):
         from grist_lsp.dynamic.replay import replay
 
-        res = replay(site_from_json(task["site"]), witness_from_json(task["witness"]), text=task["text"])
+        res = replay(task.site, task.witness, text=task.text)
         return {"reproduced": bool(res.reproduced), "detail": str(res.detail), "result": res.result}
     from grist_lsp.dynamic import entries
 
     # ``import <the target module>`` (by the entry file or a test) must run ``text``, not the file
     # on disk: the fixed text only exists here; what the run imports is dropped afterwards.
-    with entries.program_imports(task["path"], task["text"]):
+    with entries.program_imports(task.path, task.text):
         return _run_program(task)
 
 
@@ -796,14 +759,14 @@ def _loss_watch_class() -> type:
     return Watch
 
 
-def _run_program(task: dict[str, Any]) -> dict[str, Any]:
+def _run_program(task: RunTask) -> dict[str, Any]:
     """Run the witness's entry once on the program's own inputs (no substitution) and save what
     it returns as a flat list of tensors."""
     import torch
 
     from grist_lsp.dynamic import entries
 
-    label, path, text, seed = task["entry"], task["path"], task["text"], int(task["seed"])
+    label, path, text, seed = task.entry, task.path, task.text, task.seed
     kind = label.partition(":")[0]
     if kind == "probe":
         programs = [p for p in entries.probe_programs(path, text, seed) if p.label == label]
@@ -839,12 +802,12 @@ def _run_program(task: dict[str, Any]) -> dict[str, Any]:
         raised = type(exc).__name__
     flat: list = []
     _flatten(losses.values if losses is not None else value, flat)
-    torch.save(flat, task["out"])
+    torch.save(flat, task.out)
     # a script's output is what it prints: keep the numbers in it for comparison
     numbers = [float(m) for m in _NUMBER.findall(printed.getvalue())][:MAX_PRINTED_NUMBERS]
     result: dict[str, Any] = {"raised": raised, "values": len(flat), "printed": numbers}
-    if task.get("compare_with"):
-        result["compared"] = _same(torch.load(task["compare_with"], weights_only=True), flat)
+    if task.compare_with:
+        result["compared"] = _same(torch.load(task.compare_with, weights_only=True), flat)
     return result
 
 
