@@ -13,6 +13,7 @@ import ast
 import dataclasses
 import gc
 import io
+import math
 import os
 import re
 import tokenize
@@ -207,7 +208,9 @@ def _possible(site: Site, reason: str, operand: Fact | None = None) -> Verdict:
 def _range(fact: Fact | None) -> OperandRange | None:
     if fact is None or not fact.known or fact.pytype == "bottom":
         return None
-    return OperandRange(fact.lo, fact.hi, fact.nonzero)
+    lo = fact.lo if math.isfinite(fact.lo) else None
+    hi = fact.hi if math.isfinite(fact.hi) else None
+    return OperandRange(lo, hi, fact.nonzero)
 
 
 def _operand_words(site: Site) -> str:

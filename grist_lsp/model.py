@@ -154,15 +154,19 @@ class Fix:
 
 @dataclass(frozen=True)
 class OperandRange:
-    """The interval the static pass proved for a site's dangerous operand (bounds may be +-inf)."""
+    """The interval the static pass proved for a site's dangerous operand.
 
-    lo: float
-    hi: float
+    An unbounded side is None, not +-inf: verdicts cross to editors as JSON, where Infinity is no
+    number (a client that parses strictly drops the whole message).
+    """
+
+    lo: float | None
+    hi: float | None
     nonzero: bool = False  # 0 itself is excluded even when lo <= 0 <= hi
 
     @property
     def nonnegative(self) -> bool:
-        return self.lo >= 0.0
+        return self.lo is not None and self.lo >= 0.0
 
 
 @dataclass

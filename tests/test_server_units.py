@@ -7,6 +7,7 @@ one case at a time (surrogate pairs, empty spans, every settings shape).
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 from lsprotocol import types
@@ -126,6 +127,19 @@ def test_diagnostic_carries_code_docs_data_and_entry_location(tmp_path: Path) ->
     (related,) = d.related_information
     assert related.location.uri == (tmp_path / "m.py").as_uri()
     assert related.location.range.start.line == 3  # `def make` of the entry
+
+
+def test_diagnostic_data_is_strict_json_even_for_unbounded_ranges_and_infinite_values() -> None:
+    """VS Code's client refuses a message with Infinity in it (and shuts the server down)."""
+    from grist_lsp.analyzer.analysis import analyze_source
+
+    text = "import torch\n\n\ndef f(x):\n    return torch.log(x)\n"
+    [v] = analyze_source("/w/m.py", text)
+    assert v.operand_range is None or None in (v.operand_range.lo, v.operand_range.hi)
+    inf = TensorValue(shape=[2], dtype="float32", values=[1.0, float("inf")], summary={"max": float("inf")})
+    v = dataclasses.replace(v, status=Status.CONFIRMED, witness=witness(inputs={"x": inf}))
+    (p,) = diagnostics.build([v], text, UTF16, Settings())
+    json.dumps(p.diagnostic.data, allow_nan=False)  # raises on NaN/Infinity
 
 
 def test_disabled_publishes_nothing() -> None:
