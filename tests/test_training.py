@@ -168,8 +168,11 @@ DERIVED_ONCE = WHILE_TRUE.replace(
 )
 
 
-def test_a_tensor_derived_from_the_data_before_the_loop_does_not_stop_the_training_run(tmp_path: Path):
+def test_a_tensor_derived_from_the_data_before_the_loop_does_not_stop_the_training_run(
+    tmp_path: Path, monkeypatch
+):
     """The training run itself, in this process: it trains on, it does not fail at step 2."""
+    monkeypatch.chdir(tmp_path)  # the program appends to results.txt in its working folder
     from grist_lsp.analyzer.analysis import analyze_source
     from grist_lsp.dynamic import entries as E
     from grist_lsp.dynamic.training import TrainingSettings, train_search
