@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, overload
@@ -203,6 +204,18 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [to_json(v) for v in obj]
     return obj
+
+
+def finite_json(value: Any) -> Any:
+    """JSON data with every NaN/INF number as None: JSON has no such numbers (Python would write
+    ``Infinity``), and strict readers (VS Code's client, ``jq``) refuse the whole document."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
 
 
 def _tensor_value(d: dict | None) -> TensorValue | None:

@@ -17,7 +17,7 @@ from grist_lsp import __version__
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.baseline import fingerprints
 from grist_lsp.check import Report
-from grist_lsp.model import Status, TensorValue, Verdict, Witness, to_json
+from grist_lsp.model import Status, TensorValue, Verdict, Witness, finite_json, to_json
 from grist_lsp.policy import input_scale_words
 from grist_lsp.suppressions import UNUSED_CODE, UNUSED_TITLE, Suppression, finding_code, unused_words
 
@@ -227,7 +227,7 @@ def render_json(report: Report, show_safe: bool = False, base: Path | None = Non
     }
     if report.unused_suppressions:
         data["unused_suppressions"] = [_unused_json(f, s, base) for f, s in report.unused_suppressions]
-    return json.dumps(data, indent=2) + "\n"
+    return json.dumps(finite_json(data), indent=2, allow_nan=False) + "\n"
 
 
 # --- SARIF ---------------------------------------------------------------------
@@ -328,7 +328,7 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
             }
         ],
     }
-    return json.dumps(sarif, indent=2) + "\n"
+    return json.dumps(finite_json(sarif), indent=2, allow_nan=False) + "\n"
 
 
 def _sarif_result(v: Verdict, fingerprint: str, report: Report, index: dict[str, int]) -> dict[str, Any]:

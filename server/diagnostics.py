@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from lsprotocol import types
 from lsprotocol.converters import get_converter
 
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
-from grist_lsp.model import Span, Status, TensorValue, Verdict, Witness, to_json
+from grist_lsp.model import Span, Status, TensorValue, Verdict, Witness, finite_json, to_json
 from grist_lsp.server.settings import Settings
 
 SOURCE = "grist"
@@ -323,20 +322,12 @@ def to_diagnostic(
         code=code,
         code_description=types.CodeDescription(href=docs_url(code)),
         related_information=related,
-        data={"key": verdict.site.key, "status": verdict.status.value, "verdict": _strict(to_json(verdict))},
+        data={
+            "key": verdict.site.key,
+            "status": verdict.status.value,
+            "verdict": finite_json(to_json(verdict)),
+        },
     )
-
-
-def _strict(value: Any) -> Any:
-    """``value`` with every NaN/INF number as None: JSON has no such numbers, and a client that
-    parses strictly (VS Code's) drops the whole message that carries one."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _strict(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_strict(v) for v in value]
-    return value
 
 
 def result_id(text_hash: str, published: list[Published]) -> str:

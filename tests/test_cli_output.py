@@ -7,6 +7,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import jsonschema
+import pytest
 
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.check import Report
@@ -226,3 +227,16 @@ def test_core_messages_are_not_repeated(tmp_path: Path) -> None:
         "m.py:2:5: GRIST113 [confirmed] mean over an empty dimension: "
         "torch.Tensor.mean receives shape [0]: nan"
     )
+
+
+def test_json_and_sarif_stay_strict_json_when_a_witness_holds_an_infinity(tmp_path: Path) -> None:
+    """Python would write ``Infinity``, which strict readers (jq, browsers) refuse."""
+    report = _report(tmp_path)
+    confirmed = report.verdicts[0]
+    assert confirmed.witness is not None
+    big = TensorValue(shape=[2], dtype="float32", values=[1.0, float("inf")], summary={"max": float("inf")})
+    confirmed.witness.inputs["p"] = big
+    for text in (render_json(report), render_sarif(report)):
+        json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in the output"))
+    [finding] = [f for f in json.loads(render_json(report))["findings"] if f["status"] == "confirmed"]
+    assert "p" in json.dumps(finding["witness"])
