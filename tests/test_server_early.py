@@ -8,16 +8,15 @@ the confirmed diagnostic, then its verified fix, arrive while the run's progress
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp import LanguageClient
 
 from grist_lsp.analyzer.catalogue import KINDS
-from tests.test_server import make_client, open_file, start, wait_for
+from tests.test_server import CONFIG, open_file, start, wait_for
 
 PROGRAM = """import torch
 
@@ -47,11 +46,7 @@ LOG = KINDS["log"].code
 pytestmark = pytest.mark.asyncio
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=[sys.executable, "-m", "grist_lsp.server.server"], client_factory=make_client
-    )
-)
+@pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
     await lsp_client.shutdown_session()

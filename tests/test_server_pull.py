@@ -15,19 +15,15 @@ from typing import Any
 import pytest
 import pytest_lsp
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient, client_capabilities
 
 from grist_lsp.analyzer.catalogue import KINDS
-from tests.test_server import SCRIPT, make_client, open_file, start, wait_for
+from tests.test_server import CONFIG, SCRIPT, open_file, start, wait_for
 
 LOG = KINDS["log"].code
 
 
-@pytest_lsp.fixture(
-    config=ClientServerConfig(
-        server_command=[sys.executable, "-m", "grist_lsp.server.server"], client_factory=make_client
-    )
-)
+@pytest_lsp.fixture(config=CONFIG)
 async def client(lsp_client: LanguageClient):
     yield
     await lsp_client.shutdown_session()
