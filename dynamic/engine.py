@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from grist_lsp.analyzer.programs import has_training_loop
 from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json
@@ -31,6 +31,9 @@ from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json
 from . import protocol
 from .protocol import Blocked, Done, Message, Ready, ReplayAnswer, ReplayTask, RunError, SiteReport, Task
 from .sandbox import BwrapProbe, Confinement, Sandbox, blocked_in, blocked_note, cache_folder, install_guard  # noqa: F401
+
+if TYPE_CHECKING:
+    from .spares import Spares
 
 
 @dataclass
@@ -68,6 +71,7 @@ class WorkerResult:
     blocked: list[Blocked] = field(default_factory=list)  # what the sandbox refused the program
 
 
+WORKER_MODULE = "grist_lsp.dynamic.worker"
 STARTUP_SECONDS = 60.0  # importing torch in a child, on a machine that may be busy
 
 
@@ -352,19 +356,6 @@ def with_blocked_note(
     return [swap.get(id(v), v) for v in verdicts], [swap.get(id(v), v) for v in errors]
 
 
-def run_subprocess(
-    module: str,
-    request: dict,
-    seconds: float,
-    memory_mb: int,
-    on_line: Callable[[Message], None] | None = None,
-    cancel: threading.Event | None = None,
-    confinement: Confinement | None = None,
-) -> WorkerResult:
-    """Run ``python -m module`` with ``request`` on stdin; JSON lines come back on a pipe."""
-    return Subprocess(module, memory_mb, confinement).communicate(request, seconds, on_line, cancel)
-
-
 def _crash_location(stderr: str, target: str) -> int | None:
     """The innermost line of the target file in a faulthandler dump (most recent call first)."""
     for m in re.finditer(r'File "([^"]+)", line (\d+)', stderr):
@@ -494,6 +485,7 @@ def confirm(
     cancel: threading.Event | None = None,
     warm: WarmChild | None = None,
     on_confirmed: Callable[[Verdict], None] | None = None,
+    spares: Spares | None = None,
 ) -> list[Verdict]:
     """Possible verdicts -> confirmed (with a replayed Witness) where the search succeeds.
 
@@ -503,6 +495,8 @@ def confirm(
     ``on_confirmed``: called (from a helper thread) with each verdict as soon as its witness
     replayed, while the other sites are still searched, so an editor can show it at once;
     with ``warm`` only (without it the replays answer together at the end).
+    ``spares``: children the caller started ahead; the first worker is taken from there when it
+    was started the way this file's would be.
     """
     targets = [v for v in verdicts if v.status is Status.POSSIBLE and v.site.op]
     if not targets or (cancel is not None and cancel.is_set()):
@@ -526,8 +520,13 @@ def confirm(
     replayer = WitnessReplays(path, text, options, confinement, warm, answered)
     on_line.replayer = replayer
     workers = [_WorkerRun(path, text, group, sites, options) for group in groups]
+    spare = spares.worker(confinement, options.memory_mb) if spares is not None else None
     threads = [
-        threading.Thread(target=w.run, args=(on_line, cancel, confinement), name=f"grist-worker-{i}")
+        threading.Thread(
+            target=w.run,
+            args=(on_line, cancel, confinement, spare if i == 0 else None),
+            name=f"grist-worker-{i}",
+        )
         for i, w in enumerate(workers)
     ]
     for t in threads:
@@ -609,7 +608,9 @@ class _WorkerRun:
         on_line: Callable[[Message], None],
         cancel: threading.Event | None,
         confinement: Confinement | None,
+        child: Subprocess | None = None,
     ) -> None:
+        """Search this group's sites in ``child`` (already started) or in a new worker."""
         options = self.options
         request = {
             "path": self.path,
@@ -625,9 +626,9 @@ class _WorkerRun:
             "memory_mb": options.memory_mb,
             "worker_seconds": self.seconds - 5.0,
         }
-        self.result = run_subprocess(
-            "grist_lsp.dynamic.worker", request, self.seconds, options.memory_mb, on_line, cancel, confinement
-        )
+        if child is None:
+            child = Subprocess(WORKER_MODULE, options.memory_mb, confinement)
+        self.result = child.communicate(request, self.seconds, on_line, cancel)
 
 
 def _worker_errors(path: str, workers: list[_WorkerRun], options: EngineOptions) -> list[Verdict]:

@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grist_lsp.config import ConfigError
 from grist_lsp.defaults import default
@@ -27,6 +27,9 @@ from grist_lsp.edits import apply_fixes, unified_diff
 from grist_lsp.model import STATUS_RANK, Status, Verdict
 from grist_lsp.service import CheckOptions, ProgressFn, Service, Settings, resolve_settings
 from grist_lsp.suppressions import Suppression
+
+if TYPE_CHECKING:
+    from grist_lsp.dynamic.spares import Spares
 
 __all__ = ["CheckOptions", "Report", "Settings", "check_paths", "resolve_settings"]
 
@@ -85,6 +88,7 @@ class _Run:
     texts: dict[Path, str] = field(default_factory=dict)
     suppressed: int = 0
     baselined: int = 0
+    spares: Spares | None = None  # children started before the static pass, for the first file searched
 
 
 def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | None = None) -> Report:
@@ -103,21 +107,15 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     if not files:
         report.warnings.append(f"no Python files found under {', '.join(paths or ['.'])}")
     run = _Run(service, report, files)
-    _static_pass(run, options, progress)
-    if not settings.static_only:
-        run_by = _modules_run_by(run)
-        todo = [
-            p
-            for p in [*files, *run_by]
-            if p in run.per_file
-            and p in run.texts
-            and _runnable(run.per_file[p])
-            and _has_open_sites(run.per_file[p])
-        ]
-        _run_dynamic(todo, run, options, progress, run_by)
-        for module in run_by:
-            # Only what the checked program was seen to break there: the module itself was not named.
-            run.per_file[module] = [v for v in run.per_file[module] if v.status is Status.CONFIRMED]
+    # A search is likely: its first children import torch while the static pass runs.
+    run.spares = service.spares(str(files[0])) if files and not settings.static_only else None
+    try:
+        _static_pass(run, options, progress)
+        if not settings.static_only:
+            _dynamic_pass(run, options, progress)
+    finally:
+        if run.spares is not None:
+            run.spares.close()
     if options.fix or options.diff:
         _apply_verified(run.per_file, run.texts, options, report)
     _finish(run, time.monotonic() - started)
@@ -127,6 +125,23 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     if progress:
         progress("done", 1.0)
     return report
+
+
+def _dynamic_pass(run: _Run, options: CheckOptions, progress: ProgressFn | None) -> None:
+    """The engine on every file with open sites, and on the project modules checked programs run."""
+    run_by = _modules_run_by(run)
+    todo = [
+        p
+        for p in [*run.files, *run_by]
+        if p in run.per_file
+        and p in run.texts
+        and _runnable(run.per_file[p])
+        and _has_open_sites(run.per_file[p])
+    ]
+    _run_dynamic(todo, run, options, progress, run_by)
+    for module in run_by:
+        # Only what the checked program was seen to break there: the module itself was not named.
+        run.per_file[module] = [v for v in run.per_file[module] if v.status is Status.CONFIRMED]
 
 
 def _static_pass(run: _Run, options: CheckOptions, progress: ProgressFn | None) -> None:
@@ -249,7 +264,13 @@ def _run_dynamic(
     def one(path: Path) -> tuple[Path, list[Verdict]]:
         file_opts = dataclasses.replace(opts, via=str(run_by[path])) if path in run_by else opts
         verdicts, notes = service.check_file(
-            str(path), run.texts[path], run.per_file[path], file_opts, tally.for_file(path), cancel
+            str(path),
+            run.texts[path],
+            run.per_file[path],
+            file_opts,
+            tally.for_file(path),
+            cancel,
+            run.spares,
         )
         with tally.lock:
             warnings.extend(notes)

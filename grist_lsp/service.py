@@ -40,6 +40,7 @@ from grist_lsp.policy import Policy, Prepared, make_policy
 
 if TYPE_CHECKING:
     from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.spares import Spares
     from grist_lsp.dynamic.verify import SharedChild
 
 ProgressFn = Callable[[str, float], None]
@@ -317,6 +318,7 @@ class Service:
         cancel: threading.Event | None = None,
         warm: SharedChild | None = None,
         on_confirmed: Callable[[Verdict], None] | None = None,
+        spares: Spares | None = None,
     ) -> list[Verdict]:
         """The engine's verdicts, witnesses beyond `max-input-scale` refused.
 
@@ -331,7 +333,15 @@ class Service:
                         on_confirmed(kept)
 
         confirmed = engine.confirm(
-            path, text, verdicts, options, progress=progress, cancel=cancel, warm=warm, on_confirmed=early
+            path,
+            text,
+            verdicts,
+            options,
+            progress=progress,
+            cancel=cancel,
+            warm=warm,
+            on_confirmed=early,
+            spares=spares,
         )
         # Before fixes are verified: a refused witness needs no verified fix.
         return self.settings.policy.after_engine(list(confirmed))
@@ -358,17 +368,21 @@ class Service:
         options: EngineOptions,
         progress: ProgressFn | None = None,
         cancel: threading.Event | None = None,
+        spares: Spares | None = None,
     ) -> tuple[list[Verdict], list[str]]:
-        """Confirm, then verify fixes, in one warm child: the verdicts and warnings for stderr."""
+        """Confirm, then verify fixes, in one warm child: the verdicts and warnings for stderr.
+        ``spares``: children started ahead by the caller, taken when they fit this file."""
         from grist_lsp.dynamic import engine, verify
 
         warnings: list[str] = []
         # One warm child replays the witnesses and then runs the fix checks: it starts with the
         # search, so no start-up waits behind it.
-        shared = verify.SharedChild(options, path)
+        shared = (spares.shared_child(options, path) if spares else None) or verify.SharedChild(options, path)
         try:
             try:
-                verdicts = self.confirm(path, text, verdicts, options, progress, cancel, shared)
+                verdicts = self.confirm(
+                    path, text, verdicts, options, progress, cancel, shared, spares=spares
+                )
             except Exception as exc:  # keep the static verdicts; say the engine failed on this file
                 return verdicts + [_engine_failed(path, exc)], warnings
             blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
@@ -382,6 +396,12 @@ class Service:
             return verdicts, warnings
         finally:
             shared.close()
+
+    def spares(self, path: str) -> Spares:
+        """A worker and a warm child started now for ``path``'s project (``close`` them after)."""
+        from grist_lsp.dynamic.spares import Spares
+
+        return Spares(self.engine_options(), path)
 
     def sandbox_warning(self, options: EngineOptions) -> str | None:
         """Why the OS sandbox is unavailable, when it is (said once per run)."""

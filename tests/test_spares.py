@@ -1,0 +1,93 @@
+"""Children started ahead of the static pass (``dynamic/spares.py``): handed out once, to a file
+whose children would be started the same way, and none left running."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grist_lsp.check import CheckOptions, check_paths
+from grist_lsp.dynamic import engine
+from grist_lsp.dynamic.engine import EngineOptions, child_confinement
+from grist_lsp.dynamic.spares import Spares
+from grist_lsp.model import Status
+from grist_lsp.service import Service
+
+PROGRAM = """import torch
+
+x = torch.randn(8)
+y = torch.log(x)
+print(y.sum())
+"""
+
+
+def test_a_spare_worker_goes_once_and_only_to_a_matching_file(tmp_path: Path) -> None:
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    options = EngineOptions(project_root=str(tmp_path))
+    spares = Spares(options, str(program))
+    try:
+        confinement = child_confinement(options, str(program))
+        assert spares.worker(confinement, options.memory_mb + 1) is None  # another memory cap
+        worker = spares.worker(confinement, options.memory_mb)
+        assert worker is not None
+        assert spares.worker(confinement, options.memory_mb) is None  # handed out once
+        worker.discard()
+        assert (
+            spares.shared_child(EngineOptions(project_root=str(tmp_path), timeout=1.0), str(program)) is None
+        )
+        shared = spares.shared_child(options, str(program))
+        assert shared is not None
+        shared.close()
+    finally:
+        spares.close()
+
+
+def test_close_kills_the_spares_nobody_took(tmp_path: Path) -> None:
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    options = EngineOptions(project_root=str(tmp_path))
+    started: list[engine.Subprocess] = []
+    original = engine.Subprocess.__init__
+
+    def recording(self: engine.Subprocess, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        started.append(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine.Subprocess, "__init__", recording)
+        Spares(options, str(program)).close()
+    assert len(started) == 2, "a worker and a warm child"
+    for child in started:
+        assert child.proc.wait(timeout=10) is not None
+
+
+def test_a_checks_children_start_before_its_static_pass_and_are_its_only_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    modules: list[str] = []
+    original = engine.Subprocess.__init__
+
+    def recording(self: engine.Subprocess, module: str, *args: Any, **kwargs: Any) -> None:
+        modules.append(module)
+        original(self, module, *args, **kwargs)
+
+    static = Service.static
+
+    def static_recording(self: Service, *args: Any, **kwargs: Any) -> Any:
+        modules.append("static pass")
+        return static(self, *args, **kwargs)
+
+    monkeypatch.setattr(engine.Subprocess, "__init__", recording)
+    monkeypatch.setattr(Service, "static", static_recording)
+    report = check_paths([str(program)], CheckOptions(budget=2.0))
+    [log] = [v for v in report.verdicts if v.site.op == "torch.log"]
+    assert log.status is Status.CONFIRMED
+    # Both children start before the static pass (torch imports meanwhile), and they are the ones
+    # that searched, replayed and checked the fixes: a check that started its own would show more.
+    assert modules[-1] == "static pass"
+    assert sorted(modules[:-1]) == ["grist_lsp.dynamic.verify", "grist_lsp.dynamic.worker"]
