@@ -47,16 +47,19 @@ from .witness import describe, shrink, to_value
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
 RECORD_STEPS = 20  # training steps a recording run watches for the sites a training loop reaches
-# Of one site's budget, for the training runs of a program that trains: what they do not find
-# in it (a bug no state of training reaches) is left to the per-site search, which then still
-# has most of its budget.
-TRAINING_SHARE = 0.5
-# Of one site's budget, for a short per-site search of a training program's sites before its
-# training run: many of them break within a tenth of a second that way, while a training run
-# that reaches no bug would hold them for its whole share (the training runs keep their share in
-# all). The per-site search that follows starts from another seed, with its whole share.
-QUICK_SHARE = 0.15
-QUICK_RESEED = 2  # seed offset of the search after a quick one (seed + 1 is the second entry's)
+# A training program's sites get GRIST's training runs and short per-site searches in turns, in
+# slices of one site's budget that grow: a bug either kind reaches quickly costs the file little,
+# whichever kind it is, and neither waits long behind the other. Training runs get 0.5 of a
+# budget in all: what they do not find there (a bug no state of training reaches) is left to the
+# per-site searches that follow, which still have most of theirs.
+TURNS: tuple[tuple[str, float], ...] = (
+    ("train", 0.05),
+    ("search", 0.05),
+    ("train", 0.10),
+    ("search", 0.10),
+    ("train", 0.35),
+)
+RESEED = 2  # seed offset between one site's successive searches (seed + 1 is the second entry's)
 
 
 class RunTimeout(BaseException):
@@ -205,7 +208,7 @@ class Worker:
         # Sites broken by a run that searched another site, and the assignment of that search.
         self.harvest: dict[str, Found] = {}
         self.harvested_by: dict[str, Assignment] = {}
-        self.quick: set[str] = set()  # sites a quick search already spent QUICK_SHARE on
+        self.turns: dict[str, int] = {}  # how many short searches (TURNS) each site already had
 
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
@@ -309,7 +312,7 @@ class Worker:
                 continue
             # Most of the budget on the first entry that reaches the site; the rest on another
             # entry (a probe of the function itself reaches shapes the script never makes).
-            seed = self.seed + QUICK_RESEED if site.key in self.quick else self.seed
+            seed = self.seed + RESEED * self.turns.get(site.key, 0)
             if not self.search_one(site, a, self.budget * PRIMARY_SHARE, seed):
                 unfound[site.key] = a.program
         if unfound:
@@ -344,11 +347,10 @@ class Worker:
         self.out(Done())
 
     def train(self, assigned: dict[str, Assignment]) -> set[str]:
-        """GRIST's own setting first: a program that trains runs once, as written, watching every
-        site while its inputs are steered (``training.py``); each run ends at one finding, so runs
-        repeat for the sites still open, within ``TRAINING_SHARE`` of a site's budget per program.
-        A quick per-site search of each site goes before (``quick_searches``). Returns the keys
-        found either way."""
+        """GRIST's own setting first: a program that trains runs as written, watching every site
+        while its inputs are steered (``training.py``); each run ends at one finding, so runs
+        repeat for the sites still open. Training runs and short per-site searches take turns
+        (``TURNS``). Returns the keys found either way."""
         groups: dict[str, tuple[Assignment, set[str]]] = {}
         for site in self.targets:
             hit = assigned.get(site.key)
@@ -358,12 +360,12 @@ class Worker:
         by_key = {s.key: s for s in self.targets}
         found: set[str] = set()
         for a, todo in groups.values():
-            # Short tries of both kinds first, then the rest of the training runs' share: a bug
-            # that either reaches quickly costs the file little, whichever kind reaches it.
-            found |= self.training_runs(a, todo, by_key, self.budget * QUICK_SHARE)
-            found |= self.quick_searches(a, [by_key[k] for k in sorted(todo - found)])
-            rest = self.budget * (TRAINING_SHARE - QUICK_SHARE)
-            found |= self.training_runs(a, todo - found - set(self.harvest), by_key, rest)
+            for turn, share in TURNS:
+                open_keys = todo - found - set(self.harvest)
+                if turn == "train":
+                    found |= self.training_runs(a, open_keys, by_key, self.budget * share)
+                else:
+                    found |= self.quick_searches(a, [by_key[k] for k in sorted(open_keys)], share)
         return found
 
     def training_runs(
@@ -400,14 +402,16 @@ class Worker:
             todo.discard(site.key)
         return found
 
-    def quick_searches(self, a: Assignment, sites: list[Site]) -> set[str]:
-        """A short per-site search of each of ``sites`` (QUICK_SHARE); returns the keys found."""
+    def quick_searches(self, a: Assignment, sites: list[Site], share: float) -> set[str]:
+        """A short search (``share`` of a budget) of each of ``sites``, each from a seed of its
+        own; returns the keys found."""
         found = set()
         for site in sites:
             if site.key in self.harvest:
                 continue
-            self.quick.add(site.key)
-            if self.search_one(site, a, self.budget * QUICK_SHARE, self.seed):
+            rounds = self.turns.get(site.key, 0)
+            self.turns[site.key] = rounds + 1
+            if self.search_one(site, a, self.budget * share, self.seed + RESEED * rounds):
                 found.add(site.key)
         return found
 
