@@ -154,8 +154,12 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
         reason = f"{c.safe_keyword} is passed, so a single element gives 0, not NaN"
         return _safe(site, reason)
     if c.why is not None:
-        what = "have zero elements" if kind.region.shape == "empty" else "hold -inf"
-        reason = f"the operand may {what} ({c.why}), and {kind.region.text} gives NaN"
+        if kind.region.shape == "empty":
+            reason = f"the operand may have zero elements ({c.why}), and {kind.region.text} gives NaN"
+        elif "inf" in kind.region.inf_operands:
+            reason = f"{_operand_words(site)} may hold an infinity ({c.why}), and {kind.region.text} is NaN"
+        else:
+            reason = f"the operand may hold -inf ({c.why}), and {kind.region.text} gives NaN"
         return _possible(site, reason)
     if kind.region.shape is not None:
         reason = f"depends on shapes ({kind.region.text}), which the static pass cannot bound"
@@ -219,6 +223,10 @@ def _operand_words(site: Site) -> str:
         return "divisor"
     if site.operand == "exponent":
         return "exponent"
+    if site.operand in ("left", "right"):
+        return f"the {site.operand} operand"
+    if site.operand == "both":
+        return "both operands"
     return "operand"
 
 

@@ -78,9 +78,10 @@ class Region:
     nonpositive_integers: bool = False  # poles of lgamma/digamma
     shape: str | None = None  # "single-element" / "empty": decided by shape, not value
     backward_at: float | None = None  # the gradient is INF/NaN here (sqrt at 0)
-    # -inf entries in the operand are the program's intent (masked attention scores), not an
-    # upstream failure: the oracle accepts them and blames the op only for a NaN output.
-    allows_neg_inf_operand: bool = False
+    # Infinities the program puts in operands on purpose (-inf in masked attention scores; +-inf
+    # in a masked sum or product), not an upstream failure: the oracle accepts operands holding
+    # these and blames the op only for a NaN output.
+    inf_operands: tuple[str, ...] = ()
 
     def upper(self, dtype: str | None = None) -> float | None:
         if self.hi_is_ln_max:
@@ -242,8 +243,20 @@ KINDS: dict[str, Kind] = {
             "softmax",
             "GRIST115",
             "softmax of a row that is entirely -inf (fully masked)",
-            Region("a row that is entirely -inf", shape="all -inf row", allows_neg_inf_operand=True),
+            Region("a row that is entirely -inf", shape="all -inf row", inf_operands=("-inf",)),
             "mask with torch.finfo(dtype).min instead of -inf, or keep one unmasked entry per row",
+        ),
+        Kind(
+            "inf_arith",
+            "GRIST120",
+            "NaN from arithmetic on an infinity the program put there (0 * inf, inf - inf)",
+            Region(
+                "0 * inf or inf - inf",
+                shape="intended infinity",
+                inf_operands=("-inf", "inf"),
+            ),
+            "keep the infinity out of the arithmetic: a finite fill (torch.finfo(dtype).min), "
+            "torch.nan_to_num on the operand, torch.special.xlogy / entr for p * log p",
         ),
     ]
 }
@@ -278,6 +291,9 @@ class Op:
     # [eps, 1 - eps] first (torch.logit's eps). None: the op has no such argument.
     clamp_index: int | None = None
     clamp_keyword: str | None = None
+    # inf_arith sums and differences: NaN only when both operands hold an infinity (inf - inf);
+    # an additive -inf mask on finite scores is the intended -inf, not NaN.
+    inf_both: bool = False
 
     @property
     def operand_label(self) -> str:
@@ -295,6 +311,7 @@ class _OpArgs(TypedDict, total=False):
     aux_keyword: str | None
     clamp_index: int | None
     clamp_keyword: str | None
+    inf_both: bool
 
 
 def _forms(
@@ -401,6 +418,31 @@ OPS: list[Op] = [
     *_forms("softmax", "log_softmax", inplace=False, special=True),
     Op("torch.nn.functional.softmax", "softmax"),
     Op("torch.nn.functional.log_softmax", "softmax"),
+    # products, sums and contractions of a tensor that holds an intended +-inf (a site only when
+    # such an operand may reach them: see sites.py); either operand may be the infinite one. A
+    # reduction (sum) is NaN only from both infinities at once, which an earlier product or
+    # difference made: that one is the site.
+    *_forms("inf_arith", "mul"),
+    *_forms("inf_arith", "multiply"),
+    *_forms("inf_arith", "add", inf_both=True),
+    *_forms("inf_arith", "sub", inf_both=True),
+    *_forms("inf_arith", "subtract", inf_both=True),
+    Op("torch.Tensor.__mul__", "inf_arith"),
+    Op("torch.Tensor.__rmul__", "inf_arith"),
+    Op("torch.Tensor.__imul__", "inf_arith"),
+    Op("torch.Tensor.__add__", "inf_arith", inf_both=True),
+    Op("torch.Tensor.__radd__", "inf_arith", inf_both=True),
+    Op("torch.Tensor.__iadd__", "inf_arith", inf_both=True),
+    Op("torch.Tensor.__sub__", "inf_arith", inf_both=True),
+    Op("torch.Tensor.__rsub__", "inf_arith", inf_both=True),
+    Op("torch.Tensor.__isub__", "inf_arith", inf_both=True),
+    *_forms("inf_arith", "matmul", inplace=False),
+    Op("torch.Tensor.__matmul__", "inf_arith"),
+    Op("torch.Tensor.__rmatmul__", "inf_arith"),
+    Op("torch.mm", "inf_arith"),
+    Op("torch.bmm", "inf_arith"),
+    Op("torch.einsum", "inf_arith", operand_index=1, operand_keyword="operands"),
+    Op("torch.functional.einsum", "inf_arith", operand_index=1, operand_keyword="operands"),
 ]
 
 # Canonical name -> row. Runtime names that differ from the spelling in the
@@ -410,12 +452,19 @@ OP_TABLE: dict[str, Op] = {op.name: op for op in OPS}
 
 # Python operators as libcst spells them -> the dunder we record for the site.
 BINARY_OPERATORS: dict[str, str] = {
+    "Multiply": "torch.Tensor.__mul__",
+    "Add": "torch.Tensor.__add__",
+    "Subtract": "torch.Tensor.__sub__",
+    "MatrixMultiply": "torch.Tensor.__matmul__",
     "Divide": "torch.Tensor.__truediv__",
     "FloorDivide": "torch.Tensor.__floordiv__",
     "Modulo": "torch.Tensor.__mod__",
     "Power": "torch.Tensor.__pow__",
 }
 AUGMENTED_OPERATORS: dict[str, str] = {
+    "MultiplyAssign": "torch.Tensor.__imul__",
+    "AddAssign": "torch.Tensor.__iadd__",
+    "SubtractAssign": "torch.Tensor.__isub__",
     "DivideAssign": "torch.Tensor.__itruediv__",
     "FloorDivideAssign": "torch.Tensor.__ifloordiv__",
     "ModuloAssign": "torch.Tensor.__imod__",
@@ -423,6 +472,10 @@ AUGMENTED_OPERATORS: dict[str, str] = {
 }
 # When the left operand is a number and the right one a tensor (`1 / x`, `2 ** x`).
 REFLECTED_OPERATORS: dict[str, str] = {
+    "Multiply": "torch.Tensor.__rmul__",
+    "Add": "torch.Tensor.__radd__",
+    "Subtract": "torch.Tensor.__rsub__",
+    "MatrixMultiply": "torch.Tensor.__rmatmul__",
     "Divide": "torch.Tensor.__rtruediv__",
     "FloorDivide": "torch.Tensor.__rfloordiv__",
     "Modulo": "torch.Tensor.__rmod__",

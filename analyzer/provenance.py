@@ -10,6 +10,10 @@ every softmax buried the real findings):
   ``catalogue.EMPTY_SOURCES`` (``masked_select``, ``nonzero``, one-argument
   ``torch.where`` ...), indexing with indices they give, slicing with computed
   bounds (``x[:n]``), and concatenating a list built at run time;
+* arithmetic on an infinity (``Provenance.may_hold_inf``): ``0 * -inf`` and ``inf - inf``
+  are NaN, so a product, sum or contraction is a site when an operand may hold an infinity
+  the program put there (the same constants as below, of either sign). Ops whose output is
+  finite whatever their input (softmax, sigmoid, nan_to_num, comparisons) stop the walk;
 * a softmax of a row that is entirely -inf (``Provenance.may_hold_neg_inf``):
   the operand may hold -inf only if a -inf constant flows into it
   (``masked_fill(mask, float("-inf"))``, ``torch.full(..., -math.inf)``,
@@ -72,6 +76,34 @@ _FULL_REDUCTIONS = frozenset(
         "tolist",
     }
 )
+# Torch ops whose output holds no infinity whatever their input holds: an intended -inf or +inf
+# stops there (softmax(masked) is finite; a log of its zeros is the log site's own finding).
+_FINITE_OUTPUTS = frozenset(
+    {
+        "softmax",
+        "sigmoid",
+        "tanh",
+        "nan_to_num",
+        "isinf",
+        "isnan",
+        "isfinite",
+        "isneginf",
+        "isposinf",
+        "eq",
+        "ne",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "argmax",
+        "argmin",
+        "logical_not",
+        "logical_and",
+        "logical_or",
+        "sign",
+    }
+)
+_FINITE_FROM_NEG_INF = frozenset({"exp", "exp2", "relu"})  # 0 at -inf (but inf at +inf)
 _MASK_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor)
 _DEPTH = 40  # dataflow hops before giving up (as "not known to be empty")
 # One of the questions asked of an expression (may_be_empty, may_select_nothing, may_hold_neg_inf):
@@ -103,11 +135,25 @@ class Provenance:
 
     def may_hold_neg_inf(self, e: ast.AST | None) -> str | None:
         """Words on how the tensor ``e`` may hold -inf entries, or None."""
-        return self._guarded("neginf", e, self._neg_inf)
+        return self._guarded("-inf", e, lambda x: self._infinite(x, -1))
+
+    def may_hold_pos_inf(self, e: ast.AST | None) -> str | None:
+        """Words on how the tensor ``e`` may hold +inf entries, or None."""
+        return self._guarded("+inf", e, lambda x: self._infinite(x, 1))
+
+    def may_hold_inf(self, e: ast.AST | None) -> str | None:
+        """Words on how the tensor ``e`` may hold an infinity of either sign, or None."""
+        return self.may_hold_neg_inf(e) or self.may_hold_pos_inf(e)
+
+    def _ask_sign(self, sign: int) -> _Ask:
+        return self.may_hold_neg_inf if sign < 0 else self.may_hold_pos_inf
 
     def softmax_row_risk(self, operand: ast.AST | None, call: ast.AST) -> str | None:
         """Words on how a row of ``operand`` along the dimension the softmax ``call`` normalises
         may be entirely -inf, or None (no -inf, or every row keeps a finite entry)."""
+        plus = self.may_hold_pos_inf(operand)
+        if plus is not None:
+            return plus  # one +inf makes its whole row NaN
         why = self.may_hold_neg_inf(operand)
         if why is None or operand is None or not isinstance(call, ast.Call):
             return why
@@ -280,53 +326,80 @@ class Provenance:
 
     # --- -inf entries ----------------------------------------------------------------
 
-    def _neg_inf(self, e: ast.AST) -> str | None:
+    def _infinite(self, e: ast.AST, sign: int) -> str | None:
+        """How ``e`` may hold infinities of ``sign`` (-1, +1): a constant that is one, flowing in
+        through names, the file's calls, and torch ops that keep it (not through those whose
+        output is finite: ``_FINITE_OUTPUTS``); a negation turns one sign into the other."""
+        ask, opposite = self._ask_sign(sign), self._ask_sign(-sign)
         fact = self.ranges.fact(e)
-        if fact.is_point and fact.hi == -INF:
-            return f"a -inf constant: {_words(e)}"
-        if (
-            fact.lo == -INF
-            and fact.hi < 0
-            and all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd)) for n in ast.walk(e))
+        if fact.is_point and fact.hi == sign * INF:
+            return f"{'an' if sign > 0 else 'a -'}inf constant: {_words(e)}"
+        literal = all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd)) for n in ast.walk(e))
+        if literal and (
+            (sign < 0 and fact.lo == -INF and fact.hi < 0) or (sign > 0 and fact.hi == INF and fact.lo > 0)
         ):
             # -1e9 is a safe fill in float32 but rounds to -inf in float16 (the range is rounded
-            # outward to the file's dtype, so a literal beyond its max has no finite lower end)
-            return f"{_words(e)}, which is -inf in {self.ranges.dtype}"
+            # outward to the file's dtype, so a literal beyond its max has no finite end)
+            return f"{_words(e)}, which is {'' if sign > 0 else '-'}inf in {self.ranges.dtype}"
         if isinstance(e, ast.Constant):
             return None
+        if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Call):
+            return ask(e.value)  # x.max(-1).values, f(x).T: the call's tensor
         if isinstance(e, (ast.Name, ast.Attribute)) and self.flow.is_use(e):
             for d in self.flow.defs_reaching(e):
-                got = self._def(d, self.may_hold_neg_inf)
+                got = self._def(d, ask)
                 if got is not None:
                     return got
             return None
         if isinstance(e, ast.Call):
-            callee = self.flow.callee(e)
-            if callee is not None:
-                return (
-                    None
-                    if getattr(callee, "name", None) == "__init__"
-                    else self._first_of(self.flow.returns_of(callee), self.may_hold_neg_inf)
-                )
-            qn = self.resolver.qualified_name(e.func)
-            if qn is None and self.ranges.method_receiver(e) is None:
-                return None  # self.fc(x): a module's output
-            if qn is not None and not qn.startswith(_TENSOR_ROOTS + ("builtins.",)):
-                return None
-            # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand
-            receiver = [e.func.value] if qn is None and isinstance(e.func, ast.Attribute) else []
-            parts = [*receiver, *e.args, *(k.value for k in e.keywords)]
-            return self._first_of(
-                (a.value if isinstance(a, ast.Starred) else a for a in parts), self.may_hold_neg_inf
+            return self._infinite_call(e, sign)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+            return opposite(e.operand)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Sub)):
+            right = opposite if isinstance(e.op, ast.Sub) else ask
+            return ask(e.left) or right(e.right)
+        if isinstance(e, ast.BinOp):
+            # a product or quotient: the sign the other factor gives, when the ranges know it
+            return self._scaled(e.left, e.right, sign) or (
+                None if isinstance(e.op, ast.Div) else self._scaled(e.right, e.left, sign)
             )
-        if isinstance(
-            e, (ast.BinOp, ast.UnaryOp, ast.IfExp, ast.List, ast.Tuple, ast.Subscript, ast.NamedExpr)
-        ):
+        if isinstance(e, (ast.UnaryOp, ast.IfExp, ast.List, ast.Tuple, ast.Subscript, ast.NamedExpr)):
             children = [c for c in ast.iter_child_nodes(e) if isinstance(c, ast.expr)]
             if isinstance(e, ast.Subscript):
                 children = [e.value]  # the index says where, not what
-            return self._first_of(children, self.may_hold_neg_inf)
+            return self._first_of(children, ask)
         return None
+
+    def _scaled(self, factor: ast.AST, by: ast.AST, sign: int) -> str | None:
+        """How ``factor`` times (or over) ``by`` may hold infinities of ``sign``."""
+        scale = self.ranges.fact(by)
+        if scale.lo > 0:
+            return self._ask_sign(sign)(factor)
+        if scale.hi < 0:
+            return self._ask_sign(-sign)(factor)
+        return self.may_hold_inf(factor)
+
+    def _infinite_call(self, e: ast.Call, sign: int) -> str | None:
+        ask = self._ask_sign(sign)
+        callee = self.flow.callee(e)
+        if callee is not None:
+            if getattr(callee, "name", None) == "__init__":
+                return None
+            return self._first_of(self.flow.returns_of(callee), ask)
+        qn = self.resolver.qualified_name(e.func)
+        if qn is None and self.ranges.method_receiver(e) is None:
+            return None  # self.fc(x): a module's output
+        if qn is not None and not qn.startswith(_TENSOR_ROOTS + ("builtins.",)):
+            return None
+        name = qn.rsplit(".", 1)[-1] if qn is not None else getattr(e.func, "attr", "")
+        if name in _FINITE_OUTPUTS or (sign < 0 and name in _FINITE_FROM_NEG_INF):
+            return None
+        if name in ("neg", "negative"):
+            ask = self._ask_sign(-sign)
+        # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand
+        receiver = [e.func.value] if qn is None and isinstance(e.func, ast.Attribute) else []
+        parts = [*receiver, *e.args, *(k.value for k in e.keywords)]
+        return self._first_of((a.value if isinstance(a, ast.Starred) else a for a in parts), ask)
 
     # --- rows that keep a finite entry --------------------------------------------------
 

@@ -50,8 +50,20 @@ from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
 from grist_lsp.model import Site
 
-_OPERATOR_NAMES = {ast.Div: "Divide", ast.FloorDiv: "FloorDivide", ast.Mod: "Modulo", ast.Pow: "Power"}
+_OPERATOR_NAMES = {
+    ast.Div: "Divide",
+    ast.FloorDiv: "FloorDivide",
+    ast.Mod: "Modulo",
+    ast.Pow: "Power",
+    ast.Mult: "Multiply",
+    ast.Add: "Add",
+    ast.Sub: "Subtract",
+    ast.MatMult: "MatrixMultiply",
+}
 _AUG_NAMES = {
+    ast.Mult: "MultiplyAssign",
+    ast.Add: "AddAssign",
+    ast.Sub: "SubtractAssign",
     ast.Div: "DivideAssign",
     ast.FloorDiv: "FloorDivideAssign",
     ast.Mod: "ModuloAssign",
@@ -149,8 +161,11 @@ class SiteFinder:
         exponent: ast.AST | None = None,
         safe_keyword: str | None = None,
         clamp: ast.AST | None = None,
+        others: tuple[ast.AST | None, ...] = (),
     ) -> None:
+        """``others``: the tensors besides ``operand`` that a product or sum combines with it."""
         why = None
+        label = op.operand_label
         region = KINDS[op.kind].region
         # Kinds that are NaN only for operands programs make on purpose are sites only
         # when such an operand may reach them (reporting every mean and every softmax
@@ -159,7 +174,18 @@ class SiteFinder:
             why = self.provenance.may_be_empty(operand)
             if why is None:
                 return
-        elif region.allows_neg_inf_operand:
+        elif "inf" in region.inf_operands:
+            # Either side of a product or sum may be the one holding the program's infinity.
+            flagged = [
+                (side, self.provenance.may_hold_inf(e))
+                for side, e in zip(("left", "right"), (operand, *others), strict=False)
+            ]
+            flagged = [(side, w) for side, w in flagged if w is not None]
+            if not flagged or (op.inf_both and len(flagged) < 2):
+                return
+            why = "; ".join(dict.fromkeys(w for _, w in flagged))
+            label = flagged[0][0] if len(flagged) == 1 else "both"
+        elif region.inf_operands:
             why = self.provenance.softmax_row_risk(operand, node)
             if why is None:
                 return
@@ -169,7 +195,7 @@ class SiteFinder:
             span=span,
             op=op.name,
             kind=op.kind,
-            operand=op.operand_label,
+            operand=label,
             text=self.lines.text_of(span),
             function=self.function,
         )
@@ -213,7 +239,8 @@ class SiteFinder:
             if exponent is not None and _nonneg_int_literal(exponent):
                 return
             clamp = self._arg(node, op.clamp_index, op.clamp_keyword) if op.clamp_index is not None else None
-            self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp)
+            others = tuple(a for a in node.args[op.operand_index + 1 :] if not isinstance(a, ast.Starred))
+            self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp, others)
             return
         if not isinstance(node.func, ast.Attribute):
             return
@@ -237,7 +264,8 @@ class SiteFinder:
             if exponent is not None and _nonneg_int_literal(exponent):
                 return
         clamp = self._arg(node, op.clamp_index - 1, op.clamp_keyword) if op.clamp_index is not None else None
-        self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp)
+        others = tuple(a for a in node.args if not isinstance(a, ast.Starred))
+        self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp, others)
 
     @staticmethod
     def _elementwise(op: Op) -> bool:
@@ -288,32 +316,31 @@ class SiteFinder:
             return
         left = self.ranges.fact(node.left)
         reflected = self._constant(node.left) or left.pytype == "num"
-        if reflected:
-            op = OP_TABLE[REFLECTED_OPERATORS[name]]
-            self._add(node, op, node.right)
-            return
-        op = OP_TABLE[BINARY_OPERATORS[name]]
+        table = REFLECTED_OPERATORS if reflected else BINARY_OPERATORS
+        self._operator(node, OP_TABLE[table[name]], node.left, node.right)
+
+    def _operator(self, node: ast.AST, op: Op, left: ast.AST, right: ast.AST) -> None:
+        """The site of ``left OP right`` (or ``left OP= right``): which side is the operand."""
         if op.kind == "pow":
-            self._add(node, op, node.left, node.right)
+            self._add(node, op, left, right)
+        elif "inf" in KINDS[op.kind].region.inf_operands:
+            self._add(node, op, left, others=(right,))
         else:
-            self._add(node, op, node.right)
+            self._add(node, op, right)
 
     def fallback(self, node: ast.AST) -> None:
-        """An operator too deeply nested to classify: keep it as a site (nothing is proved)."""
+        """An operator too deeply nested to classify: keep it as a site (nothing is proved), unless
+        its kind is a site only when an operand is known to hold an intended infinity."""
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATOR_NAMES:
             op = OP_TABLE[BINARY_OPERATORS[_OPERATOR_NAMES[type(node.op)]]]
-            if op.kind == "pow":
-                self._add(node, op, node.left, node.right)
-            else:
-                self._add(node, op, node.right)
+            left, right = node.left, node.right
         elif isinstance(node, ast.AugAssign) and type(node.op) in _AUG_NAMES:
             op = OP_TABLE[AUGMENTED_OPERATORS[_AUG_NAMES[type(node.op)]]]
-            self._add(
-                node,
-                op,
-                node.target if op.kind == "pow" else node.value,
-                node.value if op.kind == "pow" else None,
-            )
+            left, right = node.target, node.value
+        else:
+            return
+        if not KINDS[op.kind].region.inf_operands:
+            self._operator(node, op, left, right)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         name = _AUG_NAMES.get(type(node.op))
@@ -324,11 +351,7 @@ class SiteFinder:
             target_read = None
         if target_read is not None and self._skip_operator(target_read, node.value, node.op):
             return
-        op = OP_TABLE[AUGMENTED_OPERATORS[name]]
-        if op.kind == "pow":
-            self._add(node, op, node.target, node.value)
-        else:
-            self._add(node, op, node.value)
+        self._operator(node, OP_TABLE[AUGMENTED_OPERATORS[name]], node.target, node.value)
 
 
 def find_sites(

@@ -264,7 +264,7 @@ class _Finder:
 def _eligible(c: Candidate) -> bool:
     """Elementwise torch ops decided by value (math./numpy ops have no gradient to break)."""
     region = KINDS[c.site.kind].region
-    return c.site.op.startswith("torch.") and region.shape is None and not region.allows_neg_inf_operand
+    return c.site.op.startswith("torch.") and region.shape is None and not region.inf_operands
 
 
 def mark_where_branches(

@@ -120,9 +120,11 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         from grist_lsp.analyzer.catalogue import KINDS
 
         kind = KINDS.get(site.kind)
-        # Masked scores hold -inf on purpose (softmax): only their NaN output is the bug.
+        # Masked scores hold -inf on purpose (softmax, masked sums): only their NaN output is the bug.
         operands = (
-            "masked (-inf) operands" if kind and kind.region.allows_neg_inf_operand else "finite operands"
+            "operands with the program's own infinities"
+            if kind and kind.region.inf_operands
+            else "finite operands"
         )
         return ReplayResult(
             True, outcome.result, f"{site.op} produced {outcome.result}{where} from {operands}"

@@ -12,7 +12,7 @@ run and replay. For each torch function, Tensor method or operator it:
   target file (``f_lasti`` -> ``co_positions()``, UTF-8 byte columns converted
   to code points), and by kind;
 * applies the oracle at a site (operands finite, output not; for kinds whose
-  Region ``allows_neg_inf_operand``, operands may hold -inf and only a NaN
+  Region ``inf_operands``, operands may hold those infinities and only a NaN
   output counts) and, for the search's target site, stops the run by raising
   ``TargetReached``;
 * judges where-branch sites (``Site.discarded_by``: the program discards the op's value where it
@@ -618,11 +618,15 @@ class Tracer(TorchFunctionMode):
         operand, kw, idx = get_argument(op, args, kwargs, op.operand_index, op.operand_keyword)
         inputs = _tensors_in(list(args)) + _tensors_in(list(kwargs.values()))
         region = KINDS[site.kind].region
-        # Masked scores hold -inf on purpose: for such a kind only NaN and +inf operands come from upstream.
-        accepted = ("finite", "-inf") if region.allows_neg_inf_operand else ("finite",)
+        # Masked scores hold -inf on purpose: for such a kind only other non-finite operands come
+        # from upstream. An infinity that a site broken earlier in this run produced stays that
+        # site's finding.
+        accepted = ("finite", *region.inf_operands)
         upstream = any(classify(t) not in accepted for t in inputs) or (
-            isinstance(operand, float) and not math.isfinite(operand)
+            isinstance(operand, float) and not math.isfinite(operand) and not region.inf_operands
         )
+        if "inf" in region.inf_operands and not upstream:
+            upstream = any(o.found for o in self.reached.values())
         is_tensor = isinstance(operand, torch.Tensor)
         snap = operand.detach().clone() if is_tensor else None
         dist = None
@@ -692,8 +696,8 @@ class Tracer(TorchFunctionMode):
             result = classify(t)
             if result != "finite":
                 break
-        if result != "finite" and region.allows_neg_inf_operand and result != "nan":
-            # log_softmax of a partly masked row is -inf where masked: the intended output.
+        if result != "finite" and region.inf_operands and result != "nan":
+            # log_softmax of a partly masked row is -inf where masked, a masked sum is -inf: intended.
             result = "finite"
         if result != "finite":
             return SiteOutcome(

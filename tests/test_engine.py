@@ -225,8 +225,8 @@ def test_training_script_confirms_log_of_softmax_and_stops_the_loop(results, rep
 
 def bug_detail(v: Verdict) -> str:
     # A fully masked softmax row is fed -inf on purpose; every other kind needs finite operands.
-    masked = KINDS[v.site.kind].region.allows_neg_inf_operand
-    operands = "masked (-inf) operands" if masked else "finite operands"
+    masked = bool(KINDS[v.site.kind].region.inf_operands)
+    operands = "operands with the program's own infinities" if masked else "finite operands"
     return f"{v.site.op} produced {v.witness.result} from {operands}"
 
 

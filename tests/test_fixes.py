@@ -130,6 +130,14 @@ EXPECTED = {
         'return torch.softmax(scores.masked_fill(~keep, float("-inf")).clamp_min(-3.4028234663852886e38), dim=-1)',
         "Clamp the operand of torch.softmax to >= -3.4028234663852886e38 (mask with the lowest finite value, not -inf)",
     ),
+    ("masked_entropy", "torch.nn.functional.log_softmax"): (
+        'logp = F.log_softmax(scores.masked_fill(~keep, float("-inf")).clamp_min(-3.4028234663852886e38), dim=-1)',
+        "Clamp the operand of torch.nn.functional.log_softmax to >= -3.4028234663852886e38 (mask with the lowest finite value, not -inf)",
+    ),
+    ("masked_entropy", "torch.Tensor.__mul__"): (
+        "return -(logp.exp() * torch.nan_to_num(logp, nan=torch.nan)).sum(-1)",
+        "Keep the infinities of logp out of *: torch.nan_to_num",
+    ),
 }
 
 

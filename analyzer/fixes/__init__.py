@@ -30,6 +30,7 @@ from .context import _Context, _Index, eps_for, eps_near_one
 from .division import _div_fixes
 from .domain import _acos_fixes, _acosh_fixes, _lgamma_fixes, _logit_fixes
 from .exp import _exp_fixes
+from .infinity import _inf_arith_fixes
 from .log import _log1p_fixes, _log_fixes
 from .power import _pow_fixes, _root_fixes
 from .reductions import _mean_fixes, _softmax_fixes, _var_fixes
@@ -69,6 +70,7 @@ def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
         span=site.span,
         integer_operand=_is_integer_dtype(dtype),
         operand_nonnegative=verdict.operand_range is not None and verdict.operand_range.nonnegative,
+        operand_label=site.operand,
     )
     builder = _BUILDERS.get(site.kind)
     if builder is None:
@@ -99,4 +101,5 @@ _BUILDERS = {
     "softmax": _softmax_fixes,
     "var": _var_fixes,
     "mean": _mean_fixes,
+    "inf_arith": _inf_arith_fixes,
 }

@@ -95,6 +95,16 @@ def _call(func: str, *args: str | cst.BaseExpression) -> cst.Call:
     return cst.Call(func=_expr(func), args=_commas(call_args))
 
 
+def _kwarg(keyword: str, value: str) -> cst.Arg:
+    return cst.Arg(
+        _expr(value),
+        keyword=cst.Name(keyword),
+        equal=cst.AssignEqual(
+            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
+        ),
+    )
+
+
 def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
     return [
         a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -307,15 +317,25 @@ def _is_integer_dtype(dtype: str | None) -> bool:
 
 def _op_label(ctx: _Context) -> str:
     if isinstance(ctx.node, cst.BinaryOperation):
-        return {"Divide": "/", "FloorDivide": "//", "Modulo": "%", "Power": "**"}.get(
-            type(ctx.node.operator).__name__, ctx.op
-        )
+        return {
+            "Divide": "/",
+            "FloorDivide": "//",
+            "Modulo": "%",
+            "Power": "**",
+            "Multiply": "*",
+            "Add": "+",
+            "Subtract": "-",
+            "MatrixMultiply": "@",
+        }.get(type(ctx.node.operator).__name__, ctx.op)
     if isinstance(ctx.node, cst.AugAssign):
         return {
             "DivideAssign": "/=",
             "FloorDivideAssign": "//=",
             "ModuloAssign": "%=",
             "PowerAssign": "**=",
+            "MultiplyAssign": "*=",
+            "AddAssign": "+=",
+            "SubtractAssign": "-=",
         }.get(type(ctx.node.operator).__name__, ctx.op)
     if isinstance(ctx.node, cst.Call):
         spelled = _spelled_name(ctx, ctx.node)

@@ -172,6 +172,7 @@ class _Context:
     span: Span
     integer_operand: bool = False
     operand_nonnegative: bool = False  # the static pass's range for the operand starts at >= 0
+    operand_label: str = ""  # Site.operand: for inf_arith, which side may hold an infinity
 
     # -- namespaces ---------------------------------------------------------------
     def module_alias(self, qualified: str) -> str | None:

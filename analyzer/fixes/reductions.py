@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .build import _atom, _call, _clamp_fix, _commas, _expr, _is_method_call, _method, _strip
+from .build import _atom, _call, _clamp_fix, _commas, _expr, _is_method_call, _kwarg, _method, _strip
 from .context import _Context, _dotted, _num, _Proposal
 
 
@@ -53,16 +53,6 @@ def _var_fixes(ctx: _Context) -> list[_Proposal]:
             _Proposal(f"Keep the unbiased estimate; {keyword}={value} only for a single element", node, kept),
         )
     return proposals
-
-
-def _kwarg(keyword: str, value: str) -> cst.Arg:
-    return cst.Arg(
-        _expr(value),
-        keyword=cst.Name(keyword),
-        equal=cst.AssignEqual(
-            whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")
-        ),
-    )
 
 
 def _reduced_count(ctx: _Context, node: cst.Call) -> str | None:

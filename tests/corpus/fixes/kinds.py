@@ -128,6 +128,11 @@ def softmax_masked(scores, keep):
     return torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
 
 
+def masked_entropy(scores, keep):
+    logp = F.log_softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return -(logp.exp() * logp).sum(-1)
+
+
 BAD_INPUTS = {
     "log_plain": ([0.0, 1.0],),
     "log_method": ([0.0, 1.0],),
@@ -158,4 +163,5 @@ BAD_INPUTS = {
     "mean_of_selection": ([1.0, 2.0], [False, False]),
     "logit_plain": ([1.0],),
     "softmax_masked": ([[1.0, 2.0]], [[False, False]]),
+    "masked_entropy": ([[1.0, 2.0]], [[True, False]]),
 }
