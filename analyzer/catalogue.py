@@ -291,9 +291,10 @@ class Op:
     # [eps, 1 - eps] first (torch.logit's eps). None: the op has no such argument.
     clamp_index: int | None = None
     clamp_keyword: str | None = None
-    # inf_arith sums and differences: NaN only when both operands hold an infinity (inf - inf);
+    # inf_arith sums ("opposite") and differences ("same"): NaN only when both operands hold an
+    # infinity, of opposite signs for a sum (inf + -inf), of the same sign for a difference;
     # an additive -inf mask on finite scores is the intended -inf, not NaN.
-    inf_both: bool = False
+    inf_pair: str = ""
 
     @property
     def operand_label(self) -> str:
@@ -311,7 +312,7 @@ class _OpArgs(TypedDict, total=False):
     aux_keyword: str | None
     clamp_index: int | None
     clamp_keyword: str | None
-    inf_both: bool
+    inf_pair: str
 
 
 def _forms(
@@ -424,18 +425,18 @@ OPS: list[Op] = [
     # difference made: that one is the site.
     *_forms("inf_arith", "mul"),
     *_forms("inf_arith", "multiply"),
-    *_forms("inf_arith", "add", inf_both=True),
-    *_forms("inf_arith", "sub", inf_both=True),
-    *_forms("inf_arith", "subtract", inf_both=True),
+    *_forms("inf_arith", "add", inf_pair="opposite"),
+    *_forms("inf_arith", "sub", inf_pair="same"),
+    *_forms("inf_arith", "subtract", inf_pair="same"),
     Op("torch.Tensor.__mul__", "inf_arith"),
     Op("torch.Tensor.__rmul__", "inf_arith"),
     Op("torch.Tensor.__imul__", "inf_arith"),
-    Op("torch.Tensor.__add__", "inf_arith", inf_both=True),
-    Op("torch.Tensor.__radd__", "inf_arith", inf_both=True),
-    Op("torch.Tensor.__iadd__", "inf_arith", inf_both=True),
-    Op("torch.Tensor.__sub__", "inf_arith", inf_both=True),
-    Op("torch.Tensor.__rsub__", "inf_arith", inf_both=True),
-    Op("torch.Tensor.__isub__", "inf_arith", inf_both=True),
+    Op("torch.Tensor.__add__", "inf_arith", inf_pair="opposite"),
+    Op("torch.Tensor.__radd__", "inf_arith", inf_pair="opposite"),
+    Op("torch.Tensor.__iadd__", "inf_arith", inf_pair="opposite"),
+    Op("torch.Tensor.__sub__", "inf_arith", inf_pair="same"),
+    Op("torch.Tensor.__rsub__", "inf_arith", inf_pair="same"),
+    Op("torch.Tensor.__isub__", "inf_arith", inf_pair="same"),
     *_forms("inf_arith", "matmul", inplace=False),
     Op("torch.Tensor.__matmul__", "inf_arith"),
     Op("torch.Tensor.__rmatmul__", "inf_arith"),

@@ -145,6 +145,10 @@ class Provenance:
         """Words on how the tensor ``e`` may hold an infinity of either sign, or None."""
         return self.may_hold_neg_inf(e) or self.may_hold_pos_inf(e)
 
+    def may_hold_inf_of_sign(self, e: ast.AST | None, sign: int) -> str | None:
+        """``may_hold_pos_inf`` for ``sign`` 1, ``may_hold_neg_inf`` for -1."""
+        return self._ask_sign(sign)(e)
+
     def _ask_sign(self, sign: int) -> _Ask:
         return self.may_hold_neg_inf if sign < 0 else self.may_hold_pos_inf
 
@@ -333,7 +337,7 @@ class Provenance:
         ask, opposite = self._ask_sign(sign), self._ask_sign(-sign)
         fact = self.ranges.fact(e)
         if fact.is_point and fact.hi == sign * INF:
-            return f"{'an' if sign > 0 else 'a -'}inf constant: {_words(e)}"
+            return f"{'an ' if sign > 0 else 'a -'}inf constant: {_words(e)}"
         literal = all(isinstance(n, (ast.Constant, ast.UnaryOp, ast.USub, ast.UAdd)) for n in ast.walk(e))
         if literal and (
             (sign < 0 and fact.lo == -INF and fact.hi < 0) or (sign > 0 and fact.hi == INF and fact.lo > 0)

@@ -175,16 +175,10 @@ class SiteFinder:
             if why is None:
                 return
         elif "inf" in region.inf_operands:
-            # Either side of a product or sum may be the one holding the program's infinity.
-            flagged = [
-                (side, self.provenance.may_hold_inf(e))
-                for side, e in zip(("left", "right"), (operand, *others), strict=False)
-            ]
-            flagged = [(side, w) for side, w in flagged if w is not None]
-            if not flagged or (op.inf_both and len(flagged) < 2):
+            found = self._infinity_meets(op, operand, others)
+            if found is None:
                 return
-            why = "; ".join(dict.fromkeys(w for _, w in flagged))
-            label = flagged[0][0] if len(flagged) == 1 else "both"
+            label, why = found
         elif region.inf_operands:
             why = self.provenance.softmax_row_risk(operand, node)
             if why is None:
@@ -200,6 +194,36 @@ class SiteFinder:
             function=self.function,
         )
         self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp, why))
+
+    def _infinity_meets(
+        self, op: Op, left: ast.AST | None, others: tuple[ast.AST | None, ...]
+    ) -> tuple[str, str] | None:
+        """Which side of a product, contraction, sum or difference may bring the program's
+        infinity to a partner that makes it NaN ("left", "right", "both"), and how; or None."""
+        right = others[0] if others else None
+        prov = self.provenance
+        if op.inf_pair:
+            # inf + -inf, or inf - inf: both sides, with the signs the op needs
+            signs = ((1, -1), (-1, 1)) if op.inf_pair == "opposite" else ((1, 1), (-1, -1))
+            for a, b in signs:
+                got = [prov.may_hold_inf_of_sign(left, a), prov.may_hold_inf_of_sign(right, b)]
+                if got[0] is not None and got[1] is not None:
+                    return "both", "; ".join(dict.fromkeys(w for w in got if w))
+            return None
+        # 0 * inf: one infinite side is enough, unless the other is a number that is never 0
+        why = {side: prov.may_hold_inf(e) for side, e in (("left", left), ("right", right))}
+        flagged = {side: w for side, w in why.items() if w is not None}
+        if not flagged:
+            return None
+        partner = right if "left" in flagged else left
+        if len(flagged) == 1 and partner is not None and self._nonzero_number(partner):
+            return None  # inf times a number that is never 0 is inf, not NaN
+        label = next(iter(flagged)) if len(flagged) == 1 else "both"
+        return label, "; ".join(dict.fromkeys(flagged.values()))
+
+    def _nonzero_number(self, e: ast.AST) -> bool:
+        fact = self.ranges.fact(e)
+        return fact.pytype == "num" and (fact.lo > 0 or fact.hi < 0)
 
     @staticmethod
     def _arg(call: ast.Call, index: int, keyword: str | None) -> ast.expr | None:

@@ -576,8 +576,13 @@ class Tracer(TorchFunctionMode):
         if pos is None:
             return None
         best: Site | None = None
+        # Products nest in products and sums in sums (`(a + b) * c`): a site-less inner one must
+        # not stand for the site around it, so those sites match their own position only.
+        exact = "inf" in KINDS[op.kind].region.inf_operands
         for s in self._by_kind.get(op.kind, ()):
             sp = s.span
+            if exact and (sp.start_line, sp.start_col, sp.end_line, sp.end_col) != tuple(pos):
+                continue
             inside = (sp.start_line, sp.start_col) <= (pos[0], pos[1]) and (pos[2], pos[3]) <= (
                 sp.end_line,
                 sp.end_col,

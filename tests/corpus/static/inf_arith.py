@@ -33,9 +33,10 @@ def contractions(logits, mask, v):
     return a, b, c
 
 
-def nearest(d, eye):
+def nearest(d, eye, weight):
     far = d.masked_fill(eye, float("inf"))
-    return far.min(-1).values * 0.5  # expect: torch.Tensor.__mul__@11 possible
+    half = far.min(-1).values * 0.5
+    return half, far.min(-1).values * weight  # expect: torch.Tensor.__mul__@17 possible
 
 
 def kept_finite(scores, mask):
