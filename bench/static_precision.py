@@ -8,8 +8,9 @@ noise a user has to read. This script measures, with the static pass alone
 (``analyze_file``, what ``--static-only`` runs), over the whole corpus:
 
 * **fixed twins quiet**: the fixed programs (``*_safe.py``) of the marked
-  corpus (``examples/``, ``tests/corpus/programs/``) with no ``possible``
-  site at all;
+  corpus (``examples/``, ``tests/corpus/programs/``) and of the twin folders
+  (``*_fixed.py`` in ``tests/corpus/where``, ``infarith``, ``linalg``) with no
+  ``possible`` site at all;
 * **fixed lines quiet**: the sites a person marked as unable to fail
   (``# expect: safe <kind>`` or ``unproven <kind>``, marker format in
   ``tests/corpus/corpus_markers.py``) that the pass proves ``safe``;
@@ -41,6 +42,7 @@ import corpus_markers as cm  # noqa: E402
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
 
 STATIC = REPO / "tests" / "corpus" / "static"
+TWIN_FOLDERS = [REPO / "tests" / "corpus" / name for name in ("where", "infarith", "linalg")]
 _STATIC_ITEM = re.compile(r"(?P<op>[\w.]+)@(?P<col>\d+)\s+(?P<status>safe|possible)")
 
 
@@ -59,12 +61,17 @@ def _rel(path: str | Path) -> str:
     return str(Path(path).resolve().relative_to(REPO))
 
 
+def _twin_files() -> list[Path]:
+    """The bug/fixed twins of the kinds with folders of their own (``NAME.py`` / ``NAME_fixed.py``)."""
+    return [p for folder in TWIN_FOLDERS if folder.is_dir() for p in sorted(folder.glob("*.py"))]
+
+
 def _marked(fig: Figures) -> None:
-    """Hand-marked programs: examples/ and tests/corpus/programs/."""
-    for path in cm.program_files():
+    """Hand-marked programs: examples/, tests/corpus/programs/ and the twin folders."""
+    for path in [*cm.program_files(), *_twin_files()]:
         verdicts = analyze_file(str(path))
         statuses = [str(v.status) for v in verdicts if str(v.status) != "error"]
-        if path.stem.endswith("_safe"):
+        if path.stem.endswith(("_safe", "_fixed")):
             fig.fixed_files.append(_rel(path))
             if "possible" not in statuses:
                 fig.fixed_files_quiet.append(_rel(path))
