@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
@@ -114,6 +115,10 @@ class TrainingTracer(Tracer):
         self.a = STEP_START
         self.found: TrainingFound | None = None
         self.stop_note = ""
+        # Inside a step of one of torch's own optimizers: its ops touch weights, gradients and
+        # optimizer state only, with nothing to watch or steer, and half a training step's
+        # tracing went to them.
+        self.in_library_step = False
 
     # --- inputs and weights -------------------------------------------------------
 
@@ -160,15 +165,30 @@ class TrainingTracer(Tracer):
                 tracer.optimised.add(id(p))
             saved(self, param_group)
 
+        def step_begins(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            # A user's own optimizer class may hold sites of the checked file: it stays traced.
+            tracer.in_library_step = type(optimizer).__module__.startswith("torch.optim.")
+
+        def step_ends(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+            tracer.in_library_step = False
+
         torch.optim.Optimizer.add_param_group = add_param_group
+        hooks = [
+            register_optimizer_step_pre_hook(step_begins),
+            register_optimizer_step_post_hook(step_ends),
+        ]
         try:
             yield
         finally:
             torch.optim.Optimizer.add_param_group = saved
+            for hook in hooks:
+                hook.remove()
 
     # --- the mode -----------------------------------------------------------------
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if self.in_library_step:
+            return func(*args, **(kwargs or {}))
         backward = self._name(func) in BACKWARD
         if backward and (kwargs or {}).get("retain_graph") is None and len(args) < 3:
             # Steered inputs require grad, so a tensor the program derives from them once, before
