@@ -15,7 +15,6 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -100,11 +99,7 @@ def test_sites_follow_where_an_intended_infinity_can_meet_its_partner() -> None:
 
 @pytest.fixture(scope="module")
 def engine_results() -> dict[Path, list]:
-    def run(path: Path) -> tuple[Path, list]:
-        return path, confirm(str(path), path.read_text(), analyze_file(str(path)), _options())
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(run, TWINS))
+    return cm.confirm_files(TWINS)
 
 
 @pytest.mark.parametrize("path", TWINS, ids=lambda p: p.name)
@@ -168,16 +163,7 @@ def test_reproducer_fails_in_a_fresh_process_until_the_verified_fix_is_applied(t
     assert "fix (verified): Keep the infinities of log_probs out of *: torch.nan_to_num" in check.stdout
     [test_file] = [f for f in out.glob("test_grist_*.py") if "inf_arith" in f.name]
 
-    def pytest_on(path: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
-            capture_output=True,
-            text=True,
-            cwd=str(path.parent),
-            timeout=600,
-        )
-
-    buggy = pytest_on(test_file)
+    buggy = cm.pytest_on(test_file)
     assert buggy.returncode == 1 and "1 failed" in buggy.stdout, buggy.stdout
     fixed = subprocess.run(
         [sys.executable, "-m", "grist_lsp", "--check", str(program), "--budget", "2", "--fix"],
@@ -186,7 +172,7 @@ def test_reproducer_fails_in_a_fresh_process_until_the_verified_fix_is_applied(t
         timeout=600,
     )
     assert "torch.nan_to_num(log_probs, nan=torch.nan)" in program.read_text(), fixed.stdout + fixed.stderr
-    after = pytest_on(test_file)
+    after = cm.pytest_on(test_file)
     assert after.returncode == 0 and "1 passed" in after.stdout, after.stdout
 
 

@@ -19,11 +19,15 @@ from xml.etree import ElementTree
 
 import pytest
 
-from grist_lsp.analyzer.analysis import analyze_source
-from grist_lsp.analyzer.fixes import propose_fixes
-from grist_lsp.dynamic.reproducer import render_reproducer, write_reproducer
-from grist_lsp.dynamic.verify import apply_edits
-from grist_lsp.model import Site, Status, TensorValue, Verdict, Witness
+sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
+
+import corpus_markers as cm  # noqa: E402
+
+from grist_lsp.analyzer.analysis import analyze_source  # noqa: E402
+from grist_lsp.analyzer.fixes import propose_fixes  # noqa: E402
+from grist_lsp.dynamic.reproducer import render_reproducer, write_reproducer  # noqa: E402
+from grist_lsp.dynamic.verify import apply_edits  # noqa: E402
+from grist_lsp.model import Site, Status, TensorValue, Verdict, Witness  # noqa: E402
 
 CORPUS = Path(__file__).parent / "corpus" / "fixes"
 
@@ -498,21 +502,12 @@ def test_cli_written_reproducer_fails_on_the_bug_and_errors_once_the_program_rai
     assert check.returncode == 1, check.stdout + check.stderr  # a confirmed bug
     [test_file] = [f for f in out.glob("test_grist_*.py") if "_log" in f.name]
 
-    def pytest_on(path: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
-            capture_output=True,
-            text=True,
-            cwd=str(path.parent),
-            timeout=600,
-        )
-
-    buggy = pytest_on(test_file)
+    buggy = cm.pytest_on(test_file)
     assert buggy.returncode == 1 and "1 failed" in buggy.stdout, buggy.stdout
     program.write_text(
         program.read_text().replace("weights = torch.rand(6)", "weights = torch.rand(6)\nundefined_name")
     )
-    broken = pytest_on(test_file)
+    broken = cm.pytest_on(test_file)
     assert broken.returncode == 1 and "1 error" in broken.stdout and "passed" not in broken.stdout, (
         broken.stdout
     )

@@ -14,7 +14,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ import corpus_markers as cm  # noqa: E402
 
 from grist_lsp.analyzer.analysis import analyze_file, analyze_source  # noqa: E402
 from grist_lsp.analyzer.fixes import propose_fixes  # noqa: E402
-from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
 from grist_lsp.model import Status  # noqa: E402
 
 WHERE = Path(__file__).resolve().parent / "corpus" / "where"
@@ -233,12 +231,7 @@ def test_a_negative_operand_whose_nan_is_discarded_does_not_replay(tmp_path: Pat
 
 @pytest.fixture(scope="module")
 def engine_results() -> dict[Path, list]:
-    def run(path: Path) -> tuple[Path, list]:
-        options = EngineOptions(budget=2.0, seed=0, jobs=1, project_root=str(cm.REPO))
-        return path, confirm(str(path), path.read_text(), analyze_file(str(path)), options)
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(run, TWINS))
+    return cm.confirm_files(TWINS)
 
 
 @pytest.mark.parametrize("path", TWINS, ids=lambda p: p.name)

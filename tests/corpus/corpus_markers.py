@@ -277,3 +277,36 @@ def static_problems(matches: list[Match]) -> list[str]:
         elif want == "unproven" and status not in ("possible", "safe"):
             problems.append(f"{where}: marked unproven, static says {status}")
     return problems
+
+
+# --- running programs as the tests of the twin folders do -------------------------------------
+
+
+def confirm_files(paths: list[Path], seed: int = 0, budget: float = 2.0) -> dict[Path, list]:
+    """The engine's final verdicts for each file (static pass, then ``confirm``), two files at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from grist_lsp.analyzer.analysis import analyze_file
+    from grist_lsp.dynamic.engine import EngineOptions, confirm
+
+    def run(path: Path) -> tuple[Path, list]:
+        options = EngineOptions(budget=budget, seed=seed, jobs=1, project_root=str(REPO))
+        return path, confirm(str(path), path.read_text(), analyze_file(str(path)), options)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, paths))
+
+
+def pytest_on(path: Path) -> Any:
+    """``python -m pytest -q path`` in a fresh process, from the file's folder, as a user runs a
+    reproducer (the completed process)."""
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=str(path.parent),
+        timeout=600,
+    )
