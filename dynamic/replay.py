@@ -124,9 +124,8 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
         operands = (
             "masked (-inf) operands" if kind and kind.region.allows_neg_inf_operand else "finite operands"
         )
-        return ReplayResult(
-            True, outcome.result, f"{site.op} produced {outcome.result}{where} from {operands}"
-        )
+        verb = "raised" if outcome.raised is not None else "produced"
+        return ReplayResult(True, outcome.result, f"{site.op} {verb} {outcome.result}{where} from {operands}")
     return ReplayResult(False, "finite", f"{site.op} produced finite values with the witness inputs")
 
 

@@ -13,7 +13,8 @@ run and replay. For each torch function, Tensor method or operator it:
   to code points), and by kind;
 * applies the oracle at a site (operands finite, output not; for kinds whose
   Region ``allows_neg_inf_operand``, operands may hold -inf and only a NaN
-  output counts) and, for the search's target site, stops the run by raising
+  output counts; for kinds whose Region ``raises``, the op raising
+  ``torch.linalg.LinAlgError`` from finite operands is the failure) and, for the search's target site, stops the run by raising
   ``TargetReached``;
 * judges where-branch sites (``Site.discarded_by``: the program discards the op's value where it
   is invalid) by the gradient instead: a NaN/INF forward value there is thrown away and is no
@@ -134,6 +135,13 @@ class SiteOutcome:
     distance: torch.Tensor | None = None  # objective, still attached to the graph
     position: tuple[int, int, int, int] | None = None
     step: int = 0  # training steps (backward calls) the run had taken when it was evaluated
+    # The op raised this error from finite operands, and its kind fails that way (Region.raises:
+    # cholesky of a matrix that is not positive definite); ``result`` is then ``RAISED``.
+    raised: BaseException | None = None
+
+
+# ``SiteOutcome.result`` (and ``Witness.result``) of a site whose op raised torch.linalg.LinAlgError.
+RAISED = "LinAlgError"
 
 
 @dataclass
@@ -635,7 +643,14 @@ class Tracer(TorchFunctionMode):
                     dist = region.distance(operand.clone(), str(operand.dtype))
             except Exception:
                 dist = None
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except torch.linalg.LinAlgError as failure:
+            if not region.raises or upstream:
+                raise  # not this kind's failure, or operands already non-finite: not this site's bug
+            outcome = SiteOutcome(site, True, RAISED, operand=snap, distance=dist, raised=failure)
+            outcome.position = pos
+            return None, outcome
         outcome = self._judge(site, func, args, kwargs, out, snap, kw, idx, upstream, dist)
         outcome.position = pos
         if (
@@ -662,6 +677,8 @@ class Tracer(TorchFunctionMode):
             return out  # a where-branch target: judged at the op that discards its value
         if is_target:
             raise TargetReached(outcome)
+        if outcome.raised is not None:
+            raise outcome.raised  # the program fails here, as it does when nobody watches
         if self.cfg.stop_when_all_reached and self._watched.issubset(self.reached):
             raise AllSitesReached()
         return out
