@@ -74,6 +74,11 @@ CONSTANT_FACTORIES = frozenset(
 _MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requires_grad.__set__"})
 # In-place factories cannot be swapped for another tensor: the caller keeps the old one.
 _INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"})
+# Transposes spelled as properties: their getters see the weight itself, so a moved weight is
+# substituted there too (other getters, ``.grad`` and ``.data``, must act on the real tensor).
+_TRANSPOSES = frozenset(
+    {"torch.Tensor.T.__get__", "torch.Tensor.mT.__get__", "torch.Tensor.H.__get__", "torch.Tensor.mH.__get__"}
+)
 # The end of a training step, as the mode sees it.
 BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 # Ops that may discard a where-branch site's value (see ``analyzer/where_branch.py``): the backward
@@ -531,6 +536,11 @@ class Tracer(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         name = self._name(func)
+        if name in _TRANSPOSES and torch.is_grad_enabled():
+            # ``W @ W.T`` must see one W: a moved weight's transpose is the moved weight's, or the
+            # product is no longer symmetric (a false "not positive definite" in cholesky).
+            self._moves_ok = True
+            args, kwargs = self._substitute_args(args, kwargs)
         if name.endswith("__get__") or name in ("torch.Tensor.__repr__", "torch.Tensor.__format__"):
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor):
