@@ -294,9 +294,7 @@ KINDS: dict[str, Kind] = {
             "cholesky",
             "GRIST117",
             "Cholesky factorization of a matrix that is not positive definite (raises LinAlgError)",
-            Region(
-                "smallest eigenvalue <= 0", matrix="not positive definite", raises=True
-            ),
+            Region("smallest eigenvalue <= 0", matrix="not positive definite", raises=True),
             "add a jitter to the diagonal (A + eps * I), or use torch.linalg.cholesky_ex and check info",
         ),
     ]

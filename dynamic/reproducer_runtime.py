@@ -27,6 +27,9 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 
+# What torch.linalg raises for a matrix it cannot factor (documented as torch.linalg.LinAlgError;
+# torch's stubs do not re-export the name, hence the one ignore).
+LinAlgError: type[Exception] = torch.linalg.LinAlgError  # pyright: ignore[reportPrivateImportUsage]
 # How many findings of each sort an Observation keeps: the first one is what the user reads.
 KEEP = 3
 
@@ -135,7 +138,7 @@ class Observer(TorchFunctionMode):
         kwargs = kwargs or {}
         try:
             out = func(*args, **kwargs)
-        except torch.linalg.LinAlgError as failure:
+        except LinAlgError as failure:
             self._judge_raised(func, args, kwargs, failure)
             raise
         frame = self._user_frame()
@@ -164,7 +167,9 @@ class Observer(TorchFunctionMode):
         operands = _floating(_tensors(list(args) + list(kwargs.values())))
         if name in self.site.ops and all(torch.isfinite(a).all() for a in operands):
             self.obs.site_evaluated += 1
-            self.obs.note(self.obs.site_bad, f"{self.site.label}: {name} raised {type(failure).__name__}: {failure}")
+            self.obs.note(
+                self.obs.site_bad, f"{self.site.label}: {name} raised {type(failure).__name__}: {failure}"
+            )
 
     def _judge_site(
         self, func: Any, name: str, args: tuple, kwargs: dict, operands: list[torch.Tensor], out: Any

@@ -43,6 +43,9 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from grist_lsp.model import Site
 
+# What torch.linalg raises for a matrix it cannot factor (documented as torch.linalg.LinAlgError;
+# torch's stubs do not re-export the name, hence the one ignore).
+LinAlgError: type[Exception] = torch.linalg.LinAlgError  # pyright: ignore[reportPrivateImportUsage]
 # Factories whose results, when called directly from user code, are program inputs.
 RANDOM_FACTORIES = frozenset(
     {
@@ -655,7 +658,7 @@ class Tracer(TorchFunctionMode):
                 dist = None
         try:
             out = func(*args, **kwargs)
-        except torch.linalg.LinAlgError as failure:
+        except LinAlgError as failure:
             if not region.raises or upstream:
                 raise  # not this kind's failure, or operands already non-finite: not this site's bug
             outcome = SiteOutcome(site, True, RAISED, operand=snap, distance=dist, raised=failure)

@@ -677,7 +677,9 @@ def message(
     """'torch.log receives 0 when x = [[...]]: -inf', in words people read."""
     region = KINDS[site.kind].region
     if region.matrix is not None and outcome.operand is not None:
-        got = f"a matrix of shape {list(outcome.operand.shape)} with {_spectrum_words(region, outcome.operand)}"
+        got = (
+            f"a matrix of shape {list(outcome.operand.shape)} with {_spectrum_words(region, outcome.operand)}"
+        )
     elif region.shape is not None and outcome.operand is not None:
         got = f"a tensor of shape {list(outcome.operand.shape)} ({region.text})"
     elif outcome.bad_value is not None:
