@@ -78,7 +78,8 @@ _MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requir
 # In-place factories cannot be swapped for another tensor: the caller keeps the old one.
 _INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"})
 # Transposes spelled as properties: their getters see the weight itself, so a moved weight is
-# substituted there too (other getters, ``.grad`` and ``.data``, must act on the real tensor).
+# substituted there too (``Tracer._transposed_operand``; other getters, ``.grad`` and ``.data``,
+# must act on the real tensor).
 _TRANSPOSES = frozenset(
     {"torch.Tensor.T.__get__", "torch.Tensor.mT.__get__", "torch.Tensor.H.__get__", "torch.Tensor.mH.__get__"}
 )
@@ -539,11 +540,8 @@ class Tracer(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         name = self._name(func)
-        if name in _TRANSPOSES and torch.is_grad_enabled():
-            # ``W @ W.T`` must see one W: a moved weight's transpose is the moved weight's, or the
-            # product is no longer symmetric (a false "not positive definite" in cholesky).
-            self._moves_ok = True
-            args, kwargs = self._substitute_args(args, kwargs)
+        if name in _TRANSPOSES and torch.is_grad_enabled() and args:
+            args = (self._transposed_operand(args[0]), *args[1:])
         if name.endswith("__get__") or name in ("torch.Tensor.__repr__", "torch.Tensor.__format__"):
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor):
@@ -573,6 +571,20 @@ class Tracer(TorchFunctionMode):
         for t in _tensors_in(out):
             self.produced[t] = True
         return out
+
+    def _transposed_operand(self, a: Any) -> Any:
+        """What ``a.T`` (``.mT``, ``.H``, ``.mH``) must transpose: ``W @ W.T`` must see one W, so a
+        moved weight's transpose is the moved weight's, and a substituted input's the substitute's
+        (else the product is no longer symmetric: a false "not positive definite" in cholesky).
+        Nothing else is substituted here: a tensor first seen at a getter is not made a new input."""
+        if not isinstance(a, torch.Tensor):
+            return a
+        hit = self._external.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        if isinstance(a, torch.nn.Parameter) or (a.is_leaf and a.requires_grad):
+            return self._parameter(a)
+        return a
 
     def _factory(self, name: str, out: Any) -> Any:
         if not isinstance(out, torch.Tensor):
