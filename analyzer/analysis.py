@@ -164,6 +164,11 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
     if kind.region.shape is not None:
         reason = f"depends on shapes ({kind.region.text}), which the static pass cannot bound"
         return _possible(site, reason)
+    if kind.region.matrix is not None:
+        reason = (
+            f"depends on the matrix's spectrum ({kind.region.text}), which the static pass does not bound"
+        )
+        return _possible(site, reason)
     try:
         fact = ranges.fact(c.operand) if c.operand is not None else TOP
         if c.clamp is not None:

@@ -32,6 +32,10 @@ class DtypeLimits:
     max: float  # largest finite value
     tiny: float  # smallest positive normal
     eps: float  # the eps our fixes use for this dtype (clamp floors, guarded divisors)
+    # The diagonal jitter our linear-algebra fixes add (A + jitter * I). Not ``eps``: 1e-8 is lost
+    # when added to a float32 diagonal of order 1 (1 + 1e-8 == 1), while factorization round-off
+    # is about n * machine epsilon * |A|, so the jitter sits a few hundred machine epsilons up.
+    jitter: float = 1e-5
 
     @property
     def ln_max(self) -> float:
@@ -40,10 +44,10 @@ class DtypeLimits:
 
 
 DTYPES: dict[str, DtypeLimits] = {
-    "float16": DtypeLimits("float16", 65504.0, 6.103515625e-05, 1e-4),
-    "bfloat16": DtypeLimits("bfloat16", 3.3895313892515355e38, 1.1754943508222875e-38, 1e-3),
-    "float32": DtypeLimits("float32", 3.4028234663852886e38, 1.1754943508222875e-38, 1e-8),
-    "float64": DtypeLimits("float64", 1.7976931348623157e308, 2.2250738585072014e-308, 1e-12),
+    "float16": DtypeLimits("float16", 65504.0, 6.103515625e-05, 1e-4, 1e-1),
+    "bfloat16": DtypeLimits("bfloat16", 3.3895313892515355e38, 1.1754943508222875e-38, 1e-3, 1e-1),
+    "float32": DtypeLimits("float32", 3.4028234663852886e38, 1.1754943508222875e-38, 1e-8, 1e-5),
+    "float64": DtypeLimits("float64", 1.7976931348623157e308, 2.2250738585072014e-308, 1e-12, 1e-10),
 }
 DEFAULT_DTYPE = "float32"
 
@@ -82,6 +86,14 @@ class Region:
     # in a masked sum or product), not an upstream failure: the oracle accepts operands holding
     # these and blames the op only for a NaN output.
     inf_operands: tuple[str, ...] = ()
+    # A property of the operand as a matrix (its last two dimensions), not of its entries:
+    # "det <= 0" (logdet) or "not positive definite" (cholesky). Entry ranges cannot decide it,
+    # and the engine's objective is spectral (``distance``).
+    matrix: str | None = None
+    # The op fails by raising torch.linalg.LinAlgError, not by returning NaN/INF (cholesky of a
+    # matrix that is not positive definite): the oracle counts that error, raised by the op at
+    # the site from finite operands, as the failure.
+    raises: bool = False
 
     def upper(self, dtype: str | None = None) -> float | None:
         if self.hi_is_ln_max:
@@ -90,8 +102,8 @@ class Region:
 
     def static_safe(self, lo: float, hi: float, dtype: str | None = None) -> bool:
         """True when every value of the closed interval [lo, hi] is valid."""
-        if self.shape is not None:
-            return False  # value ranges say nothing about shapes
+        if self.shape is not None or self.matrix is not None:
+            return False  # value ranges say nothing about shapes or spectra
         if self.zero and lo <= 0.0 <= hi:
             return False
         if self.lo is not None and (lo < self.lo or (self.lo_inclusive and lo <= self.lo)):
@@ -117,6 +129,8 @@ class Region:
             return x.new_zeros(())
         if self.shape is not None:
             return x.new_ones(())
+        if self.matrix is not None:
+            return _matrix_distance(self.matrix, x)
         parts = []
         if self.zero:
             parts.append(x.abs().min())
@@ -130,6 +144,29 @@ class Region:
             pole = torch.clamp(torch.round(x), max=0.0).detach()
             parts.append((x - pole).abs().min())
         return torch.stack(parts).min()
+
+
+def _matrix_distance(which: str, x: Any) -> Any:
+    """The engine's objective for a matrix region, over a batch of square matrices (the worst one).
+
+    * ``"det <= 0"``: sign(det) times the smallest singular value. It is continuous (the sign
+      flips only where the smallest singular value is 0), its gradient is the smallest singular
+      pair's, which is defined even where larger singular values repeat (unlike ``svd``'s
+      vectors), and it is <= 0 exactly where logdet gives -inf or NaN.
+    * ``"not positive definite"``: the smallest eigenvalue of the lower triangle's Hermitian
+      matrix, the triangle cholesky reads (``eigvalsh`` reads the same one); <= 0 is where the
+      factorization fails.
+    """
+    import torch
+
+    if x.dim() < 2 or x.shape[-1] != x.shape[-2]:
+        return x.new_ones(())  # not a square matrix: the op itself refuses it, no numerical bug
+    x = x.double() if x.dtype in (torch.float16, torch.bfloat16) else x
+    if which == "det <= 0":
+        smallest = torch.linalg.svdvals(x)[..., -1]
+        sign = torch.linalg.det(x).detach().sign()
+        return (sign * smallest).min()
+    return torch.linalg.eigvalsh(x)[..., 0].min()
 
 
 # --- kinds -------------------------------------------------------------------
@@ -247,8 +284,23 @@ KINDS: dict[str, Kind] = {
             "mask with torch.finfo(dtype).min instead of -inf, or keep one unmasked entry per row",
         ),
         Kind(
+            "logdet",
+            "GRIST116",
+            "log-determinant of a singular matrix or one with a negative determinant",
+            Region("det(A) <= 0", matrix="det <= 0"),
+            "add a jitter to the diagonal of a covariance (A + eps * I), or use torch.linalg.slogdet "
+            "for log|det A|",
+        ),
+        Kind(
+            "cholesky",
+            "GRIST117",
+            "Cholesky factorization of a matrix that is not positive definite (raises LinAlgError)",
+            Region("smallest eigenvalue <= 0", matrix="not positive definite", raises=True),
+            "add a jitter to the diagonal (A + eps * I), or use torch.linalg.cholesky_ex and check info",
+        ),
+        Kind(
             "inf_arith",
-            "GRIST120",
+            "GRIST118",
             "NaN from arithmetic on an infinity the program put there (0 * inf, inf - inf)",
             Region(
                 "0 * inf or inf - inf",
@@ -419,6 +471,12 @@ OPS: list[Op] = [
     *_forms("softmax", "log_softmax", inplace=False, special=True),
     Op("torch.nn.functional.softmax", "softmax"),
     Op("torch.nn.functional.log_softmax", "softmax"),
+    # linear algebra: the operand is the whole (batch of) matrix
+    Op("torch.logdet", "logdet"),
+    Op("torch.Tensor.logdet", "logdet"),
+    Op("torch.linalg.cholesky", "cholesky", operand_keyword="A"),
+    Op("torch.cholesky", "cholesky"),
+    Op("torch.Tensor.cholesky", "cholesky"),
     # products, sums and contractions of a tensor that holds an intended +-inf (a site only when
     # such an operand may reach them: see sites.py); either operand may be the infinite one. A
     # reduction (sum) is NaN only from both infinities at once, which an earlier product or

@@ -293,10 +293,15 @@ class SiteFinder:
 
     @staticmethod
     def _elementwise(op: Op) -> bool:
-        """Unary elementwise Tensor methods take no arguments (an eps-clamp argument aside)."""
+        """Unary elementwise Tensor methods take no arguments (an eps-clamp argument aside); matrix
+        ops take options (``A.cholesky(upper=True)``)."""
         region = KINDS[op.kind].region
         return (
-            op.operand_index == 0 and op.aux_index is None and region.shape is None and op.clamp_index is None
+            op.operand_index == 0
+            and op.aux_index is None
+            and region.shape is None
+            and region.matrix is None
+            and op.clamp_index is None
         )
 
     def _constant(self, e: ast.AST) -> bool:

@@ -262,9 +262,15 @@ class _Finder:
 
 
 def _eligible(c: Candidate) -> bool:
-    """Elementwise torch ops decided by value (math./numpy ops have no gradient to break)."""
+    """Elementwise torch ops decided by value (math./numpy ops have no gradient to break; a
+    matrix op's failure is not one entry a where could discard)."""
     region = KINDS[c.site.kind].region
-    return c.site.op.startswith("torch.") and region.shape is None and not region.inf_operands
+    return (
+        c.site.op.startswith("torch.")
+        and region.shape is None
+        and region.matrix is None
+        and not region.inf_operands
+    )
 
 
 def mark_where_branches(

@@ -126,9 +126,8 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
             if kind and kind.region.inf_operands
             else "finite operands"
         )
-        return ReplayResult(
-            True, outcome.result, f"{site.op} produced {outcome.result}{where} from {operands}"
-        )
+        verb = "raised" if outcome.raised is not None else "produced"
+        return ReplayResult(True, outcome.result, f"{site.op} {verb} {outcome.result}{where} from {operands}")
     return ReplayResult(False, "finite", f"{site.op} produced finite values with the witness inputs")
 
 

@@ -165,6 +165,7 @@ def _watched(site: Site, witness: Witness, program_files: list[str]) -> list[str
         f"    label={f'{site.op or site.kind} at {Path(site.file).name}:{site.span.start_line}'!r},",
         f"    backward={witness.phase == 'backward'},",
         f"    masked={bool(kind and kind.region.inf_operands)},",
+        f"    raises={bool(kind and kind.region.raises)},",
         f"    program_files=frozenset({{{others}}})," if others else "    program_files=frozenset(),",
         ")",
     ]

@@ -27,6 +27,9 @@ from typing import Any
 import torch
 from torch.overrides import TorchFunctionMode, resolve_name
 
+# What torch.linalg raises for a matrix it cannot factor (documented as torch.linalg.LinAlgError;
+# torch's stubs do not re-export the name, hence the one ignore).
+LinAlgError: type[Exception] = torch.linalg.LinAlgError  # pyright: ignore[reportPrivateImportUsage]
 # How many findings of each sort an Observation keeps: the first one is what the user reads.
 KEEP = 3
 
@@ -46,6 +49,9 @@ class WatchedSite:
     label: str  # "torch.log at train.py:12", for messages
     backward: bool = False  # the witness fails in the backward pass: judge the local gradient
     masked: bool = False  # -inf operands are legitimate here (masked softmax): only NaN is upstream
+    # The op fails by raising torch.linalg.LinAlgError (cholesky of a matrix that is not positive
+    # definite): that error, raised at the site from finite operands, is the failure.
+    raises: bool = False
     program_files: frozenset[Path] = frozenset()  # other user files whose NaNs count (the entry file)
 
 
@@ -130,7 +136,11 @@ class Observer(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except LinAlgError as failure:
+            self._judge_raised(func, args, kwargs, failure)
+            raise
         frame = self._user_frame()
         if frame is None:
             return out  # torch's own work (parameter init) or the engine's
@@ -146,6 +156,20 @@ class Observer(TorchFunctionMode):
         if name == "torch.Tensor.backward" and args and isinstance(args[0], torch.Tensor):
             self.judge_gradients(args[0])
         return out
+
+    def _judge_raised(self, func: Any, args: tuple, kwargs: dict, failure: BaseException) -> None:
+        """The op raised: the site's failure when it is the site's op, on its lines, of a kind that
+        fails by raising, with finite operands (else the program just raised: cannot judge)."""
+        frame = self._user_frame()
+        if frame is None or not self.site.raises or not self.watch_site or not self._at_site(frame):
+            return
+        name = resolve_name(func) or getattr(func, "__name__", "")
+        operands = _floating(_tensors(list(args) + list(kwargs.values())))
+        if name in self.site.ops and all(torch.isfinite(a).all() for a in operands):
+            self.obs.site_evaluated += 1
+            self.obs.note(
+                self.obs.site_bad, f"{self.site.label}: {name} raised {type(failure).__name__}: {failure}"
+            )
 
     def _judge_site(
         self, func: Any, name: str, args: tuple, kwargs: dict, operands: list[torch.Tensor], out: Any

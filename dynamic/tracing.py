@@ -13,7 +13,8 @@ run and replay. For each torch function, Tensor method or operator it:
   to code points), and by kind;
 * applies the oracle at a site (operands finite, output not; for kinds whose
   Region ``inf_operands``, operands may hold those infinities and only a NaN
-  output counts) and, for the search's target site, stops the run by raising
+  output counts; for kinds whose Region ``raises``, the op raising
+  ``torch.linalg.LinAlgError`` from finite operands is the failure) and, for the search's target site, stops the run by raising
   ``TargetReached``;
 * judges where-branch sites (``Site.discarded_by``: the program discards the op's value where it
   is invalid) by the gradient instead: a NaN/INF forward value there is thrown away and is no
@@ -42,6 +43,9 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from grist_lsp.model import Site
 
+# What torch.linalg raises for a matrix it cannot factor (documented as torch.linalg.LinAlgError;
+# torch's stubs do not re-export the name, hence the one ignore).
+LinAlgError: type[Exception] = torch.linalg.LinAlgError  # pyright: ignore[reportPrivateImportUsage]
 # Factories whose results, when called directly from user code, are program inputs.
 RANDOM_FACTORIES = frozenset(
     {
@@ -73,6 +77,12 @@ CONSTANT_FACTORIES = frozenset(
 _MAKE_TRAINABLE = frozenset({"torch.Tensor.requires_grad_", "torch.Tensor.requires_grad.__set__"})
 # In-place factories cannot be swapped for another tensor: the caller keeps the old one.
 _INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"})
+# Transposes spelled as properties: their getters see the weight itself, so a moved weight is
+# substituted there too (``Tracer._transposed_operand``; other getters, ``.grad`` and ``.data``,
+# must act on the real tensor).
+_TRANSPOSES = frozenset(
+    {"torch.Tensor.T.__get__", "torch.Tensor.mT.__get__", "torch.Tensor.H.__get__", "torch.Tensor.mH.__get__"}
+)
 # The end of a training step, as the mode sees it.
 BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 # Ops that may discard a where-branch site's value (see ``analyzer/where_branch.py``): the backward
@@ -134,6 +144,13 @@ class SiteOutcome:
     distance: torch.Tensor | None = None  # objective, still attached to the graph
     position: tuple[int, int, int, int] | None = None
     step: int = 0  # training steps (backward calls) the run had taken when it was evaluated
+    # The op raised this error from finite operands, and its kind fails that way (Region.raises:
+    # cholesky of a matrix that is not positive definite); ``result`` is then ``RAISED``.
+    raised: BaseException | None = None
+
+
+# ``SiteOutcome.result`` (and ``Witness.result``) of a site whose op raised torch.linalg.LinAlgError.
+RAISED = "LinAlgError"
 
 
 @dataclass
@@ -523,6 +540,8 @@ class Tracer(TorchFunctionMode):
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         name = self._name(func)
+        if name in _TRANSPOSES and torch.is_grad_enabled() and args:
+            args = (self._transposed_operand(args[0]), *args[1:])
         if name.endswith("__get__") or name in ("torch.Tensor.__repr__", "torch.Tensor.__format__"):
             out = func(*args, **kwargs)
             if isinstance(out, torch.Tensor):
@@ -552,6 +571,20 @@ class Tracer(TorchFunctionMode):
         for t in _tensors_in(out):
             self.produced[t] = True
         return out
+
+    def _transposed_operand(self, a: Any) -> Any:
+        """What ``a.T`` (``.mT``, ``.H``, ``.mH``) must transpose: ``W @ W.T`` must see one W, so a
+        moved weight's transpose is the moved weight's, and a substituted input's the substitute's
+        (else the product is no longer symmetric: a false "not positive definite" in cholesky).
+        Nothing else is substituted here: a tensor first seen at a getter is not made a new input."""
+        if not isinstance(a, torch.Tensor):
+            return a
+        hit = self._external.get(id(a))
+        if hit is not None and hit[0] is a:
+            return hit[1]
+        if isinstance(a, torch.nn.Parameter) or (a.is_leaf and a.requires_grad):
+            return self._parameter(a)
+        return a
 
     def _factory(self, name: str, out: Any) -> Any:
         if not isinstance(out, torch.Tensor):
@@ -644,7 +677,14 @@ class Tracer(TorchFunctionMode):
                     dist = region.distance(operand.clone(), str(operand.dtype))
             except Exception:
                 dist = None
-        out = func(*args, **kwargs)
+        try:
+            out = func(*args, **kwargs)
+        except LinAlgError as failure:
+            if not region.raises or upstream:
+                raise  # not this kind's failure, or operands already non-finite: not this site's bug
+            outcome = SiteOutcome(site, True, RAISED, operand=snap, distance=dist, raised=failure)
+            outcome.position = pos
+            return None, outcome
         outcome = self._judge(site, func, args, kwargs, out, snap, kw, idx, upstream, dist)
         outcome.position = pos
         if (
@@ -671,6 +711,8 @@ class Tracer(TorchFunctionMode):
             return out  # a where-branch target: judged at the op that discards its value
         if is_target:
             raise TargetReached(outcome)
+        if outcome.raised is not None:
+            raise outcome.raised  # the program fails here, as it does when nobody watches
         if self.cfg.stop_when_all_reached and self._watched.issubset(self.reached):
             raise AllSitesReached()
         return out

@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from grist_lsp.analyzer.catalogue import KINDS
+from grist_lsp.analyzer.catalogue import KINDS, Region
 from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json
 
 from . import entries as E
@@ -680,7 +680,11 @@ def message(
 ) -> str:
     """'torch.log receives 0 when x = [[...]]: -inf', in words people read."""
     region = KINDS[site.kind].region
-    if region.shape is not None and outcome.operand is not None:
+    if region.matrix is not None and outcome.operand is not None:
+        got = (
+            f"a matrix of shape {list(outcome.operand.shape)} with {_spectrum_words(region, outcome.operand)}"
+        )
+    elif region.shape is not None and outcome.operand is not None:
         got = f"a tensor of shape {list(outcome.operand.shape)} ({region.text})"
     elif outcome.bad_value is not None:
         b = float(outcome.bad_value)
@@ -710,11 +714,24 @@ def message(
         f"its gradient is {outcome.result} in the backward pass"
         + (f", through the value {site.discarded_by} discards" if site.discarded_by else "")
         if outcome.phase == "backward"
+        else f"raises {outcome.result}: {str(outcome.raised).split(chr(10))[0]}"
+        if outcome.raised is not None
         else outcome.result
     )
     # A person must see that no caller of the file passed these inputs.
     how = f", found by a {PROBE_WORDS}" if isinstance(program, E.ProbeProgram) else ""
     return f"{site.op} receives {got}{when}: {what}{how}"
+
+
+def _spectrum_words(region: Region, operand: torch.Tensor) -> str:
+    """'det(A) = -0.25' / 'smallest eigenvalue -0.5': the matrix property the region is about."""
+    try:
+        a = operand.detach().double()
+        if region.matrix == "det <= 0":
+            return f"det(A) = {float(torch.linalg.det(a).flatten().min()):.4g}"
+        return f"smallest eigenvalue {float(torch.linalg.eigvalsh(a)[..., 0].min()):.4g}"
+    except RuntimeError:
+        return region.text
 
 
 def _entry_texts(req: dict) -> list[str]:

@@ -1,4 +1,4 @@
-"""Arithmetic on an intended infinity (``inf_arith``, GRIST120).
+"""Arithmetic on an intended infinity (``inf_arith``, GRIST118).
 
 ``-(p * log_softmax(scores.masked_fill(~m, -inf))).sum()`` is NaN wherever an entry is masked:
 ``0 * -inf``. The -inf is the program's intent, so the old first-non-finite oracle blamed nobody.
@@ -159,7 +159,7 @@ def test_reproducer_fails_in_a_fresh_process_until_the_verified_fix_is_applied(t
         timeout=600,
     )
     assert check.returncode == 1, check.stdout + check.stderr
-    assert "GRIST120 [confirmed]" in check.stdout
+    assert "GRIST118 [confirmed]" in check.stdout
     assert "fix (verified): Keep the infinities of log_probs out of *: torch.nan_to_num" in check.stdout
     [test_file] = [f for f in out.glob("test_grist_*.py") if "inf_arith" in f.name]
 

@@ -11,7 +11,7 @@ operand's dtype (``catalogue.DTYPES``; float32 unless the witness says otherwise
 Nothing here runs user code or imports torch: it is cheap enough for the editor's quick fixes.
 
 One module per family of kinds (``log``, ``division``, ``exp``, ``power``, ``domain``,
-``reductions``), each a set of builders ``_BUILDERS`` below maps kinds to, over two shared ones:
+``reductions``, ``linalg``), each a set of builders ``_BUILDERS`` below maps kinds to, over two shared ones:
 ``context`` (the site located in the tree, its ``_Context``, a ``_Proposal``) and ``build``
 (libcst builders, operands, clamps and guards). Names shared inside the package keep their
 leading underscore: they are not API.
@@ -31,6 +31,7 @@ from .division import _div_fixes
 from .domain import _acos_fixes, _acosh_fixes, _lgamma_fixes, _logit_fixes
 from .exp import _exp_fixes
 from .infinity import _inf_arith_fixes
+from .linalg import _cholesky_fixes, _logdet_fixes
 from .log import _log1p_fixes, _log_fixes
 from .power import _pow_fixes, _root_fixes
 from .reductions import _mean_fixes, _softmax_fixes, _var_fixes
@@ -101,5 +102,7 @@ _BUILDERS = {
     "softmax": _softmax_fixes,
     "var": _var_fixes,
     "mean": _mean_fixes,
+    "logdet": _logdet_fixes,
+    "cholesky": _cholesky_fixes,
     "inf_arith": _inf_arith_fixes,
 }

@@ -133,6 +133,14 @@ def masked_entropy(scores, keep):
     return -(logp.exp() * logp).sum(-1)
 
 
+def logdet_plain(a):
+    return torch.logdet(a)
+
+
+def cholesky_plain(a):
+    return torch.linalg.cholesky(a)
+
+
 BAD_INPUTS = {
     "log_plain": ([0.0, 1.0],),
     "log_method": ([0.0, 1.0],),
@@ -164,4 +172,6 @@ BAD_INPUTS = {
     "logit_plain": ([1.0],),
     "softmax_masked": ([[1.0, 2.0]], [[False, False]]),
     "masked_entropy": ([[1.0, 2.0]], [[True, False]]),
+    "logdet_plain": ([[1.0, 1.0], [1.0, 1.0]],),
+    "cholesky_plain": ([[1.0, 1.0], [1.0, 1.0]],),
 }

@@ -1,0 +1,77 @@
+"""Fixes for linear-algebra sites: ``logdet`` of a matrix whose determinant may reach 0 or go
+negative, ``cholesky`` of a matrix that may not be positive definite.
+
+* A jitter on the diagonal, ``A + jitter * I`` (the dtype's ``DtypeLimits.jitter``), first:
+  the usual repair of a covariance or kernel matrix that is positive semi-definite in exact
+  arithmetic but singular (duplicated points, fewer samples than dimensions) or, after
+  round-off, a hair indefinite. It keeps every well-conditioned result to within the jitter.
+  It is no repair for a matrix that can be really indefinite: the engine's re-check then finds
+  the site failing again and leaves it unverified.
+* For ``logdet``, ``torch.linalg.slogdet(A).logabsdet``: log|det A|, what a normalizing flow's
+  log-det-Jacobian means. It never gives NaN for a negative determinant (the usual failure of a
+  general matrix), and the same value wherever the determinant is positive; a singular matrix
+  still gives -inf, as the title says.
+
+``cholesky_ex`` is not offered as a rewrite: it returns a factor of the leading block and an
+``info`` code instead of raising, which only helps a program that then checks ``info``.
+The jitter needs the matrix twice (its value and its size), so it is offered only when the
+operand is a name or an attribute (evaluating an expression twice could change what it means).
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .build import _atom, _expr, _op_label, _operand, _strip
+from .context import _Context, _dotted, _num, _Proposal
+
+
+def _namespace(ctx: _Context) -> tuple[str, list[str]]:
+    """How to spell ``torch`` here, and the import line to add if the file has none."""
+    alias = ctx.torch_namespace()
+    return (alias, []) if alias is not None else ("torch", ["import torch"])
+
+
+def _jitter(ctx: _Context, words: str) -> list[_Proposal]:
+    """The site's call with its matrix operand ``A`` replaced by ``A + jitter * I``."""
+    operand = _operand(ctx)
+    if operand is None or not isinstance(ctx.node, cst.Call):
+        return []
+    a = _strip(operand.node)
+    if not isinstance(a, (cst.Name, cst.Attribute)) or not _dotted(a):
+        return []
+    name = _dotted(a)
+    torch_name, imports = _namespace(ctx)
+    jitter = _num(ctx.limits.jitter)
+    eye = f"{torch_name}.eye({name}.shape[-1], dtype={name}.dtype, device={name}.device)"
+    jittered = _expr(f"{name} + {jitter} * {eye}")
+    if operand.form in ("method", "inplace"):
+        jittered = _atom(jittered)
+    new = ctx.node.deep_replace(operand.node, jittered)
+    title = f"Add {jitter} to the diagonal of the matrix of {_op_label(ctx)} {words}{ctx.dtype_note()}"
+    return [_Proposal(title, ctx.node, new, imports)]
+
+
+def _logdet_fixes(ctx: _Context) -> list[_Proposal]:
+    proposals = _jitter(ctx, "(a positive semi-definite matrix becomes positive definite)")
+    operand = _operand(ctx)
+    if operand is not None and isinstance(ctx.node, cst.Call):
+        torch_name, imports = _namespace(ctx)
+        new = cst.Attribute(
+            value=cst.Call(func=_expr(f"{torch_name}.linalg.slogdet"), args=[cst.Arg(_strip(operand.node))]),
+            attr=cst.Name("logabsdet"),
+        )
+        proposals.append(
+            _Proposal(
+                "Use torch.linalg.slogdet(A).logabsdet (log|det A|: no NaN for a negative determinant; "
+                "a singular matrix still gives -inf)",
+                ctx.node,
+                new,
+                imports,
+            )
+        )
+    return proposals
+
+
+def _cholesky_fixes(ctx: _Context) -> list[_Proposal]:
+    return _jitter(ctx, "(a positive semi-definite matrix becomes positive definite)")

@@ -1,0 +1,18 @@
+"""Log-determinant of a batch's feature covariance (a volume / diversity regulariser).
+
+With fewer distinct samples than feature dimensions (a small last batch, repeated
+examples) the sample covariance is singular and its log-determinant -inf.
+"""
+
+import torch
+import torch.nn as nn
+
+torch.manual_seed(4)
+encoder = nn.Linear(6, 4)
+batch = torch.randn(12, 6)
+
+h = torch.tanh(encoder(batch))
+cov = torch.cov(h.T)
+volume = torch.logdet(cov)  # expect: confirmed logdet
+loss = h.pow(2).mean() - 0.01 * volume
+loss.backward()

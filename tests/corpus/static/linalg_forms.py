@@ -1,0 +1,17 @@
+"""Linear-algebra sites: the operand is a whole matrix, whose spectrum the static pass does not
+bound, so every spelling is a possible site (never proved safe by entry ranges)."""
+import torch
+
+
+def log_volume(cov):
+    a = torch.logdet(cov)  # expect: torch.logdet@8 possible
+    b = cov.logdet()  # expect: torch.Tensor.logdet@8 possible
+    return a + b
+
+
+def factor(k, noise):
+    jittered = k + noise * torch.eye(k.shape[-1])
+    l1 = torch.linalg.cholesky(jittered)  # expect: torch.linalg.cholesky@9 possible
+    l2 = torch.cholesky(k)  # expect: torch.cholesky@9 possible
+    l3 = k.cholesky()  # expect: torch.Tensor.cholesky@9 possible
+    return l1, l2, l3
