@@ -16,7 +16,6 @@ import json
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -135,11 +134,7 @@ def test_fixes_proposed_jitter_first_and_slogdet_for_logdet() -> None:
 
 @pytest.fixture(scope="module")
 def engine_results() -> dict[Path, list]:
-    def run(path: Path) -> tuple[Path, list]:
-        return path, confirm(str(path), path.read_text(), analyze_file(str(path)), _options())
-
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(pool.map(run, TWINS))
+    return cm.confirm_files(TWINS)
 
 
 @pytest.mark.parametrize("path", TWINS, ids=lambda p: p.name)
