@@ -188,6 +188,57 @@ def test_a_tensor_derived_from_the_data_before_the_loop_does_not_stop_the_traini
     assert report.steps > 1, report.note
 
 
+OWN_OPTIMIZER = """\
+import torch
+
+
+class LogSGD(torch.optim.Optimizer):
+    def __init__(self, params, lr):
+        super().__init__(params, {"lr": lr})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                scale = torch.log(p.grad.abs())
+                p.sub_(group["lr"] * p.grad * scale.exp())
+
+
+x = torch.randn(16, 3)
+y = torch.randn(16, 1)
+W = torch.zeros((3, 1), requires_grad=True)
+unused = torch.zeros(1, requires_grad=True)
+optimizer = LogSGD([W, unused], lr=0.1)
+for step in range(1000):
+    loss = ((x @ W - y) ** 2).mean() + 0.0 * unused.sum()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+"""
+
+
+def test_a_training_run_still_watches_the_sites_inside_the_programs_own_optimizer(
+    tmp_path: Path, monkeypatch
+):
+    """torch's own optimizers' steps are not traced (nothing of the file's runs there); a class of
+    the program's own is: its log of a zero gradient is found by the training run."""
+    monkeypatch.chdir(tmp_path)
+    from grist_lsp.analyzer.analysis import analyze_source
+    from grist_lsp.dynamic import entries as E
+    from grist_lsp.dynamic.training import TrainingSettings, train_search
+
+    path = tmp_path / "own_optimizer.py"
+    path.write_text(OWN_OPTIMIZER)
+    sites = [v.site for v in analyze_source(str(path), OWN_OPTIMIZER) if v.site.op]
+    [log] = [s for s in sites if s.kind == "log"]
+    with E.program_imports(str(path), OWN_OPTIMIZER):
+        program = E.program_from_label(f"script:{path}", str(path), OWN_OPTIMIZER, 0, {})
+        program.produce_only(program.setup)
+        report = train_search(program, sites, {log.key}, TrainingSettings(seconds=10.0))
+    assert report.found is not None, report.note
+    assert report.found.outcome.site.key == log.key
+
+
 LIBRARY = """\
 import torch
 
