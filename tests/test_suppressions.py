@@ -180,6 +180,7 @@ def test_the_engine_is_never_given_a_silenced_site(write_tree, monkeypatch: pyte
         cancel=None,
         warm=None,
         on_confirmed=None,
+        spares=None,
     ):
         handed.append(list(verdicts))
         return verdicts  # record what the engine would search; run nothing
