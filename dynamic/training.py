@@ -187,9 +187,11 @@ class TrainingTracer(Tracer):
     # --- the mode -----------------------------------------------------------------
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if self.in_library_step:
-            return func(*args, **(kwargs or {}))
         backward = self._name(func) in BACKWARD
+        if self.in_library_step and not backward:
+            return func(*args, **(kwargs or {}))
+        # No optimizer step calls backward: one that raised (and was caught) ends its bypass here.
+        self.in_library_step = False
         if backward and (kwargs or {}).get("retain_graph") is None and len(args) < 3:
             # Steered inputs require grad, so a tensor the program derives from them once, before
             # its loop (``captions = images @ P``), carries a graph every step backpropagates
