@@ -310,3 +310,29 @@ def pytest_on(path: Path) -> Any:
         cwd=str(path.parent),
         timeout=600,
     )
+
+
+def engine_problems(path: Path, final: list, strict: bool = False) -> tuple[list[str], list[Match]]:
+    """What the engine's final verdicts get wrong against ``path``'s markers, one sentence each,
+    and the matches of the ``confirmed`` markers (for checks of their witnesses).
+
+    Wrong: an ``error`` verdict; a ``confirmed`` marker not confirmed, or confirmed by a witness
+    that did not replay in a fresh process; any other site confirmed, except a ``possible``
+    marker's (a real risk the engine may reach) unless ``strict``.
+    """
+    problems = [f"{Path(path).name}: error: {v.reason}" for v in final if str(v.status) == "error"]
+    confirmed: list[Match] = []
+    for m in match_markers(path, final):
+        want = m.marker.status if m.marker is not None else None
+        status = str(m.verdict.status) if m.verdict is not None else None
+        where = f"{Path(path).name}:{m.line} {m.kind}"
+        if want == "confirmed":
+            if status != "confirmed":
+                problems.append(f"{where}: marked confirmed, engine says {status} ({getattr(m.verdict, 'reason', '')})")
+            elif not m.verdict.witness.replayed:
+                problems.append(f"{where}: confirmed by a witness that did not replay")
+            else:
+                confirmed.append(m)
+        elif status == "confirmed" and (strict or want != "possible"):
+            problems.append(f"{where}: marked {want}, engine confirmed it ({m.verdict.reason})")
+    return problems, confirmed
