@@ -402,16 +402,24 @@ class Tracer(TorchFunctionMode):
                 changed = True
         return (tuple(new_args), new_kwargs) if changed else (args, kwargs)
 
-    def _substitute_one(self, a: Any) -> Any:
-        if not isinstance(a, torch.Tensor):
-            return a
+    def _stand_in(self, a: torch.Tensor, moves: bool) -> Any:
+        """What this run uses for ``a`` when it is an input or a weight: the input's substitute, the
+        weight moved (``moves``) or as it is; None for any other tensor."""
         hit = self._external.get(id(a))
         if hit is not None and hit[0] is a:
             return hit[1]
         # A leaf that requires grad was made trainable by the program (nn.Parameter, requires_grad=True,
         # requires_grad_()): a weight. The search's own leaves never reach the program (it gets clones).
         if isinstance(a, torch.nn.Parameter) or (a.is_leaf and a.requires_grad):
-            return self._parameter(a) if self._moves_ok else a
+            return self._parameter(a) if moves else a
+        return None
+
+    def _substitute_one(self, a: Any) -> Any:
+        if not isinstance(a, torch.Tensor):
+            return a
+        stand_in = self._stand_in(a, self._moves_ok)
+        if stand_in is not None:
+            return stand_in
         if a in self.produced:
             return a
         if (
@@ -579,12 +587,8 @@ class Tracer(TorchFunctionMode):
         Nothing else is substituted here: a tensor first seen at a getter is not made a new input."""
         if not isinstance(a, torch.Tensor):
             return a
-        hit = self._external.get(id(a))
-        if hit is not None and hit[0] is a:
-            return hit[1]
-        if isinstance(a, torch.nn.Parameter) or (a.is_leaf and a.requires_grad):
-            return self._parameter(a)
-        return a
+        stand_in = self._stand_in(a, moves=True)
+        return a if stand_in is None else stand_in
 
     def _factory(self, name: str, out: Any) -> Any:
         if not isinstance(out, torch.Tensor):
