@@ -40,6 +40,7 @@ from grist_lsp.policy import Policy, Prepared, make_policy
 
 if TYPE_CHECKING:
     from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.sandbox import BwrapProbe
     from grist_lsp.dynamic.spares import Spares
     from grist_lsp.dynamic.verify import SharedChild
 
@@ -240,6 +241,9 @@ class Service:
     """One run's decided settings and the checks of one file under them."""
 
     settings: Settings
+    # Whether bubblewrap works, asked once for the whole run: every EngineOptions made here (the
+    # CLI's spares and its files' searches) shares it, so the probe runs once.
+    sandbox_probe: BwrapProbe | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def resolve(
@@ -293,7 +297,10 @@ class Service:
 
     def engine_options(self, jobs: int | None = None, via: str | None = None) -> EngineOptions:
         from grist_lsp.dynamic.engine import EngineOptions
+        from grist_lsp.dynamic.sandbox import BwrapProbe
 
+        if self.sandbox_probe is None:
+            self.sandbox_probe = BwrapProbe()
         s = self.settings
         return EngineOptions(
             budget=s.budget,
@@ -306,6 +313,7 @@ class Service:
             write_reproducers=s.write_reproducers,
             via=via,
             sandbox=s.sandbox,
+            sandbox_probe=self.sandbox_probe,
         )
 
     def confirm(
