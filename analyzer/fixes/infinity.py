@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .build import _arg, _call, _commas, _is_method_call, _kwarg, _op_label, _operand, _strip
+from .build import _arg, _commas, _expr, _is_method_call, _kwarg, _op_label, _operand, _strip
 from .context import _Context, _Proposal
 
 
@@ -20,10 +20,8 @@ def _inf_arith_fixes(ctx: _Context) -> list[_Proposal]:
     torch_name = namespace or "torch"
     new = ctx.node
     for side in sides:
-        finite = _call(f"{torch_name}.nan_to_num", _strip(side)).with_changes(
-            args=_commas([cst.Arg(_strip(side)), _kwarg("nan", f"{torch_name}.nan")])
-        )
-        new = new.deep_replace(side, finite)
+        args = _commas([cst.Arg(_strip(side)), _kwarg("nan", f"{torch_name}.nan")])
+        new = new.deep_replace(side, cst.Call(_expr(f"{torch_name}.nan_to_num"), args))
     words = " and ".join(ctx.module.code_for_node(_strip(s)) for s in sides)
     title = f"Keep the infinities of {words} out of {_op_label(ctx)}: torch.nan_to_num"
     return [_Proposal(title, ctx.node, new, imports)]
