@@ -32,6 +32,7 @@ names.py over the dataflow graph.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 
 from grist_lsp.analyzer.catalogue import (
@@ -69,6 +70,19 @@ _AUG_NAMES = {
     ast.Mod: "ModuloAssign",
     ast.Pow: "PowerAssign",
 }
+
+
+# A literal with a two-digit positive exponent (1e39, 1E+40): past float32's range or close to it.
+_BIG_EXPONENT = re.compile(r"\d[eE]\+?\d{2,}|\d{39,}")
+
+
+def _may_spell_infinity(text: str, dtype: str) -> bool:
+    """Whether the source can hold an infinity the program puts there: the word inf anywhere
+    (``float("-inf")``, ``math.inf``, ``torch.inf``, ``np.inf``, ``"Infinity"``), a literal past
+    float32's range, or a float16 file (where ``-1e9`` is ``-inf``). Without one no inf_arith
+    site can exist, and the file's ``+ - * @`` need no look: the static pass runs on every
+    keystroke, and those operators are most of a file's operations."""
+    return "inf" in text.lower() or dtype == "float16" or _BIG_EXPONENT.search(text) is not None
 
 
 @dataclass
@@ -147,6 +161,7 @@ class SiteFinder:
         self.resolver = resolver
         self.ranges = ranges
         self.provenance = Provenance(flow, resolver, ranges)
+        self.infinities = _may_spell_infinity(lines.text, ranges.dtype)
         self.function: str | None = None  # dotted name of the def/class around the current node
         self._constants: dict[int, bool] = {}  # id(expr) -> numeric constant? (memo: chains are deep)
         self.found: list[Candidate] = []
@@ -200,6 +215,8 @@ class SiteFinder:
     ) -> tuple[str, str] | None:
         """Which side of a product, contraction, sum or difference may bring the program's
         infinity to a partner that makes it NaN ("left", "right", "both"), and how; or None."""
+        if not self.infinities:
+            return None
         right = others[0] if others else None
         prov = self.provenance
         if op.inf_pair:
@@ -341,12 +358,19 @@ class SiteFinder:
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         name = _OPERATOR_NAMES.get(type(node.op))
-        if name is None or self._skip_operator(node.left, node.right, node.op):
+        if name is None or not self._may_be_site(BINARY_OPERATORS[name]):
+            return
+        if self._skip_operator(node.left, node.right, node.op):
             return
         left = self.ranges.fact(node.left)
         reflected = self._constant(node.left) or left.pytype == "num"
         table = REFLECTED_OPERATORS if reflected else BINARY_OPERATORS
         self._operator(node, OP_TABLE[table[name]], node.left, node.right)
+
+    def _may_be_site(self, op_name: str) -> bool:
+        """False for an operator that is a site only with an intended infinity, in a file that
+        spells none (``_may_spell_infinity``)."""
+        return self.infinities or "inf" not in KINDS[OP_TABLE[op_name].kind].region.inf_operands
 
     def _operator(self, node: ast.AST, op: Op, left: ast.AST, right: ast.AST) -> None:
         """The site of ``left OP right`` (or ``left OP= right``): which side is the operand."""
@@ -373,7 +397,7 @@ class SiteFinder:
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         name = _AUG_NAMES.get(type(node.op))
-        if name is None:
+        if name is None or not self._may_be_site(AUGMENTED_OPERATORS[name]):
             return
         target_read = node.target
         if isinstance(node.target, ast.Name) and not self.flow.is_use(node.target):
