@@ -223,9 +223,10 @@ class SiteFinder:
             # inf + -inf, or inf - inf: both sides, with the signs the op needs
             signs = ((1, -1), (-1, 1)) if op.inf_pair == "opposite" else ((1, 1), (-1, -1))
             for a, b in signs:
-                got = [prov.may_hold_inf_of_sign(left, a), prov.may_hold_inf_of_sign(right, b)]
-                if got[0] is not None and got[1] is not None:
-                    return "both", "; ".join(dict.fromkeys(w for w in got if w))
+                first = prov.may_hold_inf_of_sign(left, a)
+                second = prov.may_hold_inf_of_sign(right, b) if first is not None else None
+                if first is not None and second is not None:
+                    return "both", "; ".join(dict.fromkeys((first, second)))
             return None
         # 0 * inf: one infinite side is enough, unless the other is a number that is never 0
         why = {side: prov.may_hold_inf(e) for side, e in (("left", left), ("right", right))}
