@@ -153,6 +153,8 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
     if c.safe_keyword is not None:
         reason = f"{c.safe_keyword} is passed, so a single element gives 0, not NaN"
         return _safe(site, reason)
+    if kind.region.beyond_max:
+        return _overflow_verdict(c, ranges)
     if c.why is not None:
         if kind.region.shape == "empty":
             reason = f"the operand may have zero elements ({c.why}), and {kind.region.text} gives NaN"
@@ -195,6 +197,22 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
         reason = f"{label} {describe(fact)} ({fact.why})" if fact.why else f"{label} {describe(fact)}"
         return _safe(site, reason, fact)
     return _possible(site, _unsafe_reason(label, fact, kind.region.text, dtype), fact)
+
+
+def _overflow_verdict(c: Candidate, ranges: RangeAnalysis) -> Verdict:
+    """A float16 product or reduction: judged by its result's range (a sum of many small terms
+    overflows), in float16 whatever the file's dtype."""
+    site, region = c.site, KINDS[c.site.kind].region
+    try:
+        fact = ranges.fact(c.node)
+    except RecursionError:
+        fact = TOP
+    if static_safe(fact, region, "float16"):
+        return _safe(site, f"the result {describe(fact)} ({fact.why or 'range'}) stays within float16", fact)
+    where = f"it runs in float16 ({c.why})"
+    return _possible(
+        site, f"{where}, and its result ({describe(fact)}) can pass 65504, float16's largest value", fact
+    )
 
 
 def _safe(site: Site, reason: str, operand: Fact | None = None) -> Verdict:

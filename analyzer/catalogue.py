@@ -94,6 +94,17 @@ class Region:
     # matrix that is not positive definite): the oracle counts that error, raised by the op at
     # the site from finite operands, as the failure.
     raises: bool = False
+    # Overflow of a product or reduction: invalid where the op's *result* is beyond the largest
+    # finite value of the operands' dtype (65504 in float16). No operand range says it (a sum
+    # of many small terms overflows), so the static pass judges the result's range, and the
+    # engine's objective is measured on the result computed in float32 from the same operands.
+    beyond_max: bool = False
+
+    @property
+    def nests(self) -> bool:
+        """Its ops nest in each other (``(a + b) * c``, ``(x * 2).sum()``): a site matches a call at
+        its own position only, or a site-less inner op would stand for the site around it."""
+        return self.beyond_max or "inf" in self.inf_operands
 
     def upper(self, dtype: str | None = None) -> float | None:
         if self.hi_is_ln_max:
@@ -112,6 +123,8 @@ class Region:
         if upper is not None and (hi > upper or (self.hi_inclusive and hi >= upper)):
             return False
         if self.nonpositive_integers and lo <= 0.0:
+            return False
+        if self.beyond_max and max(-lo, hi) > dtype_limits(dtype).max:
             return False
         return True
 
@@ -136,9 +149,11 @@ class Region:
             parts.append(x.abs().min())
         if self.lo is not None:
             parts.append(x.min() - self.lo)
-        upper = self.upper(str(x.dtype))
+        upper = self.upper(dtype or str(x.dtype))
         if upper is not None:
             parts.append(upper - x.max())
+        if self.beyond_max:
+            parts.append(dtype_limits(dtype or str(x.dtype)).max - x.abs().max())
         if self.nonpositive_integers:
             # distance to the nearest pole among 0, -1, -2, ...
             pole = torch.clamp(torch.round(x), max=0.0).detach()
@@ -309,6 +324,14 @@ KINDS: dict[str, Kind] = {
             ),
             "keep the infinity out of the arithmetic: a finite fill (torch.finfo(dtype).min), "
             "torch.nan_to_num on the operand, torch.special.xlogy / entr for p * log p",
+        ),
+        Kind(
+            "overflow",
+            "GRIST119",
+            "float16 overflow of a product or reduction (a result beyond 65504 is inf)",
+            Region("|result| > max of float16 (65504)", beyond_max=True),
+            "upcast before the product or reduction: x.float().pow(2).sum(), a.float() @ b.float(), "
+            "x.sum(dtype=torch.float32); or scale the operands down first",
         ),
     ]
 }
@@ -502,12 +525,50 @@ OPS: list[Op] = [
     Op("torch.bmm", "inf_arith"),
     Op("torch.einsum", "inf_arith", operand_index=1, operand_keyword="operands"),
     Op("torch.functional.einsum", "inf_arith", operand_index=1, operand_keyword="operands"),
+    # float16 products and reductions whose result may pass 65504 (a site only when an operand
+    # may be float16: see analyzer/precision.py). Not mean (its result is bounded by the largest
+    # entry, and torch accumulates in float32) and not std (a square root of the variance).
+    *_forms("overflow", "mul"),
+    *_forms("overflow", "multiply"),
+    Op("torch.Tensor.__mul__", "overflow"),
+    Op("torch.Tensor.__rmul__", "overflow"),
+    Op("torch.Tensor.__imul__", "overflow"),
+    *_forms("overflow", "square"),
+    *_forms("overflow", "pow"),  # any exponent: x ** 2 is where float16 overflows first
+    Op("torch.Tensor.__pow__", "overflow"),
+    Op("torch.Tensor.__ipow__", "overflow"),
+    *_forms("overflow", "matmul", inplace=False),
+    Op("torch.Tensor.__matmul__", "overflow"),
+    Op("torch.Tensor.__rmatmul__", "overflow"),
+    *_forms("overflow", "mm", inplace=False),
+    *_forms("overflow", "bmm", inplace=False),
+    *_forms("overflow", "dot", inplace=False),
+    Op("torch.einsum", "overflow", operand_index=1, operand_keyword="operands"),
+    Op("torch.functional.einsum", "overflow", operand_index=1, operand_keyword="operands"),
+    Op("torch.nn.functional.linear", "overflow"),
+    *_forms("overflow", "sum", inplace=False),
+    *_forms("overflow", "nansum", inplace=False),
+    *_forms("overflow", "prod", inplace=False),
+    *_forms("overflow", "cumsum"),
+    *_forms("overflow", "var", inplace=False),
+    *_forms("overflow", "norm", inplace=False),
+    Op("torch.linalg.norm", "overflow"),
+    Op("torch.linalg.vector_norm", "overflow", operand_keyword="x"),
 ]
 
-# Canonical name -> row. Runtime names that differ from the spelling in the
-# source (``x / y`` is traced as ``torch.Tensor.div``) are all rows too, so a
-# lookup by either name lands on the same kind.
-OP_TABLE: dict[str, Op] = {op.name: op for op in OPS}
+
+def _by_name(ops: list[Op]) -> dict[str, tuple[Op, ...]]:
+    table: dict[str, tuple[Op, ...]] = {}
+    for op in ops:
+        table[op.name] = (*table.get(op.name, ()), op)
+    return table
+
+
+# Canonical name -> its rows, one per kind, in table order (``x * y`` is both an intended-infinity
+# product and a float16 overflow). Runtime names that differ from the spelling in the source
+# (``x / y`` is traced as ``torch.Tensor.div``) are all rows too, so a lookup by either name lands
+# on the same kinds.
+OP_TABLE: dict[str, tuple[Op, ...]] = _by_name(OPS)
 
 # Python operators as libcst spells them -> the dunder we record for the site.
 BINARY_OPERATORS: dict[str, str] = {
@@ -635,14 +696,14 @@ MASK_PRODUCERS: frozenset[str] = frozenset(
 )
 
 
-def lookup(name: str) -> Op | None:
-    """The catalogue row for a canonical or runtime name, or None if the op is not unsafe."""
-    return OP_TABLE.get(name)
+def lookup(name: str) -> tuple[Op, ...]:
+    """The catalogue rows for a canonical or runtime name, one per kind; () if the op is not unsafe."""
+    return OP_TABLE.get(name, ())
 
 
-def kind_of(name: str) -> Kind | None:
-    op = OP_TABLE.get(name)
-    return KINDS[op.kind] if op else None
+def row(name: str, kind: str) -> Op | None:
+    """The row of ``name`` for ``kind`` (a Site's op and kind), or None."""
+    return next((op for op in OP_TABLE.get(name, ()) if op.kind == kind), None)
 
 
 def rule_code(kind: str) -> str:

@@ -211,12 +211,12 @@ class Provenance:
             return self.may_be_empty(e.value)
         if isinstance(e, (ast.Name, ast.Attribute)) and self.flow.is_use(e):
             for d in self.flow.defs_reaching(e):
-                got = self._def(d, self.may_be_empty)
+                got = self.through_def(d, self.may_be_empty)
                 if got is not None:
                     return got
         return None
 
-    def _def(self, d: Def, ask: _Ask) -> str | None:
+    def through_def(self, d: Def, ask: _Ask) -> str | None:
         """``ask`` (may_be_empty, may_select_nothing or may_hold_neg_inf) of the value a
         definition binds; for may_select_nothing, "unknown" when nothing says what it is."""
         how = d.how
@@ -251,7 +251,7 @@ class Provenance:
                 priors = [n for n in (receiver, *node.args[:1]) if isinstance(n, ast.Name) and n.id == d.name]
             for prior in priors:
                 for p in self.flow.defs_reaching(prior):
-                    got = self._def(p, ask)
+                    got = self.through_def(p, ask)
                     if got is not None:
                         return got
             return None
@@ -351,7 +351,7 @@ class Provenance:
             return ask(e.value)  # x.max(-1).values, f(x).T: the call's tensor
         if isinstance(e, (ast.Name, ast.Attribute)) and self.flow.is_use(e):
             for d in self.flow.defs_reaching(e):
-                got = self._def(d, ask)
+                got = self.through_def(d, ask)
                 if got is not None:
                     return got
             return None
@@ -446,7 +446,7 @@ class Provenance:
             return all(self._def_rows_keep_finite(p, dim, depth + 1) for p in self.flow.defs_reaching(d.node))
         if d.how == "mutate" and isinstance(d.value, ast.Call):
             return self._rows_keep_finite(d.value, dim, depth)  # scores.masked_fill_(~keep, -inf)
-        return self._def(d, self.may_hold_neg_inf) is None
+        return self.through_def(d, self.may_hold_neg_inf) is None
 
     def _tensor_call(self, call: ast.Call) -> tuple[str | None, ast.expr | None, list[ast.expr]]:
         """(short name, receiver, positional arguments) of a torch function or Tensor method call."""
@@ -670,7 +670,7 @@ class Provenance:
         if isinstance(s, (ast.Name, ast.Attribute)):
             if self.flow.is_use(s):
                 for d in self.flow.defs_reaching(s):
-                    got = self._def(d, self.may_select_nothing)
+                    got = self.through_def(d, self.may_select_nothing)
                     if got is not None:
                         return (
                             got if got != "unknown" else f"indexing with {_words(s)} (maybe a boolean mask)"

@@ -1110,6 +1110,8 @@ class RangeAnalysis:
                     "Tensor",
                     "FloatTensor",
                     "DoubleTensor",
+                    "HalfTensor",
+                    "BFloat16Tensor",
                     "tensor",
                     "as_tensor",
                     "from_numpy",

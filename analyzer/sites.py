@@ -8,6 +8,8 @@ Walks the syntax tree once and reports, as ``Candidate``s carrying a
 * Tensor methods on any receiver that is not known to be something else
   (a module, a string, a Python number, ``self`` of a non-tensor class):
   ``x.log()``, ``(a - b).sqrt()``, ``self.fc(x).exp()``, ``x.log_()``;
+* products and reductions (``*``, ``@``, ``**``, ``sum``, ``var``, ``norm`` ...) whose operands
+  may be float16 (analyzer/precision.py): their result may pass 65504 (``overflow``);
 * operators ``/ // % **`` and ``/= //= %= **=`` unless both sides are known
   Python numbers, the left side is a string (``"%d" % n``) or a path-like
   object, or the exponent is a non-negative integer literal; a number on the
@@ -47,6 +49,7 @@ from grist_lsp.analyzer.catalogue import (
 from grist_lsp.analyzer.dataflow import DataFlow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
+from grist_lsp.analyzer.precision import Precision, spells_half
 from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
 from grist_lsp.model import Site
@@ -162,6 +165,9 @@ class SiteFinder:
         self.ranges = ranges
         self.provenance = Provenance(flow, resolver, ranges)
         self.infinities = _may_spell_infinity(lines.text, ranges.dtype)
+        self.precision = (
+            Precision(flow, resolver, ranges, self.provenance) if spells_half(lines.text) else None
+        )
         self.function: str | None = None  # dotted name of the def/class around the current node
         self._constants: dict[int, bool] = {}  # id(expr) -> numeric constant? (memo: chains are deep)
         self.found: list[Candidate] = []
@@ -198,6 +204,12 @@ class SiteFinder:
             why = self.provenance.softmax_row_risk(operand, node)
             if why is None:
                 return
+        elif region.beyond_max:
+            # the op runs in float16 when its result is float16 (autocast sums run in float32)
+            why = self.precision.half(node) if self.precision is not None else None
+            if why is None:
+                return
+        half = why if region.beyond_max else self.precision.half(operand) if self.precision else None
         span = self.lines.span(node)
         site = Site(
             file=self.path,
@@ -207,6 +219,7 @@ class SiteFinder:
             operand=label,
             text=self.lines.text_of(span),
             function=self.function,
+            dtype="float16" if half is not None else None,
         )
         self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp, why))
 
@@ -271,29 +284,51 @@ class SiteFinder:
         if qn is not None:
             if qn in SAFE_FORMS:
                 return
-            op = OP_TABLE.get(qn)
-            if op is None:
+            rows = self._rows(qn)
+            if not rows:
                 return
             if node.args and all(self._constant(a) for a in node.args) and not node.keywords:
                 return  # math.log(2 * math.pi): a constant, computed once, no tensor involved
-            operand = self._arg(node, op.operand_index, op.operand_keyword)
-            exponent = self._arg(node, op.aux_index, op.aux_keyword) if op.aux_index is not None else None
-            if exponent is not None and _nonneg_int_literal(exponent):
-                return
-            clamp = self._arg(node, op.clamp_index, op.clamp_keyword) if op.clamp_index is not None else None
-            others = tuple(a for a in node.args[op.operand_index + 1 :] if not isinstance(a, ast.Starred))
-            self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp, others)
+            for op in rows:
+                self._function_call(node, op)
             return
         if not isinstance(node.func, ast.Attribute):
             return
-        op = OP_TABLE.get(f"torch.Tensor.{node.func.attr}")
-        if op is None or op.name in SAFE_FORMS:
+        name = f"torch.Tensor.{node.func.attr}"
+        rows = self._rows(name)
+        if not rows or name in SAFE_FORMS:
             return
         receiver = self.ranges.method_receiver(node)
         if receiver is None:
             return  # not a Tensor method: self.var(h) with self.var an nn.Linear, logger.log(...)
         if self.flow.callee(node) is not None:
             return  # self.log(...) calling a method defined in this file
+        for op in rows:
+            self._method_call(node, op, receiver)
+
+    def _rows(self, name: str) -> tuple[Op, ...]:
+        """The catalogue rows of ``name`` whose kind may have a site in this file at all."""
+        return tuple(op for op in OP_TABLE.get(name, ()) if self._kind_possible(op.kind))
+
+    def _kind_possible(self, kind: str) -> bool:
+        """False for a kind that needs what the file cannot make: an intended infinity in a file
+        that spells none (``_may_spell_infinity``), a float16 tensor in one that spells no half
+        precision (``precision.spells_half``)."""
+        region = KINDS[kind].region
+        if "inf" in region.inf_operands and not self.infinities:
+            return False
+        return not (region.beyond_max and self.precision is None)
+
+    def _function_call(self, node: ast.Call, op: Op) -> None:
+        operand = self._arg(node, op.operand_index, op.operand_keyword)
+        exponent = self._arg(node, op.aux_index, op.aux_keyword) if op.aux_index is not None else None
+        if exponent is not None and _nonneg_int_literal(exponent):
+            return
+        clamp = self._arg(node, op.clamp_index, op.clamp_keyword) if op.clamp_index is not None else None
+        others = tuple(a for a in node.args[op.operand_index + 1 :] if not isinstance(a, ast.Starred))
+        self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp, others)
+
+    def _method_call(self, node: ast.Call, op: Op, receiver: ast.expr) -> None:
         if self._elementwise(op) and (node.args or any(k.arg != "out" for k in node.keywords)):
             return  # logger.log("msg", x): Tensor.log takes no arguments
         # For methods, argument index 0 is the tensor itself.
@@ -319,6 +354,7 @@ class SiteFinder:
             and op.aux_index is None
             and region.shape is None
             and region.matrix is None
+            and not region.beyond_max
             and op.clamp_index is None
         )
 
@@ -343,7 +379,7 @@ class SiteFinder:
             return bool(qn and qn.startswith("math.")) and all(self._constant(a) for a in e.args)
         return False
 
-    def _skip_operator(self, left: ast.AST, right: ast.AST, op: ast.operator) -> bool:
+    def _skip_operator(self, left: ast.AST, right: ast.AST) -> bool:
         if self._constant(left) and self._constant(right):
             return True
         lf, rf = self.ranges.fact(left), self.ranges.fact(right)
@@ -353,59 +389,63 @@ class SiteFinder:
             return True  # "%d" % n, path / "name"
         if lf.pytype in ("object", "module", "none"):
             return True  # Path(...) / name and other objects' own operators
-        if isinstance(op, ast.Pow) and _nonneg_int_literal(right):
-            return True
         return False
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         name = _OPERATOR_NAMES.get(type(node.op))
-        if name is None or not self._may_be_site(BINARY_OPERATORS[name]):
+        if name is None:
             return
-        if self._skip_operator(node.left, node.right, node.op):
+        rows = self._rows(BINARY_OPERATORS[name])
+        if not rows or self._skip_operator(node.left, node.right):
             return
         left = self.ranges.fact(node.left)
-        reflected = self._constant(node.left) or left.pytype == "num"
-        table = REFLECTED_OPERATORS if reflected else BINARY_OPERATORS
-        self._operator(node, OP_TABLE[table[name]], node.left, node.right)
-
-    def _may_be_site(self, op_name: str) -> bool:
-        """False for an operator that is a site only with an intended infinity, in a file that
-        spells none (``_may_spell_infinity``)."""
-        return self.infinities or "inf" not in KINDS[OP_TABLE[op_name].kind].region.inf_operands
+        if self._constant(node.left) or left.pytype == "num":
+            rows = self._rows(REFLECTED_OPERATORS[name])
+        for op in rows:
+            self._operator(node, op, node.left, node.right)
 
     def _operator(self, node: ast.AST, op: Op, left: ast.AST, right: ast.AST) -> None:
         """The site of ``left OP right`` (or ``left OP= right``): which side is the operand."""
+        region = KINDS[op.kind].region
         if op.kind == "pow":
-            self._add(node, op, left, right)
-        elif "inf" in KINDS[op.kind].region.inf_operands:
+            if not _nonneg_int_literal(right):
+                self._add(node, op, left, right)
+        elif "inf" in region.inf_operands or region.beyond_max:
             self._add(node, op, left, others=(right,))
         else:
             self._add(node, op, right)
 
     def fallback(self, node: ast.AST) -> None:
         """An operator too deeply nested to classify: keep it as a site (nothing is proved), unless
-        its kind is a site only when an operand is known to hold an intended infinity."""
+        its kind is a site only when an operand is known to hold an intended infinity or to be
+        float16."""
         if isinstance(node, ast.BinOp) and type(node.op) in _OPERATOR_NAMES:
-            op = OP_TABLE[BINARY_OPERATORS[_OPERATOR_NAMES[type(node.op)]]]
+            name = BINARY_OPERATORS[_OPERATOR_NAMES[type(node.op)]]
             left, right = node.left, node.right
         elif isinstance(node, ast.AugAssign) and type(node.op) in _AUG_NAMES:
-            op = OP_TABLE[AUGMENTED_OPERATORS[_AUG_NAMES[type(node.op)]]]
+            name = AUGMENTED_OPERATORS[_AUG_NAMES[type(node.op)]]
             left, right = node.target, node.value
         else:
             return
-        if not KINDS[op.kind].region.inf_operands:
-            self._operator(node, op, left, right)
+        for op in OP_TABLE[name]:
+            region = KINDS[op.kind].region
+            if not region.inf_operands and not region.beyond_max:
+                self._operator(node, op, left, right)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         name = _AUG_NAMES.get(type(node.op))
-        if name is None or not self._may_be_site(AUGMENTED_OPERATORS[name]):
+        if name is None:
+            return
+        rows = self._rows(AUGMENTED_OPERATORS[name])
+        if not rows:
             return
         target_read = node.target
         if isinstance(node.target, ast.Name) and not self.flow.is_use(node.target):
             target_read = None
-        if target_read is not None and self._skip_operator(target_read, node.value, node.op):
+        if target_read is not None and self._skip_operator(target_read, node.value):
             return
-        self._operator(node, OP_TABLE[AUGMENTED_OPERATORS[name]], node.target, node.value)
+        for op in rows:
+            self._operator(node, op, node.target, node.value)
 
 
 def find_sites(

@@ -143,6 +143,7 @@ class RunTask:
     seed: int
     out: str
     compare_with: str | None = None
+    rtol: float = 1e-4  # how far the values may move (verify.output_rtol)
     TASK: ClassVar[str] = "run"
 
 

@@ -223,6 +223,24 @@ def _tensors_in(value: Any) -> list[torch.Tensor]:
     return []
 
 
+def _result_in_float32(func: Any, args: tuple, kwargs: dict) -> Any:
+    """The op's result from the same operands computed in float32, with their graph: where the
+    float16 result is already inf, this one still says how far beyond the dtype's max it is and
+    which way to move. On copies (an in-place op must not write twice), outside any autocast."""
+
+    def up(v: Any) -> Any:
+        if isinstance(v, torch.Tensor) and torch.is_floating_point(v):
+            return v.to(torch.float32, copy=True)
+        if isinstance(v, (list, tuple)):
+            return type(v)(up(x) for x in v)
+        return v
+
+    kwargs = {k: v for k, v in kwargs.items() if k not in ("out", "dtype")}
+    with torch.autocast(device_type="cpu", enabled=False):
+        out = func(*up(args), **{k: up(v) for k, v in kwargs.items()})
+    return out[0] if isinstance(out, tuple) else out
+
+
 def get_argument(
     op: Op, args: tuple, kwargs: dict, index: int | None, keyword: str | None
 ) -> tuple[Any, str | None, int | None]:
@@ -563,9 +581,9 @@ class Tracer(TorchFunctionMode):
         args, kwargs = self._substitute_args(args, kwargs)
         if name in _MAKE_TRAINABLE:
             args = self._make_trainable(args, kwargs)
-        op = lookup(name)
-        if op is not None and op.kind in self._by_kind:
-            out = self._at_site(func, name, op, args, kwargs)
+        rows = [op for op in lookup(name) if op.kind in self._by_kind]
+        if rows:
+            out = self._at_site(func, rows, args, kwargs)
         else:
             out = func(*args, **kwargs)
         if self.branch is not None and name in DISCARDING:
@@ -613,9 +631,7 @@ class Tracer(TorchFunctionMode):
         if pos is None:
             return None
         best: Site | None = None
-        # Products nest in products and sums in sums (`(a + b) * c`): a site-less inner one must
-        # not stand for the site around it, so those sites match their own position only.
-        exact = "inf" in KINDS[op.kind].region.inf_operands
+        exact = KINDS[op.kind].region.nests
         for s in self._by_kind.get(op.kind, ()):
             sp = s.span
             if exact and (sp.start_line, sp.start_col, sp.end_line, sp.end_col) != tuple(pos):
@@ -677,6 +693,8 @@ class Tracer(TorchFunctionMode):
                 # On a clone, so that an in-place op cannot invalidate what backward needs.
                 if site.discarded_by is not None:
                     dist = edge_distance(region, operand.clone(), str(operand.dtype))
+                elif region.beyond_max:
+                    dist = region.distance(_result_in_float32(func, args, kwargs), str(operand.dtype))
                 else:
                     dist = region.distance(operand.clone(), str(operand.dtype))
             except Exception:
@@ -703,14 +721,38 @@ class Tracer(TorchFunctionMode):
             self.branch = PendingBranch(site, out, snap, (func, args, kwargs, kw, idx), dist, pos)
         return out, outcome
 
-    def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
-        site, pos = self._site_at(op)
-        if site is None or site.key in self.reached:
+    def _site_among(
+        self, rows: list[Op], wanted: Callable[[Site], bool], target: Callable[[Site], bool]
+    ) -> tuple[Op, Site, tuple[int, int, int, int] | None] | None:
+        """The watched site this call is, with its row. One call may be the site of several kinds
+        (``a * b``: an intended infinity's product and a float16 overflow; ``x.var()``: one
+        element and an overflow): it is judged as a ``target`` site if one of them is, else as
+        the first one, in catalogue order, that ``wanted`` admits."""
+        found = self._sites_among(rows, wanted)
+        return next((f for f in found if target(f[1])), found[0] if found else None)
+
+    def _sites_among(
+        self, rows: list[Op], wanted: Callable[[Site], bool]
+    ) -> list[tuple[Op, Site, tuple[int, int, int, int] | None]]:
+        found = []
+        for op in rows:
+            site, pos = self._site_at(op)
+            if site is not None and wanted(site):
+                found.append((op, site, pos))
+        return found
+
+    def _at_site(self, func: Any, rows: list[Op], args: tuple, kwargs: dict) -> Any:
+        unreached = self._sites_among(rows, lambda s: s.key not in self.reached)
+        if not unreached:
             return func(*args, **kwargs)
+        op, site, pos = next((f for f in unreached if f[1].key == self._target_key), unreached[0])
         is_target = site.key == self._target_key
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
         outcome.step = self.steps
         self.reached[site.key] = outcome
+        for _, other, _ in unreached:
+            # The same call as another kind's site: reached, and searched as its own target later.
+            self.reached.setdefault(other.key, SiteOutcome(other, False, "finite", operand=outcome.operand))
         if is_target and self.branch is not None and self.branch.site.key == site.key:
             return out  # a where-branch target: judged at the op that discards its value
         if is_target:

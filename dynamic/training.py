@@ -202,10 +202,11 @@ class TrainingTracer(Tracer):
             self._after_backward()
         return out
 
-    def _at_site(self, func: Any, name: str, op: Op, args: tuple, kwargs: dict) -> Any:
-        site, pos = self._site_at(op)
-        if site is None or site.key not in self._watched:
+    def _at_site(self, func: Any, rows: list[Op], args: tuple, kwargs: dict) -> Any:
+        picked = self._site_among(rows, lambda s: s.key in self._watched, lambda s: s.key in self.targets)
+        if picked is None:
             return func(*args, **kwargs)
+        op, site, pos = picked
         steer = site.key in self.targets
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=steer)
         self.reached.setdefault(site.key, outcome)

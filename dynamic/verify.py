@@ -55,6 +55,16 @@ if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...veri
 # that were already far from the invalid region by far less than this.
 RTOL = 1e-4
 ATOL = 1e-6
+# A site that ran in float16: its fix (an upcast) computes what float16 rounded, so the outputs
+# may move by float16's own rounding error (machine epsilon ~1e-3, grown by a sum's length).
+RTOL_FLOAT16 = 1e-2
+
+
+def output_rtol(site_dtype: str | None) -> float:
+    """How far a fix may move the program's outputs, for a site that ran in ``site_dtype``."""
+    return RTOL_FLOAT16 if site_dtype == "float16" else RTOL
+
+
 DEFAULT_TIMEOUT = 120.0
 FIX_SEARCH_FACTOR = 5.0  # a fix's fresh search: this many times the seconds the original search took
 FIX_SEARCH_FLOOR = 1.0  # ... and at least this many seconds
@@ -298,7 +308,16 @@ def _check_fix(
                 _engine_check, check, path, text, fixed, verdict, fix, verdicts, static, region, options, runs
             )
             replayed = pool.submit(_replay, path, fixed, verdict, region, runs)
-            compared = pool.submit(_compare_outputs, path, text, fixed, verdict.witness, runs, originals)
+            compared = pool.submit(
+                _compare_outputs,
+                path,
+                text,
+                fixed,
+                verdict.witness,
+                runs,
+                originals,
+                output_rtol(verdict.site.dtype),
+            )
             searched.result()
             check.replay, check.output = replayed.result(), compared.result()
         return dataclasses.replace(fix, verified=check.verified, note=check.note())
@@ -620,7 +639,7 @@ class _Originals:
 
 
 def _compare_outputs(
-    path: str, text: str, fixed: str, witness: Witness, runs: SharedChild, originals: _Originals
+    path: str, text: str, fixed: str, witness: Witness, runs: SharedChild, originals: _Originals, rtol: float
 ) -> str:
     """Run the program on its example inputs, original then fixed, and compare what it returns."""
     orig, orig_file = originals.get(path, text, witness, runs)
@@ -629,7 +648,7 @@ def _compare_outputs(
         new_file = os.path.join(tmp, "fixed.pt")
         # The child compares the two runs' values itself: torch stays out of this process.
         compare_with = orig_file if "error" not in orig and orig.get("values") else None
-        new = runs.run(RunTask(path, fixed, witness.entry, witness.seed, new_file, compare_with))
+        new = runs.run(RunTask(path, fixed, witness.entry, witness.seed, new_file, compare_with, rtol))
         if "error" in orig:
             return "not compared"  # the original does not run on its own inputs: nothing to preserve
         if "error" in new:
@@ -637,23 +656,23 @@ def _compare_outputs(
         if orig.get("raised") != new.get("raised"):
             return f"differs: the original {orig.get('raised') or 'returned'}, the fix {new.get('raised') or 'returned'}"
         if not orig.get("values"):
-            return _same_printed(orig.get("printed") or [], new.get("printed") or [])
+            return _same_printed(orig.get("printed") or [], new.get("printed") or [], rtol)
         return str(new.get("compared") or "error: the values were not compared")
 
 
-def _same_printed(before: list[float], after: list[float]) -> str:
+def _same_printed(before: list[float], after: list[float], rtol: float = RTOL) -> str:
     """Compare the numbers a program printed (scripts return nothing else to compare)."""
     if not before and not after:
         return "no values"
     if len(before) != len(after):
         return f"differs: it printed {len(before)} numbers before, {len(after)} after"
     for i, (x, y) in enumerate(zip(before, after)):
-        if math.isfinite(x) and not math.isclose(x, y, rel_tol=RTOL, abs_tol=ATOL):
+        if math.isfinite(x) and not math.isclose(x, y, rel_tol=rtol, abs_tol=ATOL):
             return f"differs: printed number {i + 1} was {x:g}, now {y:g}"
     return "same printed"
 
 
-def _same(a: list, b: list) -> str:
+def _same(a: list, b: list, rtol: float = RTOL) -> str:
     import torch
 
     if len(a) != len(b):
@@ -668,7 +687,7 @@ def _same(a: list, b: list) -> str:
         x, y = x.double(), y.double()
         # a non-finite value before the fix is the bug itself, not behaviour to preserve
         keep = torch.isfinite(x)
-        if not torch.allclose(x[keep], y[keep], rtol=RTOL, atol=ATOL):
+        if not torch.allclose(x[keep], y[keep], rtol=rtol, atol=ATOL):
             worst = (x[keep] - y[keep]).abs().max().item()
             return f"differs: value {i} moved by up to {worst:.3g}"
     return "same"
@@ -807,7 +826,7 @@ def _run_program(task: RunTask) -> dict[str, Any]:
     numbers = [float(m) for m in _NUMBER.findall(printed.getvalue())][:MAX_PRINTED_NUMBERS]
     result: dict[str, Any] = {"raised": raised, "values": len(flat), "printed": numbers}
     if task.compare_with:
-        result["compared"] = _same(torch.load(task.compare_with, weights_only=True), flat)
+        result["compared"] = _same(torch.load(task.compare_with, weights_only=True), flat, task.rtol)
     return result
 
 

@@ -73,11 +73,15 @@ class Site:
     # in words ("torch.where on line 5"). Its NaN/INF forward value is not the bug; the gradient
     # through the discarded branch is (0 * inf = NaN), so the engine judges it by the backward pass.
     discarded_by: str | None = None
+    # "float16" when the static pass knows the operand may be half precision (a ``.half()``, a
+    # ``dtype=torch.float16``, an autocast region): the region and the fixes' eps are that
+    # dtype's. None: the file's dtype (float32 unless it says otherwise).
+    dtype: str | None = None
 
     @property
     def key(self) -> str:
-        """Stable identity within one version of a file."""
-        return f"{self.span.start_line}:{self.span.start_col}:{self.op}"
+        """Stable identity within one version of a file (one call may be the site of two kinds)."""
+        return f"{self.span.start_line}:{self.span.start_col}:{self.op}:{self.kind}"
 
 
 @dataclass

@@ -29,7 +29,7 @@ def site_at(path: Path, snippet: str, op: str, text: str | None = None) -> Site:
     for i, line in enumerate(text.splitlines(), start=1):
         col = line.find(snippet)
         if col >= 0:
-            row = lookup(op)
+            row = lookup(op)[0]
             return Site(
                 str(path), Span(i, col, i, col + len(snippet)), op, row.kind, row.operand_keyword, snippet
             )

@@ -27,7 +27,7 @@ def site_at(path: Path, text: str, snippet: str, op: str, function: str | None =
     for i, line in enumerate(text.splitlines(), start=1):
         col = line.find(snippet)
         if col >= 0:
-            row = lookup(op)
+            row = lookup(op)[0]
             return Site(
                 str(path),
                 Span(i, col, i, col + len(snippet)),

@@ -182,9 +182,17 @@ def first_fixes(corpus: tuple[str, list[Verdict]]) -> dict[tuple[str, str], tupl
     return out
 
 
+# kinds.py is a float32 file (a float16 op anywhere would make the whole file's eps float16's):
+# the float16-only kind's fixes are checked on tests/corpus/precision by tests/test_precision.py.
+FLOAT16_ONLY = {"overflow"}
+
+
 def test_every_kind_has_a_corpus_site_with_a_fix(first_fixes: dict) -> None:
     kinds = {verdict.site.kind for verdict, _, _ in first_fixes.values()}
-    assert kinds == set(KINDS), f"kinds without a fixed corpus site: {sorted(set(KINDS) - kinds)}"
+    missing = set(KINDS) - FLOAT16_ONLY - kinds
+    assert kinds <= set(KINDS) - FLOAT16_ONLY and not missing, (
+        f"kinds without a fixed corpus site: {sorted(missing)}"
+    )
 
 
 @pytest.mark.parametrize("key", sorted(EXPECTED), ids=lambda k: f"{k[0]}-{k[1]}")

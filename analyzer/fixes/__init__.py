@@ -11,7 +11,7 @@ operand's dtype (``catalogue.DTYPES``; float32 unless the witness says otherwise
 Nothing here runs user code or imports torch: it is cheap enough for the editor's quick fixes.
 
 One module per family of kinds (``log``, ``division``, ``exp``, ``power``, ``domain``,
-``reductions``, ``linalg``), each a set of builders ``_BUILDERS`` below maps kinds to, over two shared ones:
+``reductions``, ``linalg``, ``infinity``, ``precision``), each a set of builders ``_BUILDERS`` below maps kinds to, over two shared ones:
 ``context`` (the site located in the tree, its ``_Context``, a ``_Proposal``) and ``build``
 (libcst builders, operands, clamps and guards). Names shared inside the package keep their
 leading underscore: they are not API.
@@ -34,6 +34,7 @@ from .infinity import _inf_arith_fixes
 from .linalg import _cholesky_fixes, _logdet_fixes
 from .log import _log1p_fixes, _log_fixes
 from .power import _pow_fixes, _root_fixes
+from .precision import _overflow_fixes
 from .reductions import _mean_fixes, _softmax_fixes, _var_fixes
 
 __all__ = ["eps_for", "eps_near_one", "propose_fixes"]
@@ -58,8 +59,8 @@ def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
         return []
     if verdict.witness is not None and verdict.witness.operand is not None:
         dtype = verdict.witness.operand.dtype
-    else:  # no witness: the precision the static pass assumed for the file (float16 if it says so)
-        dtype = file_dtype(text)
+    else:  # no witness: the precision the static pass found for the operand, or the file's
+        dtype = site.dtype or file_dtype(text)
     ctx = _Context(
         module=module,
         text=text,
@@ -105,4 +106,5 @@ _BUILDERS = {
     "logdet": _logdet_fixes,
     "cholesky": _cholesky_fixes,
     "inf_arith": _inf_arith_fixes,
+    "overflow": _overflow_fixes,
 }

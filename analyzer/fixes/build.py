@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from grist_lsp.analyzer.catalogue import OP_TABLE
+from grist_lsp.analyzer.catalogue import lookup, row
 from grist_lsp.analyzer.where_branch import SAFE_FILL, guard_at
 
 from .context import _Context, _dotted, _num, _paren, _Proposal
@@ -144,15 +144,16 @@ def _operand(ctx: _Context, node: cst.CSTNode | None = None, op_name: str | None
     # the site's op name is only a fallback for the catalogue row.
     method = _is_method_call(ctx, node)
     spelled = _spelled_name(ctx, node)
-    row = OP_TABLE.get(spelled) or OP_TABLE.get(op_name)
-    index = row.operand_index if row else 0
-    keyword = row.operand_keyword if row else "input"
+    # Rows of one name agree on where the operand is, whatever their kind: the site's kind first.
+    found = next((r for r in (row(spelled, ctx.kind), *lookup(spelled), *lookup(op_name)) if r), None)
+    index = found.operand_index if found else 0
+    keyword = found.operand_keyword if found else "input"
     if method:
         if not isinstance(node.func, cst.Attribute):
             return None
         name = node.func.attr.value
         form = "inplace" if name.endswith("_") and not name.endswith("__") else "method"
-        if row is not None and not row.name.startswith("torch.Tensor."):
+        if found is not None and not found.name.startswith("torch.Tensor."):
             index += 1  # a function row counts the tensor as argument 0 as well
         if index == 0:
             return _Operand(node.func.value, form)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from grist_lsp.analyzer.catalogue import OP_TABLE
+from grist_lsp.analyzer.catalogue import row
 
 from .build import (
     _arg,
@@ -57,9 +57,9 @@ def _exponent(ctx: _Context) -> float | None:
     if isinstance(node, (cst.BinaryOperation, cst.AugAssign)):
         value = node.right if isinstance(node, cst.BinaryOperation) else node.value
     elif isinstance(node, cst.Call):
-        row = OP_TABLE.get(_spelled_name(ctx, node)) or OP_TABLE.get(ctx.op)
+        found = row(_spelled_name(ctx, node), ctx.kind) or row(ctx.op, ctx.kind)
         method = _is_method_call(ctx, node)
-        idx = (row.aux_index if row and row.aux_index is not None else 1) - (1 if method else 0)
+        idx = (found.aux_index if found and found.aux_index is not None else 1) - (1 if method else 0)
         arg = _arg(node, idx, "exponent")
         value = arg.value if arg else None
     if value is None:

@@ -142,7 +142,7 @@ def _oracle_class():
                 name = resolve_name(func)
             except Exception:  # some wrappers have no public name
                 name = None
-            row = lookup(name) if name else None
+            row = lookup(name)[0] if name and lookup(name) else None
             # in-place ops overwrite their operand: judge the operands before the call
             finite_before = row is not None and _all_finite(args) and _all_finite(list(kwargs.values()))
             out = func(*args, **kwargs)
