@@ -251,7 +251,14 @@ class Provenance:
                 priors = [n for n in (receiver, *node.args[:1]) if isinstance(n, ast.Name) and n.id == d.name]
             for prior in priors:
                 for p in self.flow.defs_reaching(prior):
-                    got = self.through_def(p, ask)
+                    key = ("prior", p.key)
+                    if key in self._active:
+                        continue  # a guard inside a loop reaches itself through the back edge
+                    self._active.add(key)
+                    try:
+                        got = self.through_def(p, ask)
+                    finally:
+                        self._active.discard(key)
                     if got is not None:
                         return got
             return None
