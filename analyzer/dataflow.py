@@ -172,6 +172,14 @@ class DataFlow:
     def returns_of(self, func: ast.AST) -> list[ast.expr]:
         return self._exprs(self._pred_nodes(("ret", id(func))))
 
+    def returned(self, call: ast.Call) -> list[ast.expr] | None:
+        """What an in-file call may return: its function's return expressions ([] for a class,
+        whose call makes an instance); None when the call runs no function of this file."""
+        callee = self.callee(call)
+        if callee is None:
+            return None
+        return [] if getattr(callee, "name", None) == "__init__" else self.returns_of(callee)
+
     def _exprs(self, nodes: Iterable[tuple]) -> list[ast.expr]:
         """The expressions that argument and return nodes carry."""
         return [e for p in nodes if isinstance(e := self.attrs[p]["expr"], ast.expr)]

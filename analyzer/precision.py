@@ -222,11 +222,9 @@ class Precision:
         given = self._dtype_keyword(call)
         if given is not None:
             return given or None
-        callee = self.flow.callee(call)
-        if callee is not None:
-            if getattr(callee, "name", None) == "__init__":
-                return None
-            return self._first(self.flow.returns_of(callee))
+        returned = self.flow.returned(call)
+        if returned is not None:
+            return self._first(returned)
         qn = self.resolver.qualified_name(call.func)
         if qn is None and isinstance(call.func, ast.Attribute):
             cast = self._method_cast(call, call.func.attr)  # a tensor's or a module's: both cast

@@ -295,11 +295,9 @@ class Provenance:
         return None
 
     def _call(self, call: ast.Call) -> str | None:
-        callee = self.flow.callee(call)
-        if callee is not None:
-            if getattr(callee, "name", None) == "__init__":
-                return None
-            return self._first(self.flow.returns_of(callee))
+        returned = self.flow.returned(call)
+        if returned is not None:
+            return self._first(returned)
         qn = self.resolver.qualified_name(call.func)
         receiver = None
         if qn is not None:
@@ -392,11 +390,9 @@ class Provenance:
 
     def _infinite_call(self, e: ast.Call, sign: int) -> str | None:
         ask = self._ask_sign(sign)
-        callee = self.flow.callee(e)
-        if callee is not None:
-            if getattr(callee, "name", None) == "__init__":
-                return None
-            return self._first_of(self.flow.returns_of(callee), ask)
+        returned = self.flow.returned(e)
+        if returned is not None:
+            return self._first_of(returned, ask)
         qn = self.resolver.qualified_name(e.func)
         if qn is None and self.ranges.method_receiver(e) is None:
             return None  # self.fc(x): a module's output
@@ -660,9 +656,9 @@ class Provenance:
                 return f"indexing with {empty}"
             if self._mask_call(s):
                 return f"boolean-mask indexing with {_words(s)}"
-            callee = self.flow.callee(s)
-            if callee is not None:
-                return self._first_of(self.flow.returns_of(callee), self.may_select_nothing)
+            returned = self.flow.returned(s)
+            if returned is not None:
+                return self._first_of(returned, self.may_select_nothing)
             qn = self.resolver.qualified_name(s.func)
             if qn is not None and not qn.startswith(_TENSOR_ROOTS + ("builtins.",)):
                 return f"indexing with {_words(s)} (of unknown type)"

@@ -12,8 +12,6 @@ fresh process until the fix is applied, and the fix is verified by the engine.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -25,12 +23,10 @@ import corpus_markers as cm  # noqa: E402
 
 from grist_lsp.analyzer.analysis import analyze_file, analyze_source  # noqa: E402
 from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
-from grist_lsp.dynamic.verify import fix_verdicts  # noqa: E402
 from grist_lsp.model import Status  # noqa: E402
 
 INFARITH = Path(__file__).resolve().parent / "corpus" / "infarith"
-TWINS = sorted(INFARITH.glob("*.py"))
-BUGS = [p for p in TWINS if not p.stem.endswith("_fixed")]
+TWINS, BUGS = cm.twin_files(INFARITH)
 
 
 def _options() -> EngineOptions:
@@ -41,10 +37,7 @@ def _options() -> EngineOptions:
 
 
 def test_corpus_has_six_twins() -> None:
-    fixed = {p.stem.removesuffix("_fixed") for p in TWINS if p.stem.endswith("_fixed")}
-    assert len(BUGS) >= 6 and {p.stem for p in BUGS} <= fixed
-    for bug in BUGS:
-        assert any(m.kind == "inf_arith" and m.status == "confirmed" for m in cm.parse_markers(bug)), bug.name
+    assert cm.missing_twins(TWINS, "inf_arith") == []
 
 
 @pytest.mark.parametrize("path", TWINS, ids=lambda p: p.name)
@@ -131,51 +124,17 @@ def test_an_infinity_an_earlier_bug_made_is_that_bugs_finding(tmp_path: Path) ->
 
 
 def test_reproducer_fails_in_a_fresh_process_until_the_verified_fix_is_applied(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    program = project / "policy_entropy.py"
-    shutil.copy(INFARITH / "policy_entropy.py", program)
-    out = project / "tests"
-    check = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "grist_lsp",
-            "--check",
-            str(program),
-            "--budget",
-            "2",
-            "--write-reproducers",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
+    problems = cm.reproducer_problems(
+        INFARITH / "policy_entropy.py",
+        tmp_path,
+        "GRIST118",
+        "Keep the infinities of log_probs out of *: torch.nan_to_num",
+        "torch.nan_to_num(log_probs, nan=torch.nan)",
     )
-    assert check.returncode == 1, check.stdout + check.stderr
-    assert "GRIST118 [confirmed]" in check.stdout
-    assert "fix (verified): Keep the infinities of log_probs out of *: torch.nan_to_num" in check.stdout
-    [test_file] = [f for f in out.glob("test_grist_*.py") if "inf_arith" in f.name]
-
-    buggy = cm.pytest_on(test_file)
-    assert buggy.returncode == 1 and "1 failed" in buggy.stdout, buggy.stdout
-    fixed = subprocess.run(
-        [sys.executable, "-m", "grist_lsp", "--check", str(program), "--budget", "2", "--fix"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert "torch.nan_to_num(log_probs, nan=torch.nan)" in program.read_text(), fixed.stdout + fixed.stderr
-    after = cm.pytest_on(test_file)
-    assert after.returncode == 0 and "1 passed" in after.stdout, after.stdout
+    assert problems == []
 
 
 def test_fixes_are_verified_on_every_bug_twin_with_a_fix(engine_results: dict) -> None:
-    verified = {}
-    for path in BUGS:
-        final = fix_verdicts(str(path), path.read_text(), engine_results[path], _options())
-        for v in final:
-            if v.site.kind == "inf_arith" and v.status is Status.CONFIRMED:
-                verified[path.name] = [f.verified for f in v.fixes]
+    verified = cm.verified_fix_flags(BUGS, engine_results, "inf_arith")
     assert set(verified) == {p.name for p in BUGS}
     assert all(any(flags) for flags in verified.values()), verified

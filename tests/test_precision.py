@@ -12,8 +12,6 @@ applied, and the fixes are verified by the engine.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -27,17 +25,11 @@ import corpus_markers as cm  # noqa: E402
 from grist_lsp.analyzer.analysis import analyze_file, analyze_source  # noqa: E402
 from grist_lsp.analyzer.catalogue import KINDS  # noqa: E402
 from grist_lsp.analyzer.fixes import propose_fixes  # noqa: E402
-from grist_lsp.dynamic.engine import EngineOptions  # noqa: E402
-from grist_lsp.dynamic.verify import apply_edits, fix_verdicts  # noqa: E402
+from grist_lsp.dynamic.verify import apply_edits  # noqa: E402
 from grist_lsp.model import Status  # noqa: E402
 
 PRECISION = Path(__file__).resolve().parent / "corpus" / "precision"
-TWINS = sorted(PRECISION.glob("*.py"))
-BUGS = [p for p in TWINS if not p.stem.endswith("_fixed")]
-
-
-def _options() -> EngineOptions:
-    return EngineOptions(budget=2.0, seed=0, jobs=1, project_root=str(cm.REPO))
+TWINS, BUGS = cm.twin_files(PRECISION)
 
 
 # --- catalogue ---------------------------------------------------------------------------------
@@ -57,10 +49,7 @@ def test_the_region_is_the_results_magnitude_beyond_the_dtypes_max() -> None:
 
 
 def test_corpus_has_six_twins() -> None:
-    fixed = {p.stem.removesuffix("_fixed") for p in TWINS if p.stem.endswith("_fixed")}
-    assert len(BUGS) >= 6 and {p.stem for p in BUGS} <= fixed
-    for bug in BUGS:
-        assert any(m.kind == "overflow" and m.status == "confirmed" for m in cm.parse_markers(bug)), bug.name
+    assert cm.missing_twins(TWINS, "overflow") == []
 
 
 @pytest.mark.parametrize("path", TWINS, ids=lambda p: p.name)
@@ -149,35 +138,18 @@ def test_engine_confirms_bug_twins_and_never_a_fixed_one(engine_results: dict, p
 
 
 def test_fixes_are_verified_on_every_bug_twin_with_a_fix(engine_results: dict) -> None:
-    verified = {}
-    for path in BUGS:
-        final = fix_verdicts(str(path), path.read_text(), engine_results[path], _options())
-        for v in final:
-            if v.site.kind == "overflow" and v.status is Status.CONFIRMED and v.fixes:
-                verified[path.name] = [f.verified for f in v.fixes]
+    verified = cm.verified_fix_flags(BUGS, engine_results, "overflow")
     # autocast casts an upcast product back to float16: that twin has no fix to offer
     assert set(verified) == {p.name for p in BUGS} - {"attention_autocast.py"}
     assert all(any(flags) for flags in verified.values()), verified
 
 
 def test_reproducer_fails_in_a_fresh_process_until_the_verified_fix_is_applied(tmp_path: Path) -> None:
-    project = tmp_path / "project"
-    project.mkdir()
-    program = project / "feature_variance.py"
-    shutil.copy(PRECISION / "feature_variance.py", program)
-    out = project / "tests"
-    args = [sys.executable, "-m", "grist_lsp", "--check", str(program), "--budget", "2"]
-    check = subprocess.run(
-        [*args, "--write-reproducers", str(out)], capture_output=True, text=True, timeout=600
+    problems = cm.reproducer_problems(
+        PRECISION / "feature_variance.py",
+        tmp_path,
+        "GRIST119",
+        "Upcast the operands of Tensor.var to float32",
+        "embeddings.float().var(dim=0",
     )
-    assert check.returncode == 1, check.stdout + check.stderr
-    assert "GRIST119 [confirmed]" in check.stdout
-    assert "fix (verified): Upcast the operands of Tensor.var to float32" in check.stdout
-    [test_file] = [f for f in out.glob("test_grist_*.py") if "overflow" in f.name]
-
-    buggy = cm.pytest_on(test_file)
-    assert buggy.returncode == 1 and "1 failed" in buggy.stdout, buggy.stdout
-    fixed = subprocess.run([*args, "--fix"], capture_output=True, text=True, timeout=600)
-    assert "embeddings.float().var(dim=0" in program.read_text(), fixed.stdout + fixed.stderr
-    after = cm.pytest_on(test_file)
-    assert after.returncode == 0 and "1 passed" in after.stdout, after.stdout
+    assert problems == []

@@ -279,6 +279,79 @@ def static_problems(matches: list[Match]) -> list[str]:
     return problems
 
 
+# --- twin folders (NAME.py with a bug, NAME_fixed.py repaired) ---------------------------------
+
+
+def twin_files(folder: Path) -> tuple[list[Path], list[Path]]:
+    """Every program of a twin folder, and the bug twins among them."""
+    twins = sorted(folder.glob("*.py"))
+    return twins, [p for p in twins if not p.stem.endswith("_fixed")]
+
+
+def missing_twins(twins: list[Path], kind: str, at_least: int = 6) -> list[str]:
+    """What a twin folder lacks for ``kind``: ``at_least`` bug twins, each with its fixed twin and
+    a ``confirmed KIND`` marker; one sentence each."""
+    bugs = [p for p in twins if not p.stem.endswith("_fixed")]
+    fixed = {p.stem.removesuffix("_fixed") for p in twins if p.stem.endswith("_fixed")}
+    problems = [f"{len(bugs)} bug twins, fewer than {at_least}"] if len(bugs) < at_least else []
+    problems += [f"{p.name} has no fixed twin" for p in bugs if p.stem not in fixed]
+    problems += [
+        f"{p.name} marks no confirmed {kind}"
+        for p in bugs
+        if not any(m.kind == kind and m.status == "confirmed" for m in parse_markers(p))
+    ]
+    return problems
+
+
+def verified_fix_flags(bugs: list[Path], results: dict[Path, list], kind: str) -> dict[str, list[bool]]:
+    """For each bug twin whose ``kind`` site the engine confirmed with fixes to offer: each fix's
+    ``verified`` after dynamic/verify.py re-checked it (seed 0, as ``confirm_files``)."""
+    from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.verify import fix_verdicts
+
+    options = EngineOptions(budget=2.0, seed=0, jobs=1, project_root=str(REPO))
+    flags: dict[str, list[bool]] = {}
+    for path in bugs:
+        for v in fix_verdicts(str(path), path.read_text(), results[path], options):
+            if v.site.kind == kind and str(v.status) == "confirmed" and v.fixes:
+                flags[path.name] = [f.verified for f in v.fixes]
+    return flags
+
+
+def reproducer_problems(source: Path, workdir: Path, code: str, fix_title: str, fixed_text: str) -> list[str]:
+    """A user's round trip on a copy of the bug twin ``source``: ``grist-lsp --check`` confirms a
+    ``code`` bug with the verified fix ``fix_title`` and writes its reproducer; the reproducer fails
+    in a fresh process; ``--fix`` writes ``fixed_text`` into the program; the reproducer passes.
+    What goes wrong, one sentence each."""
+    import subprocess
+    import sys
+
+    project = workdir / "project"
+    project.mkdir()
+    program = project / source.name
+    program.write_text(source.read_text())
+    out = project / "tests"
+    check = [sys.executable, "-m", "grist_lsp", "--check", str(program), "--budget", "2"]
+    run = subprocess.run([*check, "--write-reproducers", str(out)], capture_output=True, text=True, timeout=600)
+    if run.returncode != 1 or f"{code} [confirmed]" not in run.stdout:
+        return [f"the check did not confirm {code}: {run.stdout + run.stderr}"]
+    problems = [] if f"fix (verified): {fix_title}" in run.stdout else [f"no verified fix {fix_title!r}: {run.stdout}"]
+    kind = next(k.name for k in KINDS.values() if k.code == code)
+    tests = [f for f in out.glob("test_grist_*.py") if kind in f.name]
+    if len(tests) != 1:
+        return [*problems, f"expected one {kind} reproducer, found {[t.name for t in tests]}"]
+    buggy = pytest_on(tests[0])
+    if buggy.returncode != 1 or "1 failed" not in buggy.stdout:
+        problems.append(f"the reproducer did not fail on the bug: {buggy.stdout}")
+    fixed = subprocess.run([*check, "--fix"], capture_output=True, text=True, timeout=600)
+    if fixed_text not in program.read_text():
+        return [*problems, f"--fix did not write {fixed_text!r}: {fixed.stdout + fixed.stderr}"]
+    after = pytest_on(tests[0])
+    if after.returncode != 0 or "1 passed" not in after.stdout:
+        problems.append(f"the reproducer still fails after the fix: {after.stdout}")
+    return problems
+
+
 # --- running programs as the tests of the twin folders do -------------------------------------
 
 
