@@ -338,14 +338,21 @@ class Precision:
                         pending.append((target, words))
 
     def _forwards(self, call: ast.Call) -> list[ast.AST]:
-        """The ``forward`` methods a call of an object (``model(x)``) may run: every one the
-        file defines, since which module the object is cannot be told here."""
+        """The ``forward`` methods a call of an object (``model(x)``) may run: those of the file's
+        classes it is an instance of, none for a library module (``self.fc = nn.Linear(...)``),
+        and every one the file defines when nothing says what the object is (a parameter)."""
         if (
             self.resolver.qualified_name(call.func) is not None
             or self.ranges.method_receiver(call) is not None
         ):
             return []
-        return [method for (_, name), method in self.flow.class_methods.items() if name == "forward"]
+        if isinstance(call.func, ast.Attribute) and not self.flow.is_use(call.func):
+            return []  # obj.method(...), super().__init__(): a method, not a module's __call__
+        classes = self._classes_of(call.func)
+        forwards = self.flow.class_methods
+        if classes is None:
+            return [method for (_, name), method in forwards.items() if name == "forward"]
+        return [forwards[(id(c), "forward")] for c in classes if (id(c), "forward") in forwards]
 
     def _autocast_words(self, e: ast.AST) -> str | None:
         if not isinstance(e, ast.Call):
@@ -382,25 +389,34 @@ class Precision:
                 continue
             if self._method_cast(node, node.func.attr) in (None, ""):
                 continue
-            for cls in self._classes_of(node.func.value):
+            for cls in self._classes_of(node.func.value) or ():
                 self._half_classes.setdefault(id(cls), f"{cls.name} cast by {node_words(node, 'a cast')}")
 
-    def _classes_of(self, e: ast.AST) -> list[ast.ClassDef]:
-        """The file's classes an expression may be an instance of (``Net()``, a name bound to one)."""
+    def _classes_of(self, e: ast.AST, depth: int = 0) -> list[ast.ClassDef] | None:
+        """The file's classes an expression may be an instance of (``Net()``, a name or a ``self``
+        attribute bound to one); [] when it is something else (``nn.Linear(8, 4)``), None when
+        nothing in the file says (a parameter)."""
+        if depth > 10:
+            return None
         if isinstance(e, ast.Call):
             callee = self.flow.callee(e)
             cls = self.flow.method_class.get(id(callee)) if callee is not None else None
             if cls is not None and getattr(callee, "name", None) == "__init__":
                 return [cls]
-            if isinstance(e.func, ast.Attribute):
-                return self._classes_of(e.func.value)  # Net().to(device).half()
+            if isinstance(e.func, ast.Attribute) and self.resolver.qualified_name(e.func) is None:
+                return self._classes_of(e.func.value, depth + 1)  # Net().to(device).half()
             return [
                 c for c in self.flow.classes.values() if isinstance(e.func, ast.Name) and c.name == e.func.id
             ]
-        if isinstance(e, ast.Name) and self.flow.is_use(e):
+        if isinstance(e, (ast.Name, ast.Attribute)) and self.flow.is_use(e):
+            defs = [d for d in self.flow.defs_reaching(e) if d.how in ("assign", "walrus", "attr")]
+            if not defs:
+                return None
             found: list[ast.ClassDef] = []
-            for d in self.flow.defs_reaching(e):
-                if d.how in ("assign", "walrus") and d.value is not None:
-                    found.extend(self._classes_of(d.value))
+            for d in defs:
+                got = self._classes_of(d.value, depth + 1) if d.value is not None else None
+                if got is None:
+                    return None
+                found.extend(got)
             return found
-        return []
+        return None

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from grist_lsp.analyzer.catalogue import (
     AUGMENTED_OPERATORS,
     BINARY_OPERATORS,
+    DTYPES,
     KINDS,
     OP_TABLE,
     REFLECTED_OPERATORS,
@@ -79,13 +80,21 @@ _AUG_NAMES = {
 _BIG_EXPONENT = re.compile(r"\d[eE]\+?\d{2,}|\d{39,}")
 
 
+# A numeric literal (no sign): the float16 check below reads its value.
+_NUMBER = re.compile(r"(?<![\w.])\d[\d_]*(?:\.\d*)?(?:[eE][+-]?\d+)?")
+
+
 def _may_spell_infinity(text: str, dtype: str) -> bool:
     """Whether the source can hold an infinity the program puts there: the word inf anywhere
     (``float("-inf")``, ``math.inf``, ``torch.inf``, ``np.inf``, ``"Infinity"``), a literal past
-    float32's range, or a float16 file (where ``-1e9`` is ``-inf``). Without one no inf_arith
-    site can exist, and the file's ``+ - * @`` need no look: the static pass runs on every
-    keystroke, and those operators are most of a file's operations."""
-    return "inf" in text.lower() or dtype == "float16" or _BIG_EXPONENT.search(text) is not None
+    float32's range, or, in a float16 file, one past 65504 (``-1e9`` is ``-inf`` there). Without
+    one no inf_arith site can exist, and the file's ``+ - * @`` need no look: the static pass runs
+    on every keystroke, and those operators are most of a file's operations."""
+    if "inf" in text.lower() or _BIG_EXPONENT.search(text) is not None:
+        return True
+    return dtype == "float16" and any(
+        float(m.group().replace("_", "")) > DTYPES["float16"].max for m in _NUMBER.finditer(text)
+    )
 
 
 @dataclass
