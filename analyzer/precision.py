@@ -9,7 +9,8 @@ it moves neither limit, and is not tracked here.
 in-file calls through their returns, parameters through the arguments in-file calls pass) back
 to where a tensor got its dtype:
 
-* a cast: ``.half()``, ``.to(torch.float16)``, ``.type(torch.HalfTensor)``;
+* a cast: ``.half()``, ``.to(torch.float16)``, ``.type(torch.HalfTensor)``, a numpy array's
+  ``.astype(np.float16)`` that a tensor is made from;
 * a constructor given ``dtype=torch.float16``, a legacy ``torch.HalfTensor(...)``;
 * an op that keeps its operands' dtype (elementwise ops, reductions, views, ``*_like``, a
   module's call, which returns its input's dtype);
@@ -41,7 +42,7 @@ from grist_lsp.analyzer.ranges import RangeAnalysis
 
 # A file without any of these makes no float16 tensor: the question is not asked there.
 _SPELLS_HALF = re.compile(r"(?<!b)float16|\bhalf\b|HalfTensor|autocast")
-_HALF_DTYPES = frozenset({"torch.float16", "torch.half"})
+_HALF_DTYPES = frozenset({"torch.float16", "torch.half", "numpy.float16", "numpy.half", "float16"})
 _HALF_TENSOR_TYPES = frozenset({"torch.HalfTensor", "torch.cuda.HalfTensor"})
 # Casts by method name: to float16, or to anything else (the walk stops).
 _TO_HALF = frozenset({"half"})
@@ -263,7 +264,7 @@ class Precision:
             return f"{node_words(call, 'a cast')}"
         if name in _TO_OTHER:
             return ""
-        if name in ("to", "type"):
+        if name in ("to", "type", "astype"):  # astype: numpy arrays a tensor is made from
             for a in [*call.args, *(k.value for k in call.keywords if k.arg in (None, "dtype"))]:
                 dtype = self._dtype_name(a)
                 if dtype is not None:
@@ -283,9 +284,13 @@ class Precision:
 
     def _dtype_name(self, e: ast.AST) -> str | None:
         if isinstance(e, ast.Constant) and isinstance(e.value, str):
-            return e.value if e.value.startswith("torch.") else None  # .type("torch.HalfTensor")
+            # .type("torch.HalfTensor"), .astype("float16"); not a device (.to("cuda"))
+            v = e.value
+            return (
+                v if v.endswith("Tensor") or v.startswith(("float", "int", "uint", "bool", "half")) else None
+            )
         qn = self.resolver.qualified_name(e)
-        if qn is None or not qn.startswith("torch."):
+        if qn is None or not qn.startswith(("torch.", "numpy.")):
             return None
         tail = qn.rsplit(".", 1)[-1]
         return qn if tail[:1].islower() or tail.endswith("Tensor") else None

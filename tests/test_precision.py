@@ -105,6 +105,19 @@ def test_sites_follow_float16_through_the_dataflow() -> None:
     assert "float16 (x.half())" in sites[(7, "sum")].reason
 
 
+def test_numpy_float16_data_and_device_moves() -> None:
+    text = (
+        "import numpy as np\nimport torch\n\n\ndef f(a, b):\n"
+        "    x = torch.from_numpy(a.astype(np.float16)).to('cuda')\n"
+        "    y = torch.from_numpy(b.astype('float32'))\n"
+        "    return (x * x).sum(), (y * y).sum()\n"
+    )
+    sites = {
+        (v.site.span.start_col, v.site.op) for v in analyze_source("np.py", text) if v.site.kind == "overflow"
+    }
+    assert sites == {(11, "torch.Tensor.sum"), (12, "torch.Tensor.__mul__")}
+
+
 def test_a_result_the_ranges_bound_is_safe() -> None:
     text = "import torch\n\n\ndef f(z):\n    p = torch.sigmoid(z.half())\n    return p * p\n"
     [v] = [v for v in analyze_source("bounded.py", text) if v.site.kind == "overflow"]
