@@ -209,10 +209,34 @@ def _overflow_verdict(c: Candidate, ranges: RangeAnalysis) -> Verdict:
         fact = TOP
     if static_safe(fact, region, "float16"):
         return _safe(site, f"the result {describe(fact)} ({fact.why or 'range'}) stays within float16", fact)
+    scale = _small_factor(c.node, ranges)
+    if scale is not None:
+        return _safe(site, f"a finite float16 value times a number {scale} stays within float16")
     where = f"it runs in float16 ({c.why})"
     return _possible(
         site, f"{where}, and its result ({describe(fact)}) can pass 65504, float16's largest value", fact
     )
+
+
+def _small_factor(node: ast.AST, ranges: RangeAnalysis) -> str | None:
+    """For a product with a number in [-1, 1] (``x * 0.5``, ``torch.mul(x, scale)``): that
+    number's range in words. A float16 operand is finite when it arrives (else the overflow is upstream),
+    so scaling it by at most 1 cannot pass 65504."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        factors = [node.left, node.right]
+    elif (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in ("mul", "multiply")
+    ):
+        factors = [*node.args, node.func.value]
+    else:
+        return None
+    for f in factors:
+        fact = ranges.fact(f)
+        if fact.pytype == "num" and -1.0 <= fact.lo and fact.hi <= 1.0:
+            return describe(fact)
+    return None
 
 
 def _safe(site: Site, reason: str, operand: Fact | None = None) -> Verdict:

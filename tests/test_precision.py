@@ -122,6 +122,10 @@ def test_a_result_the_ranges_bound_is_safe() -> None:
     text = "import torch\n\n\ndef f(z):\n    p = torch.sigmoid(z.half())\n    return p * p\n"
     [v] = [v for v in analyze_source("bounded.py", text) if v.site.kind == "overflow"]
     assert v.status is Status.SAFE, v.reason
+    # a finite float16 value scaled by at most 1 stays finite; by 2, or by an unknown, it may not
+    text = "import torch\n\n\ndef f(x, s):\n    h = x.half()\n    return h * 0.5, torch.mul(h, -1.0), h * 2.0, h.mul(s)\n"
+    statuses = [v.status for v in analyze_source("scaled.py", text) if v.site.kind == "overflow"]
+    assert statuses == [Status.SAFE, Status.SAFE, Status.POSSIBLE, Status.POSSIBLE]
 
 
 def test_the_fix_upcasts_the_operands_where_the_overflow_starts() -> None:
