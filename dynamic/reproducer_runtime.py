@@ -12,6 +12,9 @@ A reproducer must never pass by accident. Running the program with the witness e
   the site's lines. The reproducer raises it from a pytest fixture, so pytest reports an
   *error* (exit status 1), never a pass.
 
+It also says how a program written for a GPU runs on a machine without one (``on_cpu``): the
+engine's Tracer asks it too, so a witness found on a CPU replays the same way.
+
 This module imports nothing of grist-lsp and is written without ``from __future__`` on
 purpose: plain reproducers carry its source inline, so they run where only torch and pytest
 are installed; replay reproducers (which need grist-lsp anyway) import it.
@@ -32,6 +35,37 @@ from torch.overrides import TorchFunctionMode, resolve_name
 LinAlgError: type[Exception] = torch.linalg.LinAlgError  # pyright: ignore[reportPrivateImportUsage]
 # How many findings of each sort an Observation keeps: the first one is what the user reads.
 KEEP = 3
+# Programs written for a GPU call .cuda(), pass device="cuda" and move with .to("cuda:0"); on a
+# torch without CUDA each raises "Torch not compiled with CUDA enabled" before any site runs.
+CUDA_MISSING = not torch.cuda.is_available()
+
+
+def _is_cuda(v: Any) -> bool:
+    if isinstance(v, str):
+        return v.startswith("cuda")
+    return isinstance(v, torch.device) and v.type == "cuda"
+
+
+def _same(t: Any) -> Any:
+    return t
+
+
+def on_cpu(name: str, func: Any, args: tuple, kwargs: dict) -> tuple[str, Any, tuple, dict]:
+    """The call to run instead of ``func(*args, **kwargs)`` (named ``name``), as (name, func,
+    args, kwargs): itself, unless CUDA is missing and the call asks for it. Then it runs on the
+    CPU: the same op in the same dtype. ``.cuda()`` becomes a copy (``.to("cpu", copy=True)``),
+    as it is one on a GPU too. (CUDA autocast is not emulated: torch turns it off on a CPU.)"""
+    if not CUDA_MISSING:
+        return name, func, args, kwargs
+    if name == "torch.Tensor.cuda" and args:
+        return "torch.Tensor.to", torch.Tensor.to, (args[0], "cpu"), {"copy": True}
+    if name == "torch.Tensor.pin_memory" and args:
+        return name, _same, args[:1], {}
+    if _is_cuda(kwargs.get("device")):
+        kwargs = {**kwargs, "device": "cpu"}
+    if name == "torch.Tensor.to" and len(args) > 1 and _is_cuda(args[1]):
+        args = (args[0], "cpu", *args[2:])
+    return name, func, args, kwargs
 
 
 class CannotJudge(Exception):
@@ -135,7 +169,9 @@ class Observer(TorchFunctionMode):
         return frame.f_lineno - frame.f_code.co_firstlineno in self.site.lines
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
+        name, func, args, kwargs = on_cpu(
+            resolve_name(func) or getattr(func, "__name__", ""), func, args, kwargs or {}
+        )
         try:
             out = func(*args, **kwargs)
         except LinAlgError as failure:
@@ -144,7 +180,6 @@ class Observer(TorchFunctionMode):
         frame = self._user_frame()
         if frame is None:
             return out  # torch's own work (parameter init) or the engine's
-        name = resolve_name(func) or getattr(func, "__name__", "")
         at_site = self._at_site(frame)
         if at_site:
             self.obs.lines_ran = True

@@ -43,6 +43,8 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from grist_lsp.model import Site
 
+from .reproducer_runtime import on_cpu
+
 # What torch.linalg raises for a matrix it cannot factor (documented as torch.linalg.LinAlgError;
 # torch's stubs do not re-export the name, hence the one ignore).
 LinAlgError: type[Exception] = torch.linalg.LinAlgError  # pyright: ignore[reportPrivateImportUsage]
@@ -565,7 +567,7 @@ class Tracer(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        name = self._name(func)
+        name, func, args, kwargs = on_cpu(self._name(func), func, args, kwargs)
         if name in _TRANSPOSES and torch.is_grad_enabled() and args:
             args = (self._transposed_operand(args[0]), *args[1:])
         if name.endswith("__get__") or name in ("torch.Tensor.__repr__", "torch.Tensor.__format__"):
