@@ -50,11 +50,47 @@ def _same(t: Any) -> Any:
     return t
 
 
+class OnCpu(TorchFunctionMode):
+    """A mode under which a program written for a GPU runs on this CPU when CUDA is missing: its
+    subclasses pass each call through ``on_cpu``, and while it is entered a CUDA autocast region
+    the program opens (``torch.autocast("cuda")``, ``torch.cuda.amp.autocast()``) is a CPU one in
+    the dtype CUDA would use (float16 unless the program says), so float16 products overflow as
+    they do on the GPU. Autocast is a context manager, not a torch call: its constructor is
+    swapped for the time the mode is entered."""
+
+    def __enter__(self) -> Any:
+        self._autocast_init = None
+        if CUDA_MISSING:
+            cls = torch.amp.autocast_mode.autocast
+            original = self._autocast_init = cls.__init__
+
+            def init(
+                self: Any,
+                device_type: str,
+                dtype: Any = None,
+                enabled: bool = True,
+                cache_enabled: Any = None,
+            ) -> None:
+                if device_type == "cuda":
+                    device_type, dtype = "cpu", torch.float16 if dtype is None else dtype
+                original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+            cls.__init__ = init
+        return super().__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        try:
+            return super().__exit__(*exc)
+        finally:
+            if self._autocast_init is not None:
+                torch.amp.autocast_mode.autocast.__init__ = self._autocast_init
+
+
 def on_cpu(name: str, func: Any, args: tuple, kwargs: dict) -> tuple[str, Any, tuple, dict]:
     """The call to run instead of ``func(*args, **kwargs)`` (named ``name``), as (name, func,
     args, kwargs): itself, unless CUDA is missing and the call asks for it. Then it runs on the
     CPU: the same op in the same dtype. ``.cuda()`` becomes a copy (``.to("cpu", copy=True)``),
-    as it is one on a GPU too. (CUDA autocast is not emulated: torch turns it off on a CPU.)"""
+    as it is one on a GPU too. (CUDA autocast regions: ``OnCpu``.)"""
     if not CUDA_MISSING:
         return name, func, args, kwargs
     if name == "torch.Tensor.cuda" and args:
@@ -132,7 +168,7 @@ def _shown(t: torch.Tensor) -> list[Any]:
     return t.detach().flatten()[:8].tolist()
 
 
-class Observer(TorchFunctionMode):
+class Observer(OnCpu):
     """Sees every torch call the program makes; judges the ones on the site's lines.
 
     ``watch_site=False`` when the engine's replay judges the site itself (it substitutes

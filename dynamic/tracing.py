@@ -37,13 +37,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch.overrides import TorchFunctionMode, resolve_name
+from torch.overrides import resolve_name
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from grist_lsp.model import Site
 
-from .reproducer_runtime import on_cpu
+from .reproducer_runtime import OnCpu, on_cpu
 
 # What torch.linalg raises for a matrix it cannot factor (documented as torch.linalg.LinAlgError;
 # torch's stubs do not re-export the name, hence the one ignore).
@@ -322,7 +322,7 @@ class TracerConfig:
     )
 
 
-class Tracer(TorchFunctionMode):
+class Tracer(OnCpu):
     """The TorchFunctionMode of one run. Not reusable across runs."""
 
     def __init__(self, cfg: TracerConfig) -> None:

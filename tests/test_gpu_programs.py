@@ -1,9 +1,10 @@
 """Programs written for a GPU, checked on a machine without one.
 
 ``.cuda()``, ``device="cuda"`` and ``.to("cuda:0")`` raise "Torch not compiled with CUDA enabled"
-on a CPU-only torch before any candidate site runs. The engine runs them on the CPU instead
-(``reproducer_runtime.on_cpu``, asked by the Tracer and by the reproducer's Observer), so the bug
-is confirmed and its reproducer, with the runtime carried inline, fails in a fresh process.
+on a CPU-only torch before any candidate site runs, and torch turns CUDA autocast off there. The
+engine runs them on the CPU instead (``reproducer_runtime.on_cpu`` and ``OnCpu``, the base of the
+Tracer and of the reproducer's Observer), CUDA autocast as CPU float16 autocast, so the bug is
+confirmed and its reproducer, with the runtime carried inline, fails in a fresh process.
 """
 
 from __future__ import annotations
@@ -40,9 +41,31 @@ print(loss.item())
 """
 
 
-def test_a_program_written_for_a_gpu_is_confirmed_and_reproduced_on_the_cpu(tmp_path: Path) -> None:
+AMP = """\
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+x = torch.randn(4, 16, 128).cuda()
+to_q, to_k = nn.Linear(128, 128).cuda(), nn.Linear(128, 128).cuda()
+with torch.cuda.amp.autocast():
+    q, k = to_q(x), to_k(x)
+    scores = q @ k.transpose(-2, -1)
+    attn = scores.softmax(-1)
+print(attn.float().sum().item())
+"""
+
+
+@pytest.mark.parametrize(
+    ("source", "where"),
+    [(PROGRAM, "gpu_train.py:11:13: GRIST101 [confirmed]"), (AMP, "gpu_train.py:9:14: GRIST119 [confirmed]")],
+    ids=["cuda-devices", "cuda-autocast"],
+)
+def test_a_program_written_for_a_gpu_is_confirmed_and_reproduced_on_the_cpu(
+    tmp_path: Path, source: str, where: str
+) -> None:
     program = tmp_path / "gpu_train.py"
-    program.write_text(PROGRAM)
+    program.write_text(source)
     out = tmp_path / "tests"
     check = subprocess.run(
         [
@@ -61,7 +84,7 @@ def test_a_program_written_for_a_gpu_is_confirmed_and_reproduced_on_the_cpu(tmp_
         timeout=600,
     )
     assert check.returncode == 1, check.stdout + check.stderr
-    assert "gpu_train.py:11:" in check.stdout and "GRIST101 [confirmed]" in check.stdout, check.stdout
+    assert where in check.stdout, check.stdout
     assert "CUDA" not in check.stdout, check.stdout
     [test_file] = out.glob("test_grist_*.py")
     run = cm.pytest_on(test_file)
