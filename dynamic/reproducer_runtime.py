@@ -50,19 +50,23 @@ def _same(t: Any) -> Any:
     return t
 
 
+_LEGACY_TYPES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
+
+
 class OnCpu(TorchFunctionMode):
     """A mode under which a program written for a GPU runs on this CPU when CUDA is missing: its
-    subclasses pass each call through ``on_cpu``, and while it is entered a CUDA autocast region
-    the program opens (``torch.autocast("cuda")``, ``torch.cuda.amp.autocast()``) is a CPU one in
-    the dtype CUDA would use (float16 unless the program says), so float16 products overflow as
-    they do on the GPU. Autocast is a context manager, not a torch call: its constructor is
-    swapped for the time the mode is entered."""
+    subclasses pass each call through ``on_cpu``, and while it is entered, what is not a torch
+    call is stood in for: a CUDA autocast region the program opens (``torch.autocast("cuda")``,
+    ``torch.cuda.amp.autocast()``) is a CPU one in the dtype CUDA would use (float16 unless the
+    program says), so float16 products overflow as they do on the GPU; the legacy
+    ``torch.cuda.FloatTensor`` types are the CPU ones. Both are module attributes, swapped for
+    the time the mode is entered and put back when it exits."""
 
     def __enter__(self) -> Any:
-        self._autocast_init = None
+        self._swapped: list[tuple[Any, str, Any]] = []
         if CUDA_MISSING:
             cls = torch.amp.autocast_mode.autocast
-            original = self._autocast_init = cls.__init__
+            original = cls.__init__
 
             def init(
                 self: Any,
@@ -75,22 +79,28 @@ class OnCpu(TorchFunctionMode):
                     device_type, dtype = "cpu", torch.float16 if dtype is None else dtype
                 original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
-            cls.__init__ = init
+            self._swap(cls, "__init__", init)
+            for kind in _LEGACY_TYPES:
+                self._swap(torch.cuda, f"{kind}Tensor", getattr(torch, f"{kind}Tensor"))
         return super().__enter__()
+
+    def _swap(self, owner: Any, name: str, value: Any) -> None:
+        self._swapped.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, value)
 
     def __exit__(self, *exc: Any) -> Any:
         try:
             return super().__exit__(*exc)
         finally:
-            if self._autocast_init is not None:
-                torch.amp.autocast_mode.autocast.__init__ = self._autocast_init
+            for owner, name, value in reversed(self._swapped):
+                setattr(owner, name, value)
 
 
 def on_cpu(name: str, func: Any, args: tuple, kwargs: dict) -> tuple[str, Any, tuple, dict]:
     """The call to run instead of ``func(*args, **kwargs)`` (named ``name``), as (name, func,
     args, kwargs): itself, unless CUDA is missing and the call asks for it. Then it runs on the
     CPU: the same op in the same dtype. ``.cuda()`` becomes a copy (``.to("cpu", copy=True)``),
-    as it is one on a GPU too. (CUDA autocast regions: ``OnCpu``.)"""
+    as it is one on a GPU too. (CUDA autocast regions and legacy CUDA types: ``OnCpu``.)"""
     if not CUDA_MISSING:
         return name, func, args, kwargs
     if name == "torch.Tensor.cuda" and args:
@@ -101,6 +111,12 @@ def on_cpu(name: str, func: Any, args: tuple, kwargs: dict) -> tuple[str, Any, t
         kwargs = {**kwargs, "device": "cpu"}
     if name == "torch.Tensor.to" and len(args) > 1 and _is_cuda(args[1]):
         args = (args[0], "cpu", *args[2:])
+    if name == "torch.Tensor.type" and len(args) > 1 and isinstance(args[1], str):
+        args = (
+            args[0],
+            args[1].replace("torch.cuda.", "torch."),
+            *args[2:],
+        )  # .type("torch.cuda.FloatTensor")
     return name, func, args, kwargs
 
 

@@ -56,10 +56,31 @@ print(attn.float().sum().item())
 """
 
 
+LEGACY = """\
+import torch
+from torch.autograd import Variable
+
+x = Variable(torch.cuda.FloatTensor([[1.0, 2.0], [3.0, 4.0]]))
+w = Variable(torch.randn(2, 2).type(torch.cuda.FloatTensor), requires_grad=True)
+y = Variable(torch.FloatTensor([[0.0, 1.0]]).type("torch.cuda.FloatTensor"))
+for step in range(30):
+    h = torch.sigmoid(x @ w)
+    loss = -(y * torch.log(h) + (1 - y) * torch.log(1 - h)).mean()
+    loss.backward()
+    w.data -= 0.5 * w.grad.data
+    w.grad.data.zero_()
+print(loss.item())
+"""
+
+
 @pytest.mark.parametrize(
     ("source", "where"),
-    [(PROGRAM, "gpu_train.py:11:13: GRIST101 [confirmed]"), (AMP, "gpu_train.py:9:14: GRIST119 [confirmed]")],
-    ids=["cuda-devices", "cuda-autocast"],
+    [
+        (PROGRAM, "gpu_train.py:11:13: GRIST101 [confirmed]"),
+        (AMP, "gpu_train.py:9:14: GRIST119 [confirmed]"),
+        (LEGACY, "gpu_train.py:9:18: GRIST101 [confirmed]"),
+    ],
+    ids=["cuda-devices", "cuda-autocast", "cuda-legacy-types"],
 )
 def test_a_program_written_for_a_gpu_is_confirmed_and_reproduced_on_the_cpu(
     tmp_path: Path, source: str, where: str
@@ -86,6 +107,8 @@ def test_a_program_written_for_a_gpu_is_confirmed_and_reproduced_on_the_cpu(
     assert check.returncode == 1, check.stdout + check.stderr
     assert where in check.stdout, check.stdout
     assert "CUDA" not in check.stdout, check.stdout
-    [test_file] = out.glob("test_grist_*.py")
-    run = cm.pytest_on(test_file)
-    assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout
+    tests = sorted(out.glob("test_grist_*.py"))
+    assert tests, check.stdout
+    for test_file in tests:
+        run = cm.pytest_on(test_file)
+        assert run.returncode == 1 and "1 failed" in run.stdout, run.stdout
