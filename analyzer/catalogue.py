@@ -87,13 +87,27 @@ class Region:
     # these and blames the op only for a NaN output.
     inf_operands: tuple[str, ...] = ()
     # A property of the operand as a matrix (its last two dimensions), not of its entries:
-    # "det <= 0" (logdet) or "not positive definite" (cholesky). Entry ranges cannot decide it,
-    # and the engine's objective is spectral (``distance``).
+    # "det <= 0" (logdet), "not positive definite" (cholesky) or "singular" (inverse, solve).
+    # Entry ranges cannot decide it, and the engine's objective is spectral (``distance``).
     matrix: str | None = None
-    # The op fails by raising torch.linalg.LinAlgError, not by returning NaN/INF (cholesky of a
-    # matrix that is not positive definite): the oracle counts that error, raised by the op at
-    # the site from finite operands, as the failure.
+    # The op may fail by raising torch.linalg.LinAlgError rather than returning NaN/INF (cholesky
+    # of a matrix that is not positive definite; inv of an exactly singular one, which otherwise
+    # returns inf/NaN): the oracle counts that error, raised by the op at the site from finite
+    # operands, as a failure, beside a non-finite output.
     raises: bool = False
+
+    @property
+    def exact_root(self) -> bool:
+        """The region is reached only on an exact root of the objective (a zero divisor, log(0),
+        an exactly singular matrix), which signed steps circle around: Newton steps apply."""
+        return (
+            self.zero
+            or self.lo_inclusive
+            or self.hi_inclusive
+            or self.nonpositive_integers
+            or self.backward_at is not None
+            or self.matrix == "singular"
+        )
 
     def upper(self, dtype: str | None = None) -> float | None:
         if self.hi_is_ln_max:
@@ -156,6 +170,9 @@ def _matrix_distance(which: str, x: Any) -> Any:
     * ``"not positive definite"``: the smallest eigenvalue of the lower triangle's Hermitian
       matrix, the triangle cholesky reads (``eigvalsh`` reads the same one); <= 0 is where the
       factorization fails.
+    * ``"singular"``: the smallest singular value, >= 0 and 0 exactly where inv/solve fail. An
+      exact root, so the search's Newton steps apply (``Region.exact_root``); in float32 a
+      matrix only near singular gives huge but finite values, which are not the failure.
     """
     import torch
 
@@ -166,6 +183,8 @@ def _matrix_distance(which: str, x: Any) -> Any:
         smallest = torch.linalg.svdvals(x)[..., -1]
         sign = torch.linalg.det(x).detach().sign()
         return (sign * smallest).min()
+    if which == "singular":
+        return torch.linalg.svdvals(x)[..., -1].min()
     return torch.linalg.eigvalsh(x)[..., 0].min()
 
 
@@ -309,6 +328,14 @@ KINDS: dict[str, Kind] = {
             ),
             "keep the infinity out of the arithmetic: a finite fill (torch.finfo(dtype).min), "
             "torch.nan_to_num on the operand, torch.special.xlogy / entr for p * log p",
+        ),
+        Kind(
+            "inverse",
+            "GRIST120",
+            "inverse or linear solve of a singular matrix (raises LinAlgError, or gives inf/NaN)",
+            Region("smallest singular value == 0", matrix="singular", raises=True),
+            "add a jitter to the diagonal (A + eps * I) of a covariance, kernel or normal matrix, or use "
+            "torch.linalg.pinv (the least-squares solution)",
         ),
     ]
 }
@@ -477,6 +504,13 @@ OPS: list[Op] = [
     Op("torch.linalg.cholesky", "cholesky", operand_keyword="A"),
     Op("torch.cholesky", "cholesky"),
     Op("torch.Tensor.cholesky", "cholesky"),
+    # inverse and solve: the matrix A is the operand. inv_ex/solve_ex are not rows: like
+    # cholesky_ex they report a singular matrix in ``info`` instead of raising, for a program that
+    # checks it.
+    Op("torch.inverse", "inverse"),
+    Op("torch.Tensor.inverse", "inverse"),
+    Op("torch.linalg.inv", "inverse", operand_keyword="A"),
+    Op("torch.linalg.solve", "inverse", operand_keyword="A"),
     # products, sums and contractions of a tensor that holds an intended +-inf (a site only when
     # such an operand may reach them: see sites.py); either operand may be the infinite one. A
     # reduction (sum) is NaN only from both infinities at once, which an earlier product or

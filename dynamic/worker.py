@@ -724,11 +724,14 @@ def message(
 
 
 def _spectrum_words(region: Region, operand: torch.Tensor) -> str:
-    """'det(A) = -0.25' / 'smallest eigenvalue -0.5': the matrix property the region is about."""
+    """'det(A) = -0.25' / 'smallest eigenvalue -0.5' / 'smallest singular value 0': the matrix
+    property the region is about."""
     try:
         a = operand.detach().double()
         if region.matrix == "det <= 0":
             return f"det(A) = {float(torch.linalg.det(a).flatten().min()):.4g}"
+        if region.matrix == "singular":
+            return f"smallest singular value {float(torch.linalg.svdvals(a)[..., -1].min()):.4g}"
         return f"smallest eigenvalue {float(torch.linalg.eigvalsh(a)[..., 0].min()):.4g}"
     except RuntimeError:
         return region.text

@@ -142,6 +142,10 @@ EXPECTED = {
         "return torch.linalg.cholesky(a + 1e-5 * torch.eye(a.shape[-1], dtype=a.dtype, device=a.device))",
         "Add 1e-5 to the diagonal of the matrix of torch.linalg.cholesky (a positive semi-definite matrix becomes positive definite)",
     ),
+    ("inverse_plain", "torch.linalg.inv"): (
+        "return torch.linalg.inv(a + 1e-5 * torch.eye(a.shape[-1], dtype=a.dtype, device=a.device))",
+        "Add 1e-5 to the diagonal of the matrix of torch.linalg.inv (a singular covariance, kernel or normal matrix becomes invertible)",
+    ),
     ("masked_entropy", "torch.Tensor.__mul__"): (
         "return -(logp.exp() * torch.nan_to_num(logp, nan=torch.nan)).sum(-1)",
         "Keep the infinities of logp out of *: torch.nan_to_num",

@@ -1,5 +1,6 @@
 """Fixes for linear-algebra sites: ``logdet`` of a matrix whose determinant may reach 0 or go
-negative, ``cholesky`` of a matrix that may not be positive definite.
+negative, ``cholesky`` of a matrix that may not be positive definite, ``inverse`` (inv, solve)
+of a matrix that may be singular.
 
 * A jitter on the diagonal, ``A + jitter * I`` (the dtype's ``DtypeLimits.jitter``), first:
   the usual repair of a covariance or kernel matrix that is positive semi-definite in exact
@@ -12,6 +13,11 @@ negative, ``cholesky`` of a matrix that may not be positive definite.
   general matrix), and the same value wherever the determinant is positive; a singular matrix
   still gives -inf, as the title says.
 
+* For ``inverse``, ``torch.linalg.pinv(A)`` (and ``pinv(A) @ B`` for ``solve(A, B)``): the
+  least-squares (minimum-norm) answer, what regression and Newton-type steps fall back to on a
+  rank-deficient system. It equals the inverse wherever A is well conditioned; it cuts singular
+  values below its relative tolerance instead of dividing by them.
+
 ``cholesky_ex`` is not offered as a rewrite: it returns a factor of the leading block and an
 ``info`` code instead of raising, which only helps a program that then checks ``info``.
 The jitter needs the matrix twice (its value and its size), so it is offered only when the
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from .build import _atom, _expr, _op_label, _operand, _strip
+from .build import _arg, _atom, _expr, _op_label, _operand, _strip
 from .context import _Context, _dotted, _num, _Proposal
 
 
@@ -75,3 +81,34 @@ def _logdet_fixes(ctx: _Context) -> list[_Proposal]:
 
 def _cholesky_fixes(ctx: _Context) -> list[_Proposal]:
     return _jitter(ctx, "(a positive semi-definite matrix becomes positive definite)")
+
+
+def _inverse_fixes(ctx: _Context) -> list[_Proposal]:
+    proposals = _jitter(ctx, "(a singular covariance, kernel or normal matrix becomes invertible)")
+    pinv = _pseudo_inverse(ctx)
+    return proposals + ([pinv] if pinv is not None else [])
+
+
+def _pseudo_inverse(ctx: _Context) -> _Proposal | None:
+    """``inv(A)`` -> ``pinv(A)``; ``solve(A, B)`` -> ``pinv(A) @ B`` when the call says nothing
+    else (``left=False``, ``out=`` would change what the product must be)."""
+    operand = _operand(ctx)
+    if operand is None or not isinstance(ctx.node, cst.Call):
+        return None
+    torch_name, imports = _namespace(ctx)
+    pinv = cst.Call(func=_expr(f"{torch_name}.linalg.pinv"), args=[cst.Arg(_strip(operand.node))])
+    new: cst.BaseExpression = pinv
+    if _dotted(ctx.node.func).endswith("solve"):
+        rhs = _arg(ctx.node, 1, "B")
+        if rhs is None or len(ctx.node.args) != 2 or rhs.star:
+            return None
+        new = cst.BinaryOperation(left=pinv, operator=cst.MatrixMultiply(), right=_atom(_strip(rhs.value)))
+    elif len(ctx.node.args) != (0 if operand.form in ("method", "inplace") else 1):
+        return None  # ``out=`` and the like: pinv has no such argument
+    return _Proposal(
+        f"Use torch.linalg.pinv (the least-squares solution; equal to the inverse where {_op_label(ctx)}'s "
+        "matrix is invertible, finite where it is singular)",
+        ctx.node,
+        new,
+        imports,
+    )

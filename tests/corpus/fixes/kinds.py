@@ -141,6 +141,10 @@ def cholesky_plain(a):
     return torch.linalg.cholesky(a)
 
 
+def inverse_plain(a):
+    return torch.linalg.inv(a)
+
+
 BAD_INPUTS = {
     "log_plain": ([0.0, 1.0],),
     "log_method": ([0.0, 1.0],),
@@ -174,4 +178,5 @@ BAD_INPUTS = {
     "masked_entropy": ([[1.0, 2.0]], [[True, False]]),
     "logdet_plain": ([[1.0, 1.0], [1.0, 1.0]],),
     "cholesky_plain": ([[1.0, 1.0], [1.0, 1.0]],),
+    "inverse_plain": ([[1.0, 1.0], [1.0, 1.0]],),
 }

@@ -15,3 +15,11 @@ def factor(k, noise):
     l2 = torch.cholesky(k)  # expect: torch.cholesky@9 possible
     l3 = k.cholesky()  # expect: torch.Tensor.cholesky@9 possible
     return l1, l2, l3
+
+
+def invert(k, b):
+    p1 = torch.inverse(k)  # expect: torch.inverse@9 possible
+    p2 = k.inverse()  # expect: torch.Tensor.inverse@9 possible
+    p3 = torch.linalg.inv(k)  # expect: torch.linalg.inv@9 possible
+    x = torch.linalg.solve(k, b)  # expect: torch.linalg.solve@8 possible
+    return p1, p2, p3, x
