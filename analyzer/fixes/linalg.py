@@ -13,6 +13,11 @@ of a matrix that may be singular.
   general matrix), and the same value wherever the determinant is positive; a singular matrix
   still gives -inf, as the title says.
 
+* For ``spectral`` (the vectors of eigh/svd, whose gradient divides by eigenvalue gaps): a tie
+  breaker, ``A + jitter * diag(0, 1, ..., n-1)``, which keeps a repeated eigenvalue of A from
+  staying repeated (the gradient stays finite, up to 1/jitter at a near tie, and the vectors of
+  such a tie are those of the perturbation); or ``A.detach()``, which cuts the gradient through
+  the decomposition altogether (a cost the title states: nothing behind A is trained through it).
 * For ``inverse``, ``torch.linalg.pinv(A)`` (and ``pinv(A) @ B`` for ``solve(A, B)``): the
   least-squares (minimum-norm) answer, what regression and Newton-type steps fall back to on a
   rank-deficient system. It equals the inverse wherever A is well conditioned; it cuts singular
@@ -40,6 +45,13 @@ def _namespace(ctx: _Context) -> tuple[str, list[str]]:
 
 def _jitter(ctx: _Context, words: str) -> list[_Proposal]:
     """The site's call with its matrix operand ``A`` replaced by ``A + jitter * I``."""
+    title = f"Add {_num(ctx.limits.jitter)} to the diagonal of the matrix of {_op_label(ctx)} {words}"
+    return _plus_diagonal(ctx, "{torch}.eye({a}.shape[-1], dtype={a}.dtype, device={a}.device)", title)
+
+
+def _plus_diagonal(ctx: _Context, diagonal: str, title: str) -> list[_Proposal]:
+    """The site's call with its matrix operand ``A`` replaced by ``A + jitter * D``, ``D`` the
+    ``diagonal`` template (``{torch}``: torch's name here, ``{a}``: the matrix)."""
     operand = _operand(ctx)
     if operand is None or not isinstance(ctx.node, cst.Call):
         return []
@@ -49,13 +61,11 @@ def _jitter(ctx: _Context, words: str) -> list[_Proposal]:
     name = _dotted(a)
     torch_name, imports = _namespace(ctx)
     jitter = _num(ctx.limits.jitter)
-    eye = f"{torch_name}.eye({name}.shape[-1], dtype={name}.dtype, device={name}.device)"
-    jittered = _expr(f"{name} + {jitter} * {eye}")
+    jittered = _expr(f"{name} + {jitter} * {diagonal.format(torch=torch_name, a=name)}")
     if operand.form in ("method", "inplace"):
         jittered = _atom(jittered)
     new = ctx.node.deep_replace(operand.node, jittered)
-    title = f"Add {jitter} to the diagonal of the matrix of {_op_label(ctx)} {words}{ctx.dtype_note()}"
-    return [_Proposal(title, ctx.node, new, imports)]
+    return [_Proposal(f"{title}{ctx.dtype_note()}", ctx.node, new, imports)]
 
 
 def _logdet_fixes(ctx: _Context) -> list[_Proposal]:
@@ -112,3 +122,24 @@ def _pseudo_inverse(ctx: _Context) -> _Proposal | None:
         new,
         imports,
     )
+
+
+def _spectral_fixes(ctx: _Context) -> list[_Proposal]:
+    """Break the tie, or cut the gradient: the vectors' derivative divides by eigenvalue gaps."""
+    tie = _plus_diagonal(
+        ctx,
+        "{torch}.diag({torch}.arange({a}.shape[-1], dtype={a}.dtype, device={a}.device))",
+        f"Break ties in the spectrum of the matrix of {_op_label(ctx)}: add "
+        f"{_num(ctx.limits.jitter)} * diag(0, 1, ..., n-1) (the vectors of a near tie are then set by "
+        f"it, and their gradient can reach 1/{_num(ctx.limits.jitter)})",
+    )
+    operand = _operand(ctx)
+    if operand is None or not isinstance(ctx.node, cst.Call):
+        return tie
+    detached = cst.Call(func=cst.Attribute(value=_atom(_strip(operand.node)), attr=cst.Name("detach")))
+    new = ctx.node.deep_replace(operand.node, detached)
+    title = (
+        f"Detach the matrix of {_op_label(ctx)} (no gradient flows through the decomposition: "
+        "what is behind the matrix is no longer trained through it)"
+    )
+    return [*tie, _Proposal(title, ctx.node, new)]

@@ -145,6 +145,13 @@ def inverse_plain(a):
     return torch.linalg.inv(a)
 
 
+def eigenvector_gradient(a):
+    a = a.detach().requires_grad_(True)
+    _, vectors = torch.linalg.eigh(a)
+    (grad,) = torch.autograd.grad(vectors.sum(), a)
+    return grad
+
+
 BAD_INPUTS = {
     "log_plain": ([0.0, 1.0],),
     "log_method": ([0.0, 1.0],),
@@ -179,4 +186,5 @@ BAD_INPUTS = {
     "logdet_plain": ([[1.0, 1.0], [1.0, 1.0]],),
     "cholesky_plain": ([[1.0, 1.0], [1.0, 1.0]],),
     "inverse_plain": ([[1.0, 1.0], [1.0, 1.0]],),
+    "eigenvector_gradient": ([[1.0, 0.0], [0.0, 1.0]],),
 }
