@@ -1,4 +1,5 @@
-"""Orthogonal Procrustes alignment with a tie breaker on A^T B (the fixed twin).
+"""Orthogonal Procrustes alignment with a rotation the backward pass treats as a constant (the fixed
+twin; a tie breaker on A^T B only moves the tie, and the engine finds it).
 
 The best rotation R = U V^T comes from the SVD of A^T B. When one embedding collapses (all-zero
 or constant inputs), A^T B has repeated (zero) singular values and the backward pass through
@@ -14,9 +15,8 @@ embed_b = nn.Linear(6, 3, bias=False)
 items = torch.randn(9, 6)
 
 A, B = embed_a(items), embed_b(items)
-M = A.T @ B
-# a tie breaker: distinct diagonal entries keep the singular values apart
-U, S, V = torch.svd(M + 1e-5 * torch.diag(torch.arange(3.0)))  # expect: unproven spectral
+# the rotation is a constant for the backward pass: no gradient through the SVD
+U, S, V = torch.svd((A.T @ B).detach())  # expect: unproven spectral
 R = U @ V.T
 loss = ((A @ R - B) ** 2).sum()
 loss.backward()

@@ -1,4 +1,5 @@
-"""Decorrelated batch normalisation with a tie breaker on the covariance (the fixed twin).
+"""Decorrelated batch normalisation with a whitening matrix the backward pass treats as a constant
+(the fixed twin; a tie breaker on the covariance only moves the tie, and the engine finds it).
 
 The whitening matrix is built from the eigenvectors of the batch covariance. When the batch's
 features do not vary (a constant or padding batch, a dead layer), the covariance is a multiple
@@ -14,9 +15,8 @@ class ZCANorm(nn.Module):
     def forward(self, x):
         centered = x - x.mean(0)
         cov = torch.cov(centered.T) + 1e-3 * torch.eye(x.shape[1])
-        # a tie breaker: distinct diagonal entries keep the eigenvalues apart
-        cov = cov + 1e-5 * torch.diag(torch.arange(x.shape[1], dtype=cov.dtype))
-        L, V = torch.linalg.eigh(cov)  # expect: unproven spectral
+        # the whitening matrix is a constant for the backward pass: no gradient through eigh
+        L, V = torch.linalg.eigh(cov.detach())  # expect: unproven spectral
         return centered @ V @ torch.diag(L.clamp_min(1e-5).rsqrt()) @ V.T
 
 
