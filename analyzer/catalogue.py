@@ -167,7 +167,8 @@ class Region:
 
 
 def _matrix_distance(which: str, x: Any, hermitian: bool = False) -> Any:
-    """The engine's objective for a matrix region, over a batch of square matrices (the worst one).
+    """The engine's objective for a matrix region, over a batch of matrices (the worst one); square
+    ones, but for the singular vectors of svd.
 
     * ``"det <= 0"``: sign(det) times the smallest singular value. It is continuous (the sign
       flips only where the smallest singular value is 0), its gradient is the smallest singular
@@ -186,12 +187,8 @@ def _matrix_distance(which: str, x: Any, hermitian: bool = False) -> Any:
     """
     import torch
 
-    if x.dim() < 2:
-        return x.new_ones(())  # not a matrix: the op itself refuses it, no numerical bug
-    if which == "repeated spectrum" and not hermitian:
-        return _smallest_gap(x.double() if x.dtype in (torch.float16, torch.bfloat16) else x, False)
-    if x.shape[-1] != x.shape[-2]:
-        return x.new_ones(())  # not a square matrix: the op itself refuses it, no numerical bug
+    if x.dim() < 2 or (x.shape[-1] != x.shape[-2] and (which != "repeated spectrum" or hermitian)):
+        return x.new_ones(())  # not a (square) matrix: the op itself refuses it, no numerical bug
     x = x.double() if x.dtype in (torch.float16, torch.bfloat16) else x
     if which == "det <= 0":
         smallest = torch.linalg.svdvals(x)[..., -1]
