@@ -34,6 +34,7 @@ from grist_lsp.analyzer.ranges import (
     static_safe,
 )
 from grist_lsp.analyzer.sites import Candidate, find_sites
+from grist_lsp.analyzer.spectral import drop_unread_vectors
 from grist_lsp.analyzer.where_branch import mark_where_branches, where_reason
 from grist_lsp.model import OperandRange, Site, Status, Verdict, file_error
 
@@ -131,7 +132,7 @@ def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:
     resolver = Resolver(flow)
     dtype = file_dtype(text)
     ranges = RangeAnalysis(flow, resolver, dtype)
-    candidates = find_sites(path, lines, tree, flow, resolver, ranges)
+    candidates = drop_unread_vectors(find_sites(path, lines, tree, flow, resolver, ranges), tree)
     mark_where_branches(candidates, tree, text, flow, resolver)
     verdicts = [_with_where_reason(_verdict(c, ranges, dtype)) for c in candidates]
     # find_sites returns the sites sorted by position, so the verdicts are too

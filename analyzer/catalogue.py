@@ -87,24 +87,43 @@ class Region:
     # these and blames the op only for a NaN output.
     inf_operands: tuple[str, ...] = ()
     # A property of the operand as a matrix (its last two dimensions), not of its entries:
-    # "det <= 0" (logdet) or "not positive definite" (cholesky). Entry ranges cannot decide it,
-    # and the engine's objective is spectral (``distance``).
+    # "det <= 0" (logdet), "not positive definite" (cholesky), "singular" (inverse, solve) or
+    # "repeated spectrum" (the vectors of eigh/svd). Entry ranges cannot decide it, and the
+    # engine's objective is spectral (``distance``).
     matrix: str | None = None
-    # The op fails by raising torch.linalg.LinAlgError, not by returning NaN/INF (cholesky of a
-    # matrix that is not positive definite): the oracle counts that error, raised by the op at
-    # the site from finite operands, as the failure.
+    # The op may fail by raising torch.linalg.LinAlgError rather than returning NaN/INF (cholesky
+    # of a matrix that is not positive definite; inv of an exactly singular one, which otherwise
+    # returns inf/NaN): the oracle counts that error, raised by the op at the site from finite
+    # operands, as a failure, beside a non-finite output.
     raises: bool = False
     # Overflow of a product or reduction: invalid where the op's *result* is beyond the largest
     # finite value of the operands' dtype (65504 in float16). No operand range says it (a sum
     # of many small terms overflows), so the static pass judges the result's range, and the
     # engine's objective is measured on the result computed in float32 from the same operands.
     beyond_max: bool = False
+    # The op's value is finite everywhere; its derivative is not (the vectors of eigh/svd at a
+    # repeated eigenvalue or singular value): the oracle is the op's own backward pass, and only
+    # where the program differentiates something behind the operand.
+    gradient: bool = False
 
     @property
     def nests(self) -> bool:
         """Its ops nest in each other (``(a + b) * c``, ``(x * 2).sum()``): a site matches a call at
         its own position only, or a site-less inner op would stand for the site around it."""
         return self.beyond_max or "inf" in self.inf_operands
+
+    @property
+    def exact_root(self) -> bool:
+        """The region is reached only on an exact root of the objective (a zero divisor, log(0),
+        an exactly singular matrix), which signed steps circle around: Newton steps apply."""
+        return (
+            self.zero
+            or self.lo_inclusive
+            or self.hi_inclusive
+            or self.nonpositive_integers
+            or self.backward_at is not None
+            or self.matrix in ("singular", "repeated spectrum")
+        )
 
     def upper(self, dtype: str | None = None) -> float | None:
         if self.hi_is_ln_max:
@@ -128,11 +147,12 @@ class Region:
             return False
         return True
 
-    def distance(self, x: Any, dtype: str | None = None) -> Any:
+    def distance(self, x: Any, dtype: str | None = None, hermitian: bool = False) -> Any:
         """Scalar torch tensor: how far the operand ``x`` is from the region (<= 0: inside).
 
         Differentiable wherever the region is reached by moving values; for shape
-        regions it is constant and the engine falls back to shape search.
+        regions it is constant and the engine falls back to shape search. ``hermitian``: the
+        op reads the operand as a Hermitian matrix (``Op.hermitian``: eigh).
         """
         import torch
 
@@ -143,7 +163,7 @@ class Region:
         if self.shape is not None:
             return x.new_ones(())
         if self.matrix is not None:
-            return _matrix_distance(self.matrix, x)
+            return _matrix_distance(self.matrix, x, hermitian)
         parts = []
         if self.zero:
             parts.append(x.abs().min())
@@ -161,8 +181,9 @@ class Region:
         return torch.stack(parts).min()
 
 
-def _matrix_distance(which: str, x: Any) -> Any:
-    """The engine's objective for a matrix region, over a batch of square matrices (the worst one).
+def _matrix_distance(which: str, x: Any, hermitian: bool = False) -> Any:
+    """The engine's objective for a matrix region, over a batch of matrices (the worst one); square
+    ones, but for the singular vectors of svd.
 
     * ``"det <= 0"``: sign(det) times the smallest singular value. It is continuous (the sign
       flips only where the smallest singular value is 0), its gradient is the smallest singular
@@ -171,17 +192,40 @@ def _matrix_distance(which: str, x: Any) -> Any:
     * ``"not positive definite"``: the smallest eigenvalue of the lower triangle's Hermitian
       matrix, the triangle cholesky reads (``eigvalsh`` reads the same one); <= 0 is where the
       factorization fails.
+    * ``"singular"``: the smallest singular value, >= 0 and 0 exactly where inv/solve fail. An
+      exact root, so the search's Newton steps apply (``Region.exact_root``); in float32 a
+      matrix only near singular gives huge but finite values, which are not the failure.
+    * ``"repeated spectrum"``: the smallest gap between adjacent eigenvalues (``hermitian``: of
+      the lower triangle's Hermitian matrix, what eigh reads) or singular values; the vectors'
+      derivative divides by these gaps. A non-square matrix's singular vectors also divide by
+      the singular values themselves, so its smallest one counts too. One value: 1 (no gap).
     """
     import torch
 
-    if x.dim() < 2 or x.shape[-1] != x.shape[-2]:
-        return x.new_ones(())  # not a square matrix: the op itself refuses it, no numerical bug
+    if x.dim() < 2 or (x.shape[-1] != x.shape[-2] and (which != "repeated spectrum" or hermitian)):
+        return x.new_ones(())  # not a (square) matrix: the op itself refuses it, no numerical bug
     x = x.double() if x.dtype in (torch.float16, torch.bfloat16) else x
     if which == "det <= 0":
         smallest = torch.linalg.svdvals(x)[..., -1]
         sign = torch.linalg.det(x).detach().sign()
         return (sign * smallest).min()
+    if which == "singular":
+        return torch.linalg.svdvals(x)[..., -1].min()
+    if which == "repeated spectrum":
+        return _smallest_gap(x, hermitian)
     return torch.linalg.eigvalsh(x)[..., 0].min()
+
+
+def _smallest_gap(x: Any, hermitian: bool) -> Any:
+    """See ``_matrix_distance``: "repeated spectrum"."""
+    import torch
+
+    values = torch.linalg.eigvalsh(x) if hermitian else torch.linalg.svdvals(x)
+    parts = [(values[..., 1:] - values[..., :-1]).abs().flatten()]
+    if not hermitian and x.shape[-1] != x.shape[-2]:
+        parts.append(values[..., -1].flatten())
+    gaps = torch.cat(parts)
+    return gaps.min() if gaps.numel() else x.new_ones(())
 
 
 # --- kinds -------------------------------------------------------------------
@@ -333,6 +377,24 @@ KINDS: dict[str, Kind] = {
             "upcast before the product or reduction: x.float().pow(2).sum(), a.float() @ b.float(), "
             "x.sum(dtype=torch.float32); or scale the operands down first",
         ),
+        Kind(
+            "inverse",
+            "GRIST120",
+            "inverse or linear solve of a singular matrix (raises LinAlgError, or gives inf/NaN)",
+            Region("smallest singular value == 0", matrix="singular", raises=True),
+            "add a jitter to the diagonal (A + eps * I) of a covariance, kernel or normal matrix, or use "
+            "torch.linalg.pinv (the least-squares solution)",
+        ),
+        Kind(
+            "spectral",
+            "GRIST121",
+            "gradient of eigenvectors or singular vectors at a repeated eigenvalue or singular value "
+            "(NaN/INF in the backward pass)",
+            Region("two equal eigenvalues or singular values", matrix="repeated spectrum", gradient=True),
+            "break the tie: a tiny distinct diagonal, A + eps * diag(arange(n)) (the vectors of a "
+            "near tie are then decided by it, and their gradient can reach 1/eps), or detach the "
+            "operand (no gradient through the decomposition at all)",
+        ),
     ]
 }
 
@@ -370,6 +432,12 @@ class Op:
     # infinity, of opposite signs for a sum (inf + -inf), of the same sign for a difference;
     # an additive -inf mask on finite scores is the intended -inf, not NaN.
     inf_pair: str = ""
+    # Decompositions (kind "spectral"): the outputs whose derivative fails at a repeated
+    # eigenvalue or singular value, by position and by field name (``eigh(A)[1]``,
+    # ``eigh(A).eigenvectors``); a call whose program reads none of them is no site. ``hermitian``:
+    # the op reads its operand as a Hermitian matrix (its lower triangle).
+    vectors: tuple[tuple[int, str], ...] = ()
+    hermitian: bool = False
 
     @property
     def operand_label(self) -> str:
@@ -388,6 +456,8 @@ class _OpArgs(TypedDict, total=False):
     clamp_index: int | None
     clamp_keyword: str | None
     inf_pair: str
+    vectors: tuple[tuple[int, str], ...]
+    hermitian: bool
 
 
 def _forms(
@@ -500,6 +570,18 @@ OPS: list[Op] = [
     Op("torch.linalg.cholesky", "cholesky", operand_keyword="A"),
     Op("torch.cholesky", "cholesky"),
     Op("torch.Tensor.cholesky", "cholesky"),
+    # inverse and solve: the matrix A is the operand. inv_ex/solve_ex are not rows: like
+    # cholesky_ex they report a singular matrix in ``info`` instead of raising, for a program that
+    # checks it.
+    Op("torch.inverse", "inverse"),
+    Op("torch.Tensor.inverse", "inverse"),
+    Op("torch.linalg.inv", "inverse", operand_keyword="A"),
+    Op("torch.linalg.solve", "inverse", operand_keyword="A"),
+    # eigen and singular vectors (their gradient divides by eigenvalue / singular value gaps).
+    # eigvalsh, svdvals and eigh/svd whose vectors nobody reads are no sites (analyzer/spectral.py).
+    Op("torch.linalg.eigh", "spectral", operand_keyword="A", vectors=((1, "eigenvectors"),), hermitian=True),
+    Op("torch.linalg.svd", "spectral", operand_keyword="A", vectors=((0, "U"), (2, "Vh"))),
+    *_forms("spectral", "svd", inplace=False, vectors=((0, "U"), (2, "V"))),
     # products, sums and contractions of a tensor that holds an intended +-inf (a site only when
     # such an operand may reach them: see sites.py); either operand may be the infinite one. A
     # reduction (sum) is NaN only from both infinities at once, which an earlier product or

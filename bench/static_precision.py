@@ -9,8 +9,8 @@ noise a user has to read. This script measures, with the static pass alone
 
 * **fixed twins quiet**: the fixed programs (``*_safe.py``) of the marked
   corpus (``examples/``, ``tests/corpus/programs/``) and of the twin folders
-  (``*_fixed.py`` in ``tests/corpus/where``, ``infarith``, ``linalg``, ``precision``) with no
-  ``possible`` site at all;
+  (``*_fixed.py`` in ``tests/corpus/where``, ``infarith``, ``linalg``, ``spectral``,
+  ``precision``) with no ``possible`` site at all;
 * **fixed lines quiet**: the sites a person marked as unable to fail
   (``# expect: safe <kind>`` or ``unproven <kind>``, marker format in
   ``tests/corpus/corpus_markers.py``) that the pass proves ``safe``;
@@ -42,7 +42,9 @@ import corpus_markers as cm  # noqa: E402
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
 
 STATIC = REPO / "tests" / "corpus" / "static"
-TWIN_FOLDERS = [REPO / "tests" / "corpus" / name for name in ("where", "infarith", "linalg", "precision")]
+TWIN_FOLDERS = [
+    REPO / "tests" / "corpus" / name for name in ("where", "infarith", "linalg", "spectral", "precision")
+]
 _STATIC_ITEM = re.compile(r"(?P<op>[\w.]+)@(?P<col>\d+)\s+(?P<status>safe|possible)")
 
 

@@ -286,8 +286,13 @@ class Observer(OnCpu):
         with torch.enable_grad():
             local = func(*leaves, **kwargs)
             wrt = [a for a in leaves if isinstance(a, torch.Tensor) and a.requires_grad]
-            if isinstance(local, torch.Tensor) and local.requires_grad and wrt:
-                for g in torch.autograd.grad(local.sum(), wrt, allow_unused=True):
+            # A decomposition returns a tuple (eigh: values and vectors): every output counts.
+            outs = [t for t in _floating(_tensors(local)) if t.requires_grad]
+            if outs and wrt:
+                total = outs[0].sum()
+                for t in outs[1:]:
+                    total = total + t.sum()
+                for g in torch.autograd.grad(total, wrt, allow_unused=True):
                     if g is not None and not torch.isfinite(g).all():
                         self.obs.note(
                             self.obs.site_bad, f"{self.site.label}: the gradient of {name} is {_shown(g)}"

@@ -376,8 +376,7 @@ def _one_hot_large(v: torch.Tensor, bound: float) -> torch.Tensor:
 
 
 def _newton_applies(kind: str) -> bool:
-    r = KINDS[kind].region
-    return r.zero or r.lo_inclusive or r.hi_inclusive or r.nonpositive_integers or r.backward_at is not None
+    return KINDS[kind].region.exact_root
 
 
 def search(

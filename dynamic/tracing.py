@@ -16,6 +16,11 @@ run and replay. For each torch function, Tensor method or operator it:
   output counts; for kinds whose Region ``raises``, the op raising
   ``torch.linalg.LinAlgError`` from finite operands is the failure) and, for the search's target site, stops the run by raising
   ``TargetReached``;
+* judges the sites of gradient kinds (Region ``gradient``: the vectors of eigh/svd, whose
+  derivative divides by eigenvalue gaps) by the op's own backward pass: found only when the
+  forward value is finite, the op's gradient for a unit gradient on every output is not, and the
+  matrix depends on a tensor the program differentiates (a weight, a tensor it made trainable;
+  not an input the search or the training run steers);
 * judges where-branch sites (``Site.discarded_by``: the program discards the op's value where it
   is invalid) by the gradient instead: a NaN/INF forward value there is thrown away and is no
   finding. Their objective is the operand's distance to the edge of the invalid region (0 for
@@ -698,7 +703,7 @@ class Tracer(OnCpu):
                 elif region.beyond_max:
                     dist = region.distance(_result_in_float32(func, args, kwargs), str(operand.dtype))
                 else:
-                    dist = region.distance(operand.clone(), str(operand.dtype))
+                    dist = region.distance(operand.clone(), str(operand.dtype), hermitian=op.hermitian)
             except Exception:
                 dist = None
         try:
@@ -800,7 +805,7 @@ class Tracer(OnCpu):
             )
         if (
             self.cfg.local_backward
-            and region.backward_at is not None
+            and (region.backward_at is not None or (region.gradient and self._differentiated(out)))
             and snap is not None
             and torch.is_floating_point(snap)
         ):
@@ -808,6 +813,16 @@ class Tracer(OnCpu):
             if back is not None:
                 return SiteOutcome(site, True, back[0], phase="backward", operand=snap, bad_value=back[1])
         return SiteOutcome(site, False, "finite", operand=snap, distance=dist)
+
+    def _input_leaves(self) -> set[int]:
+        """Ids of the leaves that stand for program inputs in this run (the search's), not weights."""
+        return set(self._search_leaves)
+
+    def _differentiated(self, out: Any) -> bool:
+        """Whether the op's output depends on a tensor the program differentiates: a gradient kind's
+        backward failure is reachable only then (an input the engine made a leaf is not one)."""
+        inputs = self._input_leaves()
+        return any(t.requires_grad and _real_leaves(t, inputs) for t in _tensors_in(out))
 
     # --- where-branch sites ---------------------------------------------------------------
 
@@ -998,10 +1013,12 @@ def _operand_gradient(
             out = func(*args, **kwargs)
         except RuntimeError:
             return None
-        if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        # A decomposition returns a tuple (eigh: values and vectors): a unit gradient on each output.
+        outs = [o for o in _tensors_in(out) if o.requires_grad]
+        if not outs or (upstream is not None and len(outs) != 1):
             return None
-        grad_out = torch.ones_like(out) if upstream is None else upstream.detach().expand_as(out)
-        (g,) = torch.autograd.grad(out, leaf, grad_out, allow_unused=True)
+        grads = [torch.ones_like(o) if upstream is None else upstream.detach().expand_as(o) for o in outs]
+        (g,) = torch.autograd.grad(outs, leaf, grads, allow_unused=True)
     return g
 
 

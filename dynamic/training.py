@@ -141,6 +141,11 @@ class TrainingTracer(Tracer):
             self.initial[self._params[id(p)][1]] = p.detach().clone()
         return out
 
+    def _input_leaves(self) -> set[int]:
+        # The inputs this run steers are leaves made from the program's data (a free logit
+        # steered as an input is the program's own trainable tensor, its leaf is itself).
+        return super()._input_leaves() | {id(m.leaf) for m in self.inputs.values() if m.leaf is not m.live}
+
     def _free_leaves(self) -> dict[str, torch.Tensor]:
         """Tensors the program made trainable that no optimizer updates: data (free logits), moved as inputs."""
         return {

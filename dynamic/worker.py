@@ -33,7 +33,7 @@ from typing import Any
 
 import torch
 
-from grist_lsp.analyzer.catalogue import KINDS, Region
+from grist_lsp.analyzer.catalogue import KINDS, Region, row
 from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json
 
 from . import entries as E
@@ -682,7 +682,8 @@ def message(
     region = KINDS[site.kind].region
     if region.matrix is not None and outcome.operand is not None:
         got = (
-            f"a matrix of shape {list(outcome.operand.shape)} with {_spectrum_words(region, outcome.operand)}"
+            f"a matrix of shape {list(outcome.operand.shape)} with "
+            f"{_spectrum_words(region, outcome.operand, site)}"
         )
     elif region.shape is not None and outcome.operand is not None:
         got = f"a tensor of shape {list(outcome.operand.shape)} ({region.text})"
@@ -723,12 +724,22 @@ def message(
     return f"{site.op} receives {got}{when}: {what}{how}"
 
 
-def _spectrum_words(region: Region, operand: torch.Tensor) -> str:
-    """'det(A) = -0.25' / 'smallest eigenvalue -0.5': the matrix property the region is about."""
+def _spectrum_words(region: Region, operand: torch.Tensor, site: Site) -> str:
+    """'det(A) = -0.25' / 'smallest eigenvalue -0.5' / 'smallest singular value 0' / 'eigenvalues
+    1, 1, 3 (a gap of 0)': the matrix property the region is about."""
     try:
         a = operand.detach().double()
+        if region.matrix == "repeated spectrum":
+            found = row(site.op, site.kind)
+            hermitian = found is not None and found.hermitian
+            values = torch.linalg.eigvalsh(a) if hermitian else torch.linalg.svdvals(a)
+            shown = ", ".join(f"{float(v):.4g}" for v in values.reshape(-1, values.shape[-1])[0][:6])
+            gap = float(region.distance(a, hermitian=hermitian))
+            return f"{'eigenvalues' if hermitian else 'singular values'} {shown} (a gap of {gap:.3g})"
         if region.matrix == "det <= 0":
             return f"det(A) = {float(torch.linalg.det(a).flatten().min()):.4g}"
+        if region.matrix == "singular":
+            return f"smallest singular value {float(torch.linalg.svdvals(a)[..., -1].min()):.4g}"
         return f"smallest eigenvalue {float(torch.linalg.eigvalsh(a)[..., 0].min()):.4g}"
     except RuntimeError:
         return region.text

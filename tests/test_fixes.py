@@ -142,6 +142,14 @@ EXPECTED = {
         "return torch.linalg.cholesky(a + 1e-5 * torch.eye(a.shape[-1], dtype=a.dtype, device=a.device))",
         "Add 1e-5 to the diagonal of the matrix of torch.linalg.cholesky (a positive semi-definite matrix becomes positive definite)",
     ),
+    ("inverse_plain", "torch.linalg.inv"): (
+        "return torch.linalg.inv(a + 1e-5 * torch.eye(a.shape[-1], dtype=a.dtype, device=a.device))",
+        "Add 1e-5 to the diagonal of the matrix of torch.linalg.inv (a singular covariance, kernel or normal matrix becomes invertible)",
+    ),
+    ("eigenvector_gradient", "torch.linalg.eigh"): (
+        "_, vectors = torch.linalg.eigh(a + 1e-5 * torch.diag(torch.arange(a.shape[-1], dtype=a.dtype, device=a.device)))",
+        "Break ties in the spectrum of the matrix of torch.linalg.eigh: add 1e-5 * diag(0, 1, ..., n-1) (the vectors of a near tie are then set by it, and their gradient can reach 1/1e-5)",
+    ),
     ("masked_entropy", "torch.Tensor.__mul__"): (
         "return -(logp.exp() * torch.nan_to_num(logp, nan=torch.nan)).sum(-1)",
         "Keep the infinities of logp out of *: torch.nan_to_num",

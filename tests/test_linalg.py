@@ -1,5 +1,6 @@
 """Linear-algebra kinds: ``logdet`` (GRIST116) of a matrix whose determinant reaches 0 or goes
-negative, and ``cholesky`` (GRIST117) of a matrix that is not positive definite.
+negative, ``cholesky`` (GRIST117) of a matrix that is not positive definite, and ``inverse``
+(GRIST120: inv, solve) of a singular matrix.
 
 Matrix regions are not elementwise: the engine's objective is spectral (sign(det) times the
 smallest singular value; the smallest eigenvalue), the static pass leaves every such site
@@ -65,10 +66,17 @@ def test_positive_definite_distance_is_the_smallest_eigenvalue_and_has_a_gradien
     assert float(region.distance(torch.ones(2, 3))) == 1.0  # not square: the op refuses it anyway
 
 
+def test_singular_distance_is_the_smallest_singular_value_an_exact_root() -> None:
+    region = KINDS["inverse"].region
+    assert float(region.distance(torch.diag(torch.tensor([3.0, -0.5])))) == pytest.approx(0.5)
+    assert float(region.distance(torch.ones(2, 2))) == pytest.approx(0.0, abs=1e-6)
+    assert region.exact_root and region.raises  # Newton steps apply; LinAlgError is its failure
+
+
 def test_matrix_regions_are_never_proved_safe_by_entry_ranges() -> None:
-    for kind in ("logdet", "cholesky"):
+    for kind in ("logdet", "cholesky", "inverse"):
         assert not KINDS[kind].region.static_safe(1.0, 2.0)
-        assert KINDS[kind].code in ("GRIST116", "GRIST117")
+        assert KINDS[kind].code in ("GRIST116", "GRIST117", "GRIST120")
 
 
 # --- static ------------------------------------------------------------------------------------
@@ -81,7 +89,7 @@ def test_corpus_has_six_twins_per_kind() -> None:
     for p in BUGS:
         for kind in {m.kind for m in cm.parse_markers(p) if m.status == "confirmed"}:
             per_kind[kind] = per_kind.get(kind, 0) + 1
-    assert per_kind.get("logdet", 0) >= 6 and per_kind.get("cholesky", 0) >= 6, per_kind
+    assert all(per_kind.get(kind, 0) >= 6 for kind in ("logdet", "cholesky", "inverse")), per_kind
 
 
 @pytest.mark.parametrize("path", TWINS, ids=lambda p: p.name)
@@ -116,6 +124,36 @@ def test_every_spelling_is_a_site_with_its_rule_and_the_safe_forms_are_not() -> 
     }
 
 
+INVERSES = """\
+import torch
+
+
+def f(K, b):
+    a = torch.linalg.inv(K)
+    c = K.inverse()
+    d = torch.linalg.solve(K, b)
+    e = torch.linalg.solve(K, b, left=False)
+    g = torch.linalg.inv_ex(K).inverse
+    h = torch.linalg.pinv(K)
+    return a, c, d, e, g, h
+"""
+
+
+def test_inverse_spellings_are_sites_and_their_fixes_are_jitter_then_pinv() -> None:
+    verdicts = {v.site.span.start_line: v for v in analyze_source("f.py", INVERSES)}
+    assert {line: (v.site.kind, v.status) for line, v in verdicts.items()} == {
+        line: ("inverse", Status.POSSIBLE) for line in (5, 6, 7, 8)
+    }
+    titles = {
+        line: [f.edits[-1].new_text for f in propose_fixes(INVERSES, v)] for line, v in verdicts.items()
+    }
+    eye = "torch.eye(K.shape[-1], dtype=K.dtype, device=K.device)"
+    assert titles[5] == [f"torch.linalg.inv(K + 1e-5 * {eye})", "torch.linalg.pinv(K)"]
+    assert titles[6] == [f"(K + 1e-5 * {eye}).inverse()", "torch.linalg.pinv(K)"]
+    assert titles[7] == [f"torch.linalg.solve(K + 1e-5 * {eye}, b)", "torch.linalg.pinv(K) @ b"]
+    assert titles[8] == [f"torch.linalg.solve(K + 1e-5 * {eye}, b, left=False)"]  # pinv(K) @ b is not B K^-1
+
+
 def test_fixes_proposed_jitter_first_and_slogdet_for_logdet() -> None:
     verdicts = {v.site.span.start_line: v for v in analyze_source("f.py", SPELLINGS)}
     eye = "th.eye(K.shape[-1], dtype=K.dtype, device=K.device)"
@@ -146,6 +184,9 @@ def test_engine_confirms_bug_twins_and_never_the_fixed_ones(engine_results: dict
         if m.kind == "cholesky":
             assert w.result == "LinAlgError" and "raises LinAlgError" in m.verdict.message
             assert "smallest eigenvalue" in m.verdict.message
+        elif m.kind == "inverse":
+            assert w.result in ("LinAlgError", "nan", "inf", "-inf"), w.result
+            assert "smallest singular value" in m.verdict.message
         else:
             assert w.result in ("nan", "-inf") and "det(A) = " in m.verdict.message
 
@@ -211,6 +252,8 @@ def test_cholesky_reproducer_fails_in_a_fresh_process_until_the_jitter(tmp_path:
     [
         ("gp_marginal.py", "Add 1e-5 to the diagonal"),  # a kernel matrix: the jitter repairs it
         ("flow_linear.py", "Use torch.linalg.slogdet"),  # a free matrix: only slogdet does
+        ("gp_predict_inv.py", "Add 1e-5 to the diagonal"),  # a kernel (entries <= 1): the jitter holds
+        ("lda_direction.py", "Use torch.linalg.pinv"),  # a scatter matrix of any scale: pinv holds
     ],
 )
 def test_the_fix_that_fits_the_matrix_is_verified(name: str, verified: str) -> None:
@@ -218,7 +261,9 @@ def test_the_fix_that_fits_the_matrix_is_verified(name: str, verified: str) -> N
     text = path.read_text()
     final = confirm(str(path), text, analyze_file(str(path)), _options())
     fixed = fix_verdicts(str(path), text, final, _options())
-    (verdict,) = [v for v in fixed if v.status is Status.CONFIRMED and v.site.kind in ("logdet", "cholesky")]
+    (verdict,) = [
+        v for v in fixed if v.status is Status.CONFIRMED and v.site.kind in ("logdet", "cholesky", "inverse")
+    ]
     assert any(f.title.startswith(verified) and f.verified for f in verdict.fixes), verdict.fixes
     if name == "flow_linear.py":
         # the jitter cannot repair a matrix whose determinant goes negative: the re-check says so

@@ -31,7 +31,7 @@ from .division import _div_fixes
 from .domain import _acos_fixes, _acosh_fixes, _lgamma_fixes, _logit_fixes
 from .exp import _exp_fixes
 from .infinity import _inf_arith_fixes
-from .linalg import _cholesky_fixes, _logdet_fixes
+from .linalg import _cholesky_fixes, _inverse_fixes, _logdet_fixes, _spectral_fixes
 from .log import _log1p_fixes, _log_fixes
 from .power import _pow_fixes, _root_fixes
 from .precision import _overflow_fixes
@@ -105,6 +105,8 @@ _BUILDERS = {
     "mean": _mean_fixes,
     "logdet": _logdet_fixes,
     "cholesky": _cholesky_fixes,
+    "inverse": _inverse_fixes,
+    "spectral": _spectral_fixes,
     "inf_arith": _inf_arith_fixes,
     "overflow": _overflow_fixes,
 }

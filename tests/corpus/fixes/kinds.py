@@ -141,6 +141,17 @@ def cholesky_plain(a):
     return torch.linalg.cholesky(a)
 
 
+def inverse_plain(a):
+    return torch.linalg.inv(a)
+
+
+def eigenvector_gradient(a):
+    a = a.detach().requires_grad_(True)
+    _, vectors = torch.linalg.eigh(a)
+    (grad,) = torch.autograd.grad(vectors.sum(), a)
+    return grad
+
+
 BAD_INPUTS = {
     "log_plain": ([0.0, 1.0],),
     "log_method": ([0.0, 1.0],),
@@ -174,4 +185,6 @@ BAD_INPUTS = {
     "masked_entropy": ([[1.0, 2.0]], [[True, False]]),
     "logdet_plain": ([[1.0, 1.0], [1.0, 1.0]],),
     "cholesky_plain": ([[1.0, 1.0], [1.0, 1.0]],),
+    "inverse_plain": ([[1.0, 1.0], [1.0, 1.0]],),
+    "eigenvector_gradient": ([[1.0, 0.0], [0.0, 1.0]],),
 }

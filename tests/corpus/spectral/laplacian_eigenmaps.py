@@ -1,0 +1,28 @@
+"""Laplacian eigenmaps on learned features, trained end to end.
+
+The embedding is the Laplacian's eigenvectors of the second and third smallest eigenvalues. When
+the encoder maps the batch to one point (constant inputs, a collapsed encoder), every affinity
+is 1 and the Laplacian is n * I - 1 1^T: the eigenvalue n repeats, and the backward pass through
+``torch.linalg.eigh`` is NaN.
+"""
+
+import torch
+from torch import nn
+
+torch.manual_seed(1)
+encoder = nn.Sequential(nn.Linear(3, 8), nn.Tanh(), nn.Linear(8, 2))
+optimizer = torch.optim.SGD(encoder.parameters(), lr=0.05)
+points = torch.randn(10, 3)
+targets = torch.randn(10, 2)
+
+for step in range(20):
+    optimizer.zero_grad()
+    h = encoder(points)
+    affinity = torch.exp(-((h[:, None] - h[None, :]) ** 2).sum(-1))
+    laplacian = torch.diag(affinity.sum(1)) - affinity
+    _, vectors = torch.linalg.eigh(laplacian)  # expect: confirmed spectral
+    embedding = vectors[:, 1:3]
+    loss = ((embedding @ embedding.T - targets @ targets.T / 10) ** 2).sum()
+    loss.backward()
+    optimizer.step()
+print(loss.item())
