@@ -846,11 +846,11 @@ class Tracer(OnCpu):
         not_found = SiteOutcome(
             b.site, False, "finite", "backward", operand=b.snap, distance=b.distance, position=b.position
         )
-        # A gradient only the search's own leaves would receive is one the program never computes.
+        # A gradient only the leaves standing for inputs would receive (the search's, or those a
+        # training run steers) is one the program never computes.
         func, args, kwargs, _, _ = b.call
         inputs = _tensors_in(list(args)) + _tensors_in(list(kwargs.values()))
-        search = set(self._search_leaves)
-        weights = [leaf for t in inputs if t.requires_grad for leaf in _real_leaves(t, search)]
+        weights = [leaf for t in inputs if t.requires_grad for leaf in _real_leaves(t, self._input_leaves())]
         if not weights or not torch.is_floating_point(value):
             return not_found
         with torch.enable_grad():
