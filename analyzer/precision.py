@@ -117,8 +117,6 @@ class Precision:
     resolver: Resolver
     ranges: RangeAnalysis
     provenance: Provenance
-    _memo: dict[int, str | None] = field(default_factory=dict)
-    _active: set[int] = field(default_factory=set)
     # line spans of float16 autocast regions, with words; the file's functions they call
     _regions: list[tuple[int, int, str]] = field(default_factory=list)
     _autocast_functions: dict[int, str] = field(default_factory=dict)
@@ -133,20 +131,7 @@ class Precision:
 
     def half(self, e: ast.AST | None) -> str | None:
         """Words on how the tensor ``e`` may be float16, or None."""
-        if e is None:
-            return None
-        key = id(e)
-        if key in self._memo:
-            return self._memo[key]
-        if key in self._active or len(self._active) > 40:
-            return None  # a cycle (a loop redefining a name) adds nothing new
-        self._active.add(key)
-        try:
-            got = self._half(e)
-        finally:
-            self._active.discard(key)
-        self._memo[key] = got
-        return got
+        return self.provenance.asked("float16", e, self._half)
 
     def autocast_at(self, node: ast.AST) -> str | None:
         """Words when ``node`` runs inside a float16 autocast region (directly or in a function
@@ -296,11 +281,7 @@ class Precision:
         return qn if tail[:1].islower() or tail.endswith("Tensor") else None
 
     def _first(self, exprs: Iterable[ast.AST]) -> str | None:
-        for x in exprs:
-            got = self.half(x)
-            if got is not None:
-                return got
-        return None
+        return self.provenance.first_of(exprs, self.half)
 
     # --- where float16 comes from besides values ---------------------------------------
 

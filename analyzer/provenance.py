@@ -127,19 +127,19 @@ class Provenance:
 
     def may_be_empty(self, e: ast.AST | None) -> str | None:
         """Words on how the tensor ``e`` may have zero elements, or None."""
-        return self._guarded("empty", e, self._empty)
+        return self.asked("empty", e, self._empty)
 
     def may_select_nothing(self, index: ast.AST | None) -> str | None:
         """Words on how indexing with ``index`` may select nothing, or None."""
-        return self._guarded("select", index, self._select)
+        return self.asked("select", index, self._select)
 
     def may_hold_neg_inf(self, e: ast.AST | None) -> str | None:
         """Words on how the tensor ``e`` may hold -inf entries, or None."""
-        return self._guarded("-inf", e, lambda x: self._infinite(x, -1))
+        return self.asked("-inf", e, lambda x: self._infinite(x, -1))
 
     def may_hold_pos_inf(self, e: ast.AST | None) -> str | None:
         """Words on how the tensor ``e`` may hold +inf entries, or None."""
-        return self._guarded("+inf", e, lambda x: self._infinite(x, 1))
+        return self.asked("+inf", e, lambda x: self._infinite(x, 1))
 
     def may_hold_inf(self, e: ast.AST | None) -> str | None:
         """Words on how the tensor ``e`` may hold an infinity of either sign, or None."""
@@ -166,7 +166,10 @@ class Provenance:
             return why
         return None if self._rows_keep_finite(operand, dim, 0) else why
 
-    def _guarded(self, what: str, e: ast.AST | None, compute: Callable[[ast.AST], str | None]) -> str | None:
+    def asked(self, what: str, e: ast.AST | None, compute: Callable[[ast.AST], str | None]) -> str | None:
+        """``compute(e)`` for the question ``what`` (``"empty"``, ``"-inf"``; analyzer/precision.py
+        asks ``"float16"``), memoised per expression, with cycles (a loop redefining a name) and
+        walks deeper than ``_DEPTH`` answered None."""
         if e is None:
             return None
         key = (what, id(e))
@@ -183,7 +186,7 @@ class Provenance:
         return got
 
     def _first(self, exprs: Iterable[ast.AST]) -> str | None:
-        return self._first_of(exprs, self.may_be_empty)
+        return self.first_of(exprs, self.may_be_empty)
 
     # --- tensors -----------------------------------------------------------------
 
@@ -265,7 +268,7 @@ class Provenance:
         if how == "param":
             return self._param(d, ask)
         if how == "for" and isinstance(d.value, (ast.List, ast.Tuple)) and not d.path:
-            return self._first_of(d.value.elts, ask)
+            return self.first_of(d.value.elts, ask)
         if how in ("import", "function", "class"):
             return None
         return "unknown" if ask == self.may_select_nothing else None
@@ -279,7 +282,7 @@ class Provenance:
         private = name.startswith("_") and not name.startswith("__") or name == "<lambda>"
         # Only a private function's in-file callers say everything it receives.
         known = info is not None and not info.open_params and not info.escapes and private and args
-        got = self._first_of(args, ask)
+        got = self.first_of(args, ask)
         if got is not None or known:
             return got
         # A tensor parameter of unknown shape is assumed non-empty and finite; an index
@@ -287,7 +290,8 @@ class Provenance:
         return "unknown" if ask == self.may_select_nothing else None
 
     @staticmethod
-    def _first_of(exprs: Iterable[ast.AST], ask: _Ask) -> str | None:
+    def first_of(exprs: Iterable[ast.AST], ask: _Ask) -> str | None:
+        """The first answer of ``ask`` over ``exprs`` that is not None."""
         for x in exprs:
             got = ask(x)
             if got is not None:
@@ -376,7 +380,7 @@ class Provenance:
             children = [c for c in ast.iter_child_nodes(e) if isinstance(c, ast.expr)]
             if isinstance(e, ast.Subscript):
                 children = [e.value]  # the index says where, not what
-            return self._first_of(children, ask)
+            return self.first_of(children, ask)
         return None
 
     def _scaled(self, factor: ast.AST, by: ast.AST, sign: int) -> str | None:
@@ -392,7 +396,7 @@ class Provenance:
         ask = self._ask_sign(sign)
         returned = self.flow.returned(e)
         if returned is not None:
-            return self._first_of(returned, ask)
+            return self.first_of(returned, ask)
         qn = self.resolver.qualified_name(e.func)
         if qn is None and self.ranges.method_receiver(e) is None:
             return None  # self.fc(x): a module's output
@@ -406,7 +410,7 @@ class Provenance:
         # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand
         receiver = [e.func.value] if qn is None and isinstance(e.func, ast.Attribute) else []
         parts = [*receiver, *e.args, *(k.value for k in e.keywords)]
-        return self._first_of((a.value if isinstance(a, ast.Starred) else a for a in parts), ask)
+        return self.first_of((a.value if isinstance(a, ast.Starred) else a for a in parts), ask)
 
     # --- rows that keep a finite entry --------------------------------------------------
 
@@ -637,7 +641,7 @@ class Provenance:
                     return f"slicing with computed bounds: [{_words(s)}]"
             return None
         if isinstance(s, ast.Tuple):
-            return self._first_of(s.elts, self.may_select_nothing)
+            return self.first_of(s.elts, self.may_select_nothing)
         if isinstance(s, ast.Constant) or self.ranges.fact(s).pytype in ("num", "str", "none"):
             return None  # x[0], x[i] with i a number, x[None]
         if (
@@ -658,7 +662,7 @@ class Provenance:
                 return f"boolean-mask indexing with {_words(s)}"
             returned = self.flow.returned(s)
             if returned is not None:
-                return self._first_of(returned, self.may_select_nothing)
+                return self.first_of(returned, self.may_select_nothing)
             qn = self.resolver.qualified_name(s.func)
             if qn is not None and not qn.startswith(_TENSOR_ROOTS + ("builtins.",)):
                 return f"indexing with {_words(s)} (of unknown type)"
