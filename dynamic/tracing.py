@@ -728,36 +728,32 @@ class Tracer(OnCpu):
             self.branch = PendingBranch(site, out, snap, (func, args, kwargs, kw, idx), dist, pos)
         return out, outcome
 
-    def _site_among(
-        self, rows: list[Op], wanted: Callable[[Site], bool], target: Callable[[Site], bool]
-    ) -> tuple[Op, Site, tuple[int, int, int, int] | None] | None:
-        """The watched site this call is, with its row. One call may be the site of several kinds
-        (``a * b``: an intended infinity's product and a float16 overflow; ``x.var()``: one
-        element and an overflow): it is judged as a ``target`` site if one of them is, else as
-        the first one, in catalogue order, that ``wanted`` admits."""
-        found = self._sites_among(rows, wanted)
-        return next((f for f in found if target(f[1])), found[0] if found else None)
-
     def _sites_among(
-        self, rows: list[Op], wanted: Callable[[Site], bool]
+        self, rows: list[Op], wanted: Callable[[Site], bool], target: Callable[[Site], bool]
     ) -> list[tuple[Op, Site, tuple[int, int, int, int] | None]]:
+        """The watched sites this call is, with their rows, the one to judge it as first. One call
+        may be the site of several kinds (``a * b``: an intended infinity's product and a float16
+        overflow; ``x.var()``: one element and an overflow): it is judged as a ``target`` site if
+        one of them is, else as the first one, in catalogue order, that ``wanted`` admits."""
         found = []
         for op in rows:
             site, pos = self._site_at(op)
             if site is not None and wanted(site):
                 found.append((op, site, pos))
-        return found
+        return sorted(found, key=lambda f: not target(f[1]))  # stable: catalogue order otherwise
 
     def _at_site(self, func: Any, rows: list[Op], args: tuple, kwargs: dict) -> Any:
-        unreached = self._sites_among(rows, lambda s: s.key not in self.reached)
+        unreached = self._sites_among(
+            rows, lambda s: s.key not in self.reached, lambda s: s.key == self._target_key
+        )
         if not unreached:
             return func(*args, **kwargs)
-        op, site, pos = next((f for f in unreached if f[1].key == self._target_key), unreached[0])
+        op, site, pos = unreached[0]
         is_target = site.key == self._target_key
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
         outcome.step = self.steps
         self.reached[site.key] = outcome
-        for _, other, _ in unreached:
+        for _, other, _ in unreached[1:]:
             # The same call as another kind's site: reached, and searched as its own target later.
             self.reached.setdefault(other.key, SiteOutcome(other, False, "finite", operand=outcome.operand))
         if is_target and self.branch is not None and self.branch.site.key == site.key:

@@ -208,10 +208,10 @@ class TrainingTracer(Tracer):
         return out
 
     def _at_site(self, func: Any, rows: list[Op], args: tuple, kwargs: dict) -> Any:
-        picked = self._site_among(rows, lambda s: s.key in self._watched, lambda s: s.key in self.targets)
-        if picked is None:
+        picked = self._sites_among(rows, lambda s: s.key in self._watched, lambda s: s.key in self.targets)
+        if not picked:
             return func(*args, **kwargs)
-        op, site, pos = picked
+        op, site, pos = picked[0]
         steer = site.key in self.targets
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=steer)
         self.reached.setdefault(site.key, outcome)
