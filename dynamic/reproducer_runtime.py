@@ -50,6 +50,14 @@ def _same(t: Any) -> Any:
     return t
 
 
+def _sum_of(tensors: list) -> Any:
+    """One scalar whose backward sends a unit gradient to every entry of every tensor."""
+    total = tensors[0].sum()
+    for t in tensors[1:]:
+        total = total + t.sum()
+    return total
+
+
 _LEGACY_TYPES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
 
 
@@ -289,10 +297,7 @@ class Observer(OnCpu):
             # A decomposition returns a tuple (eigh: values and vectors): every output counts.
             outs = [t for t in _floating(_tensors(local)) if t.requires_grad]
             if outs and wrt:
-                total = outs[0].sum()
-                for t in outs[1:]:
-                    total = total + t.sum()
-                for g in torch.autograd.grad(total, wrt, allow_unused=True):
+                for g in torch.autograd.grad(_sum_of(outs), wrt, allow_unused=True):
                     if g is not None and not torch.isfinite(g).all():
                         self.obs.note(
                             self.obs.site_bad, f"{self.site.label}: the gradient of {name} is {_shown(g)}"
@@ -343,9 +348,7 @@ def observe(site: WatchedSite, call: Callable[[], Any], watch_site: bool = True)
                     obs.note(obs.program_bad, f"the program's output is {_shown(t)}")
             trainable = [t for t in outputs if t.requires_grad and torch.isfinite(t.detach()).all()]
             if trainable and not obs.site_bad:
-                total = trainable[0].sum()
-                for t in trainable[1:]:
-                    total = total + t.sum()
+                total = _sum_of(trainable)
                 try:
                     total.backward()
                 except RuntimeError:
