@@ -59,6 +59,7 @@ TURNS: tuple[tuple[str, float], ...] = (
     ("search", 0.10),
     ("train", 0.35),
 )
+MIN_SEARCH = 0.2  # seconds: a share of a site's budget smaller than this is not worth a run of its own
 RESEED = 2  # seed offset between one site's successive searches (seed + 1 is the second entry's)
 
 
@@ -209,6 +210,10 @@ class Worker:
         self.harvest: dict[str, Found] = {}
         self.harvested_by: dict[str, Assignment] = {}
         self.turns: dict[str, int] = {}  # how many short searches (TURNS) each site already had
+        # Seconds each site has had so far: its own searches, and every training run that watched
+        # it while it was open. ``--budget`` is what a site may cost in all, whichever way it was spent.
+        self.spent: dict[str, float] = {}
+        self.last_note: dict[str, str] = {}  # why the site's latest attempt found nothing
 
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
@@ -310,10 +315,18 @@ class Worker:
                     )
                 )
                 continue
-            # Most of the budget on the first entry that reaches the site; the rest on another
-            # entry (a probe of the function itself reaches shapes the script never makes).
+            # Most of what is left of the budget on the first entry that reaches the site; the rest
+            # on another entry (a probe of the function itself reaches shapes the script never makes).
             seed = self.seed + RESEED * self.turns.get(site.key, 0)
-            if not self.search_one(site, a, self.budget * PRIMARY_SHARE, seed):
+            left = self.left(site.key)
+            if left < MIN_SEARCH:
+                self.out_unfound(site, a.program.label)
+                continue
+            last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH  # too little would be left for another entry
+            if (
+                not self.search_one(site, a, left if last else left * PRIMARY_SHARE, seed, final=last)
+                and not last
+            ):
                 unfound[site.key] = a.program
         if unfound:
             more: dict[str, Assignment] = {}
@@ -326,7 +339,7 @@ class Worker:
                     self.assign(
                         set(unfound) - set(more),
                         report=False,
-                        reserve=self.budget * (1 - PRIMARY_SHARE) * len(unfound) + 2.0,
+                        reserve=sum(self.left(k) for k in unfound) + 2.0,
                     )
                 )
             except RunTimeout:
@@ -339,7 +352,7 @@ class Worker:
                 self.search_one(
                     site,
                     a,
-                    self.budget * (1 - PRIMARY_SHARE),
+                    max(self.left(site.key), MIN_SEARCH),
                     seed,
                     final=True,
                     tried=unfound[site.key].label,
@@ -377,14 +390,21 @@ class Worker:
         end = time.monotonic() + seconds
         while todo and end - time.monotonic() > 0.2:
             settings = TrainingSettings(seconds=end - time.monotonic())
+            started = time.monotonic()
             try:
                 report = self._timed(
                     settings.seconds + self.record_timeout,
                     lambda: train_search(a.program, self.sites, todo, settings),
                 )
             except RunTimeout:
+                report = None
+            for key in todo:
+                self.spent[key] = self.spent.get(key, 0.0) + time.monotonic() - started
+            if report is None:
                 break
             if report.found is None:
+                for key in todo:
+                    self.last_note[key] = f"a training run (GRIST): {report.note}"
                 break
             t = report.found
             site = by_key[t.outcome.site.key]
@@ -415,6 +435,15 @@ class Worker:
                 found.add(site.key)
         return found
 
+    def left(self, key: str) -> float:
+        """Seconds of the budget ``key`` has not used yet."""
+        return max(self.budget - self.spent.get(key, 0.0), 0.0)
+
+    def out_unfound(self, site: Site, entry: str) -> None:
+        """Report ``site`` as searched and not broken, with why its latest attempt stopped."""
+        note = self.last_note.get(site.key, f"the budget ({self.budget:g} s) ran out before a search")
+        self.out(SiteReport(key=site.key, witness=None, entry=entry, note=note))
+
     def take_harvest(self, site: Site) -> bool:
         """Report ``site`` from a run that broke it while another site was searched (no search of its own)."""
         found = self.harvest.pop(site.key, None)
@@ -440,29 +469,26 @@ class Worker:
         if isinstance(program, E.ProbeProgram) and site.key in self.real_reached:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(program.qualname)
-        report = self._timed(
-            budget + self.record_timeout, lambda: search(a.program, site, self.sites, a.examples, settings)
-        )
+        started = time.monotonic()
+        try:
+            report = self._timed(
+                budget + self.record_timeout,
+                lambda: search(a.program, site, self.sites, a.examples, settings),
+            )
+        finally:
+            self.spent[site.key] = self.spent.get(site.key, 0.0) + time.monotonic() - started
         for key in set(self.harvest) - before:
             self.harvested_by[key] = a
         if report.found is None and settings.supports:
             kept = ", ".join(f"{k} {v}" for k, v in settings.supports.items())
             report.note = f"a {PROBE_WORDS} kept to inputs real callers pass ({kept}): {report.note}"
         if report.found is None:
+            entries = (
+                a.program.label if tried in (None, a.program.label) else f"{tried}, then {a.program.label}"
+            )
+            self.last_note[site.key] = f"{report.note} from {entries}"
             if final:
-                entries = (
-                    a.program.label
-                    if tried in (None, a.program.label)
-                    else f"{tried}, then {a.program.label}"
-                )
-                self.out(
-                    SiteReport(
-                        key=site.key,
-                        witness=None,
-                        entry=a.program.label,
-                        note=f"{report.note} from {entries}",
-                    )
-                )
+                self.out_unfound(site, a.program.label)
             return False
         self.report_found(a, site, report.found, settings)
         return True

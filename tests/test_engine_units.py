@@ -316,3 +316,51 @@ def test_explicit_entry_with_kwargs_names_every_argument(tmp_path):
         result=report.found.outcome.result,
     )
     assert replay(site, w).reproduced
+
+
+def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, monkeypatch):
+    """Training runs, the short searches between them and the per-site searches after them
+    together stay within ``--budget`` for a site none of them breaks (on the worker's clock,
+    faked here: each run takes all the time it is given)."""
+    from grist_lsp.dynamic import worker as W
+    from grist_lsp.dynamic.protocol import SiteReport
+    from grist_lsp.dynamic.search import SearchReport
+    from grist_lsp.dynamic.training import TrainingReport
+    from grist_lsp.model import to_json
+
+    text = "import torch\nx = torch.rand(3)\nfor _ in range(10):\n    y = torch.log(x + 1)\n"
+    path = tmp_path / "prog.py"
+    path.write_text(text, encoding="utf-8")
+    site = site_at(path, text, "torch.log(x + 1)", "torch.log")
+    now = [0.0]
+
+    class Clock:
+        @staticmethod
+        def monotonic() -> float:
+            return now[0]
+
+    def train_search(program, sites, todo, settings):
+        now[0] += settings.seconds
+        return TrainingReport(None, 10, settings.seconds, "stopped after 10 training steps")
+
+    def search(program, site, sites, examples, settings):
+        now[0] += settings.budget
+        return SearchReport(None, 5, settings.budget, 1.0, "searched 5 runs")
+
+    monkeypatch.setattr(W, "time", Clock)
+    monkeypatch.setattr(W, "train_search", train_search)
+    monkeypatch.setattr(W, "search", search)
+    sent: list = []
+    worker = W.Worker(
+        {"path": str(path), "text": text, "targets": [to_json(site)], "budget": 5.0}, sent.append
+    )
+    training_program = type("Training", (), {"label": "script:prog.py", "trains": True})()
+    monkeypatch.setattr(
+        worker, "assign", lambda keys, **_: {site.key: W.Assignment(training_program, {}, None)}
+    )
+    worker.run()
+
+    assert now[0] <= 5.0 + 1e-9, f"the site cost {now[0]:.2f} s of a 5 s budget"
+    reports = [m for m in sent if isinstance(m, SiteReport)]
+    assert [(r.key, r.witness) for r in reports] == [(site.key, None)]
+    assert "searched 5 runs" in reports[0].note
