@@ -63,9 +63,17 @@ class Result:
         return self.own_seconds / self.check_seconds[0]
 
 
+def _console_script() -> str:
+    """``grist-lsp`` beside this interpreter, as a virtualenv puts it on PATH: the own runs start
+    the interpreter itself, so a version manager's shim on PATH (pyenv's is shell scripts) would
+    be charged to the check's side only."""
+    beside = Path(sys.executable).parent / "grist-lsp"
+    return str(beside) if beside.exists() else "grist-lsp"
+
+
 def check(path: Path, seed: int, budget: float | None) -> tuple[float, dict, int]:
     """Wall seconds of one whole-file check, its JSON report and its exit status."""
-    cmd = ["grist-lsp", "--check", path.name, "--format", "json", "--seed", str(seed)]
+    cmd = [_console_script(), "--check", path.name, "--format", "json", "--seed", str(seed)]
     if budget is not None:
         cmd += ["--budget", str(budget)]
     t0 = time.monotonic()
