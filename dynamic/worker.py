@@ -210,8 +210,8 @@ class Worker:
         self.harvest: dict[str, Found] = {}
         self.harvested_by: dict[str, Assignment] = {}
         self.turns: dict[str, int] = {}  # how many short searches (TURNS) each site already had
-        # Seconds each site has had so far: its own searches, and every training run that watched
-        # it while it was open. ``--budget`` is what a site may cost in all, whichever way it was spent.
+        # Seconds each site has had so far: its own searches, and its share of every training run
+        # that watched it while it was open. ``--budget`` is what a site may cost in all.
         self.spent: dict[str, float] = {}
         self.last_note: dict[str, str] = {}  # why the site's latest attempt found nothing
 
@@ -322,7 +322,13 @@ class Worker:
             if left < MIN_SEARCH:
                 self.out_unfound(site, a.program.label)
                 continue
-            last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH  # too little would be left for another entry
+            # One search gets all that is left when another entry would get too little, or when
+            # none can reach the site: probes call functions, so module-level code is the script's
+            # own unless some other recorded entry ran it (a search restarts from the recording).
+            last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH or (
+                site.function is None
+                and not any(site.key in reached and prog is not a.program for prog, reached, _ in self.pool)
+            )
             if (
                 not self.search_one(site, a, left if last else left * PRIMARY_SHARE, seed, final=last)
                 and not last
@@ -398,8 +404,10 @@ class Worker:
                 )
             except RunTimeout:
                 report = None
+            # The run watched every open site at once: each pays its share.
+            share = (time.monotonic() - started) / len(todo)
             for key in todo:
-                self.spent[key] = self.spent.get(key, 0.0) + time.monotonic() - started
+                self.spent[key] = self.spent.get(key, 0.0) + share
             if report is None:
                 break
             if report.found is None:
