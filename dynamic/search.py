@@ -420,7 +420,10 @@ class Search:
     ) -> None:
         self.site = site
         self.settings = settings
-        self.t0 = time.monotonic()
+        self.t0 = time.monotonic()  # when the current stretch of searching began
+        self.spent_before = 0.0  # seconds searched in earlier stretches (``resume``)
+        self.paused_at: float | None = None
+        self.resumable = False  # in the gradient loop: ``resume`` goes on from here
         budget_end = self.t0 + settings.budget
         self.end = budget_end if deadline is None else min(deadline, budget_end)
         self.runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
@@ -457,12 +460,31 @@ class Search:
         if report is not None:
             return report
         self._begin_gradient_phase()
+        return self._loop()
+
+    def resume(self, seconds: float) -> SearchReport:
+        """Go on for ``seconds`` more from where the gradient loop stopped (``resumable``): a site
+        searched in several slices (between training runs) adds them up as one search would."""
+        self.spent_before, self.paused_at = self.seconds(), None
+        self.t0 = time.monotonic()
+        self.end = self.t0 + seconds
+        return self._loop()
+
+    def seconds(self) -> float:
+        """Seconds spent searching, over every stretch."""
+        until = self.paused_at if self.paused_at is not None else time.monotonic()
+        return self.spent_before + until - self.t0
+
+    def _loop(self) -> SearchReport:
+        self.resumable = False  # until the loop stops at the clock, with its state intact
         while time.monotonic() < self.end:
             self._note_progress()
             report = self._next_move()()
             if report is not None:
                 return report
-        return self.give_up()
+        report = self.give_up()
+        self.paused_at, self.resumable = time.monotonic(), True
+        return report
 
     def _next_move(self) -> Callable[[], SearchReport | None]:
         ev = self.cur_ev
@@ -504,10 +526,10 @@ class Search:
             {k: d.detach().clone() for k, d in deltas.items()},
             ev.param_names,
             self.runner.iterations,
-            time.monotonic() - self.t0,
+            self.seconds(),
             how,
         )
-        return SearchReport(found, self.runner.iterations, time.monotonic() - self.t0, 0.0)
+        return SearchReport(found, self.runner.iterations, self.seconds(), 0.0)
 
     def try_examples(self) -> SearchReport | None:
         """The example inputs as recorded; also a report when they do not reach the site."""
@@ -526,7 +548,7 @@ class Search:
         if ev.outcome is None:
             # Not reached with the examples: nothing to steer from.
             why = f"not reached ({type(ev.error).__name__}: {ev.error})" if ev.error else "not reached"
-            return SearchReport(None, runner.iterations, time.monotonic() - self.t0, self.best, why)
+            return SearchReport(None, runner.iterations, self.seconds(), self.best, why)
         self.best = ev.d
         self.start, self.start_ev = self.examples, ev
         return None
@@ -770,11 +792,11 @@ class Search:
             closest = f"no input shape tried gave {region.text}"
         else:
             closest = f"closest distance to the region ({region.text}) {self.best:.3g}"
-        note = f"searched {runner.iterations} runs in {time.monotonic() - self.t0:.1f} s; {closest}"
+        note = f"searched {runner.iterations} runs in {self.seconds():.1f} s; {closest}"
         if runner.walls:
             (name, line), n = max(runner.walls.items(), key=lambda kv: kv[1])
             note += f"; the search stopped at the precondition on line {line} of {name} {n} times"
-        return SearchReport(None, runner.iterations, time.monotonic() - self.t0, self.best, note)
+        return SearchReport(None, runner.iterations, self.seconds(), self.best, note)
 
 
 @dataclass

@@ -40,7 +40,7 @@ from . import entries as E
 from . import protocol
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import Done, Message, RunError, SiteReport
-from .search import Found, Runner, SearchSettings, search
+from .search import Found, Runner, Search, SearchReport, SearchSettings
 from .tracing import SiteOutcome
 from .training import TrainingSettings, train_search
 from .witness import describe, shrink, to_value
@@ -214,6 +214,8 @@ class Worker:
         # that watched it while it was open. ``--budget`` is what a site may cost in all.
         self.spent: dict[str, float] = {}
         self.last_note: dict[str, str] = {}  # why the site's latest attempt found nothing
+        # (site key, entry label) -> its search, stopped by the clock: the next slice goes on from there.
+        self.paused: dict[tuple[str, str], Search] = {}
 
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
@@ -479,10 +481,7 @@ class Worker:
             settings.supports = self.callers.supports(program.qualname)
         started = time.monotonic()
         try:
-            report = self._timed(
-                budget + self.record_timeout,
-                lambda: search(a.program, site, self.sites, a.examples, settings),
-            )
+            report = self._search(site, a, budget, settings)
         finally:
             self.spent[site.key] = self.spent.get(site.key, 0.0) + time.monotonic() - started
         for key in set(self.harvest) - before:
@@ -500,6 +499,20 @@ class Worker:
             return False
         self.report_found(a, site, report.found, settings)
         return True
+
+    def _search(self, site: Site, a: Assignment, budget: float, settings: SearchSettings) -> SearchReport:
+        """``budget`` seconds of search of ``site`` from ``a``'s entry; a search of the same pair
+        that an earlier slice stopped goes on (keeping its own seed and settings) rather than
+        restarting from the recording."""
+        key = (site.key, a.program.label)
+        paused = self.paused.pop(key, None)
+        s = paused or Search(a.program, site, self.sites, a.examples, settings, None)
+        report = self._timed(
+            budget + self.record_timeout, (lambda: s.resume(budget)) if paused is not None else s.run
+        )
+        if report.found is None and s.resumable:
+            self.paused[key] = s
+        return report
 
     def report_found(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None

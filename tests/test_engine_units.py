@@ -130,6 +130,27 @@ def test_search_reaches_log_zero_through_softmax_by_gradient(tmp_path):
     assert again.iterations == report.iterations
 
 
+def test_a_search_stopped_by_the_clock_goes_on_where_it_stopped(tmp_path):
+    """Slices of one search (a site's turns between training runs) add up: the runs counted go
+    on from the first slice's, and the slices together reach what one search reaches."""
+    from grist_lsp.dynamic.search import Search
+
+    text = "import torch\nx = torch.randn(4, 5)\np = torch.softmax(x, dim=1)\ny = torch.log(p)\n"
+    prog = script(tmp_path, "sm.py", text)
+    site = site_at(tmp_path / "sm.py", text, "torch.log(p)", "torch.log")
+    tracer = record(prog, [site])
+    sliced = Search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=0.001, seed=0), None)
+    report = sliced.run()
+    first = report.iterations
+    slices = 1
+    while report.found is None and sliced.resumable and slices < 2000:
+        report = sliced.resume(0.001)
+        slices += 1
+    assert report.found is not None, report.note
+    assert report.found.outcome.result == "-inf"
+    assert slices > 1 and report.found.iterations > first
+
+
 def test_search_gives_up_on_a_guarded_op_within_its_budget(tmp_path):
     text = "import torch\nx = torch.randn(4, 5)\ny = torch.log(x.abs() + 1e-3)\n"
     prog = script(tmp_path, "guard.py", text)
@@ -343,13 +364,24 @@ def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, m
         now[0] += settings.seconds
         return TrainingReport(None, 10, settings.seconds, "stopped after 10 training steps")
 
-    def search(program, site, sites, examples, settings):
-        now[0] += settings.budget
-        return SearchReport(None, 5, settings.budget, 1.0, "searched 5 runs")
+    class Search:
+        """Each slice takes all of its seconds and breaks nothing; a paused one goes on."""
+
+        resumable = True
+
+        def __init__(self, program, site, sites, examples, settings, deadline):
+            self.budget = settings.budget
+
+        def run(self):
+            return self.resume(self.budget)
+
+        def resume(self, seconds):
+            now[0] += seconds
+            return SearchReport(None, 5, seconds, 1.0, "searched 5 runs")
 
     monkeypatch.setattr(W, "time", Clock)
     monkeypatch.setattr(W, "train_search", train_search)
-    monkeypatch.setattr(W, "search", search)
+    monkeypatch.setattr(W, "Search", Search)
     sent: list = []
     worker = W.Worker(
         {"path": str(path), "text": text, "targets": [to_json(site)], "budget": 5.0}, sent.append
