@@ -33,6 +33,7 @@ import dataclasses
 import json
 import os
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -219,6 +220,16 @@ def _one_thread_env() -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
+def exit_on_sigterm() -> None:
+    """A bench stopped with ``kill`` unwinds like Ctrl-C: the ``finally`` that kills a program's
+    own run (an endless loop that never fails by itself) runs, instead of leaving it on a core."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+
+
 def time_to_nan_on_its_own(path: Path, limit: float, cwd: Path = REPO) -> tuple[float | None, str]:
     """Wall seconds from launch until the script prints its non-finite loss line (None: never, within limit).
 
@@ -375,6 +386,7 @@ def headline(runs: list[FileRun], scripts: list[Path], limit: float, budget: flo
 
 
 def main(argv: list[str] | None = None) -> int:
+    exit_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paths", nargs="*", help="program files (default: every marked program)")
     ap.add_argument("--seeds", type=int, default=1, help="repeat with seeds 0..N-1 and report stability")

@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO / "tests" / "corpus"))
 sys.path.insert(0, str(REPO / "bench"))
 
 import corpus_markers as cm  # noqa: E402
-from engine_bench import _one_thread_env, time_to_nan_on_its_own  # noqa: E402
+from engine_bench import _one_thread_env, exit_on_sigterm, time_to_nan_on_its_own  # noqa: E402
 
 PROGRAMS = REPO / "bench" / "training"
 _STEP = re.compile(r"at step (\d+)")
@@ -107,6 +107,7 @@ def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: boo
 
 
 def main(argv: list[str] | None = None) -> int:
+    exit_on_sigterm()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path, help="programs (default: bench/training/*.py)")
     ap.add_argument("--seeds", type=int, default=1)
