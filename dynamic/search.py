@@ -475,6 +475,13 @@ class Search:
         until = self.paused_at if self.paused_at is not None else time.monotonic()
         return self.spent_before + until - self.t0
 
+    def held(self) -> int:
+        """Tensor elements a paused search keeps for ``resume`` (inputs, parameter moves, gradients)."""
+        kept: list[Any] = [*self.cur.values(), *self.start.values(), *self.deltas.values()]
+        kept += [*self.momentum.values(), *self.cur_ev.grads.values(), *self.start_ev.grads.values()]
+        kept += [v for _, values in self.late for v in values.values()]
+        return sum(t.numel() for t in kept if isinstance(t, torch.Tensor))
+
     def _loop(self) -> SearchReport:
         self.resumable = False  # until the loop stops at the clock, with its state intact
         while time.monotonic() < self.end:

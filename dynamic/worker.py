@@ -60,6 +60,9 @@ TURNS: tuple[tuple[str, float], ...] = (
     ("train", 0.35),
 )
 MIN_SEARCH = 0.2  # seconds: a share of a site's budget smaller than this is not worth a run of its own
+# Tensor elements all paused searches may keep (float32: 200 MB); past it a search starts afresh
+# next time, as it did before searches paused (a large model's parameter moves, many sites).
+PAUSED_ELEMENTS = 50_000_000
 RESEED = 2  # seed offset between one site's successive searches (seed + 1 is the second entry's)
 
 
@@ -510,7 +513,8 @@ class Worker:
         report = self._timed(
             budget + self.record_timeout, (lambda: s.resume(budget)) if paused is not None else s.run
         )
-        if report.found is None and s.resumable:
+        held = sum(p.held() for p in self.paused.values())
+        if report.found is None and s.resumable and held + s.held() <= PAUSED_ELEMENTS:
             self.paused[key] = s
         return report
 

@@ -339,10 +339,12 @@ def test_explicit_entry_with_kwargs_names_every_argument(tmp_path):
     assert replay(site, w).reproduced
 
 
-def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, monkeypatch):
+@pytest.mark.parametrize("held", [0, 10**9])
+def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, monkeypatch, held):
     """Training runs, the short searches between them and the per-site searches after them
     together stay within ``--budget`` for a site none of them breaks (on the worker's clock,
-    faked here: each run takes all the time it is given)."""
+    faked here: each run takes all the time it is given). The site's search pauses between its
+    slices and goes on, unless what it would keep is too large: then each slice starts afresh."""
     from grist_lsp.dynamic import worker as W
     from grist_lsp.dynamic.protocol import SiteReport
     from grist_lsp.dynamic.search import SearchReport
@@ -368,9 +370,14 @@ def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, m
         """Each slice takes all of its seconds and breaks nothing; a paused one goes on."""
 
         resumable = True
+        made = 0
 
         def __init__(self, program, site, sites, examples, settings, deadline):
             self.budget = settings.budget
+            Search.made += 1
+
+        def held(self):
+            return held
 
         def run(self):
             return self.resume(self.budget)
@@ -396,3 +403,5 @@ def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, m
     reports = [m for m in sent if isinstance(m, SiteReport)]
     assert [(r.key, r.witness) for r in reports] == [(site.key, None)]
     assert "searched 5 runs" in reports[0].note
+    slices = sum(turn == "search" for turn, _ in W.TURNS) + 1
+    assert Search.made == (1 if held <= W.PAUSED_ELEMENTS else slices)
