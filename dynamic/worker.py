@@ -329,7 +329,7 @@ class Worker:
                 continue
             # One search gets all that is left when another entry would get too little, or when
             # none can reach the site: probes call functions, so module-level code is the script's
-            # own unless some other recorded entry ran it (a search restarts from the recording).
+            # own unless some other recorded entry ran it.
             last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH or (
                 site.function is None
                 and not any(site.key in reached and prog is not a.program for prog, reached, _ in self.pool)
@@ -484,7 +484,7 @@ class Worker:
             settings.supports = self.callers.supports(program.qualname)
         started = time.monotonic()
         try:
-            report = self._search(site, a, budget, settings)
+            report = self._search(site, a, budget, settings, final)
         finally:
             self.spent[site.key] = self.spent.get(site.key, 0.0) + time.monotonic() - started
         for key in set(self.harvest) - before:
@@ -503,10 +503,12 @@ class Worker:
         self.report_found(a, site, report.found, settings)
         return True
 
-    def _search(self, site: Site, a: Assignment, budget: float, settings: SearchSettings) -> SearchReport:
+    def _search(
+        self, site: Site, a: Assignment, budget: float, settings: SearchSettings, final: bool
+    ) -> SearchReport:
         """``budget`` seconds of search of ``site`` from ``a``'s entry; a search of the same pair
         that an earlier slice stopped goes on (keeping its own seed and settings) rather than
-        restarting from the recording."""
+        restarting from the recording. The ``final`` slice keeps nothing."""
         key = (site.key, a.program.label)
         paused = self.paused.pop(key, None)
         s = paused or Search(a.program, site, self.sites, a.examples, settings, None)
@@ -514,7 +516,7 @@ class Worker:
             budget + self.record_timeout, (lambda: s.resume(budget)) if paused is not None else s.run
         )
         held = sum(p.held() for p in self.paused.values())
-        if report.found is None and s.resumable and held + s.held() <= PAUSED_ELEMENTS:
+        if report.found is None and s.resumable and not final and held + s.held() <= PAUSED_ELEMENTS:
             self.paused[key] = s
         return report
 
@@ -522,6 +524,8 @@ class Worker:
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
     ) -> None:
         """Send ``site``'s witness (shrunk, described) for what ``found`` broke."""
+        for key in [k for k in self.paused if k[0] == site.key]:
+            del self.paused[key]  # found, however: its paused searches are done
         witness, text = self.make_witness(a, site, found, settings, steps=steps)
         self.out(SiteReport(site.key, witness, a.program.label, note=found.how, message=text))
 
