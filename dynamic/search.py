@@ -406,7 +406,8 @@ class Search:
     * ``step``: a Newton step and a signed-gradient step (and, with weights, a step along the
       gradient relative to each weight's size), the better one kept.
 
-    Every move returns the report when it broke the site, else None.
+    Every move returns the report when it broke the site, else None. A search the clock stopped
+    inside that loop is ``resumable``: ``resume`` goes on from its state for more seconds.
     """
 
     def __init__(
