@@ -327,13 +327,9 @@ class Worker:
             if left < MIN_SEARCH:
                 self.out_unfound(site, a.program.label)
                 continue
-            # One search gets all that is left when another entry would get too little, or when
-            # none can reach the site: probes call functions, so module-level code is the script's
-            # own unless some other recorded entry ran it.
-            last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH or (
-                site.function is None
-                and not any(site.key in reached and prog is not a.program for prog, reached, _ in self.pool)
-            )
+            # One search gets all that is left when another entry would get too little. (When no
+            # other entry reaches the site, the second slice resumes this search: nothing is lost.)
+            last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH
             if (
                 not self.search_one(site, a, left if last else left * PRIMARY_SHARE, seed, final=last)
                 and not last

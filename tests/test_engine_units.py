@@ -403,5 +403,6 @@ def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, m
     reports = [m for m in sent if isinstance(m, SiteReport)]
     assert [(r.key, r.witness) for r in reports] == [(site.key, None)]
     assert "searched 5 runs" in reports[0].note
-    slices = sum(turn == "search" for turn, _ in W.TURNS) + 1
+    # the short searches between training runs, then the two slices of the per-site search
+    slices = sum(turn == "search" for turn, _ in W.TURNS) + 2
     assert Search.made == (1 if held <= W.PAUSED_ELEMENTS else slices)
