@@ -27,6 +27,7 @@ import signal
 import sys
 import time
 import traceback
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -215,7 +216,7 @@ class Worker:
         self.turns: dict[str, int] = {}  # how many short searches (TURNS) each site already had
         # Seconds each site has had so far: its own searches, and its share of every training run
         # that watched it while it was open. ``--budget`` is what a site may cost in all.
-        self.spent: dict[str, float] = {}
+        self.spent: defaultdict[str, float] = defaultdict(float)
         self.last_note: dict[str, str] = {}  # why the site's latest attempt found nothing
         # (site key, entry label) -> its search, stopped by the clock: the next slice goes on from there.
         self.paused: dict[tuple[str, str], Search] = {}
@@ -330,10 +331,8 @@ class Worker:
             # One search gets all that is left when another entry would get too little. (When no
             # other entry reaches the site, the second slice resumes this search: nothing is lost.)
             last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH
-            if (
-                not self.search_one(site, a, left if last else left * PRIMARY_SHARE, seed, final=last)
-                and not last
-            ):
+            found = self.search_one(site, a, left if last else left * PRIMARY_SHARE, seed, final=last)
+            if not found and not last:
                 unfound[site.key] = a.program
         if unfound:
             more: dict[str, Assignment] = {}
@@ -408,7 +407,7 @@ class Worker:
             # The run watched every open site at once: each pays its share.
             share = (time.monotonic() - started) / len(todo)
             for key in todo:
-                self.spent[key] = self.spent.get(key, 0.0) + share
+                self.spent[key] += share
             if report is None:
                 break
             if report.found is None:
@@ -446,7 +445,7 @@ class Worker:
 
     def left(self, key: str) -> float:
         """Seconds of the budget ``key`` has not used yet."""
-        return max(self.budget - self.spent.get(key, 0.0), 0.0)
+        return max(self.budget - self.spent[key], 0.0)
 
     def out_unfound(self, site: Site, entry: str) -> None:
         """Report ``site`` as searched and not broken, with why its latest attempt stopped."""
@@ -482,7 +481,7 @@ class Worker:
         try:
             report = self._search(site, a, budget, settings, final)
         finally:
-            self.spent[site.key] = self.spent.get(site.key, 0.0) + time.monotonic() - started
+            self.spent[site.key] += time.monotonic() - started
         for key in set(self.harvest) - before:
             self.harvested_by[key] = a
         if report.found is None and settings.supports:
