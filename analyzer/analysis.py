@@ -22,6 +22,7 @@ import warnings
 from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.parsing import parse
 from grist_lsp.analyzer.positions import SourceLines
 from grist_lsp.analyzer.ranges import (
     TOP,
@@ -82,7 +83,7 @@ def _analyze_source(path: str, text: str) -> list[Verdict]:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our findings
-            tree = ast.parse(text, filename=path)
+            tree = parse(text, filename=path)
     except SyntaxError as e:
         line = e.lineno or 1
         col = max((e.offset or 1) - 1, 0)

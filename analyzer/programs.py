@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ast
 
+from grist_lsp.analyzer.parsing import UNPARSABLE, parse
+
 
 def is_test_file(name: str) -> bool:
     """pytest's default test file names: ``test_*.py`` and ``*_test.py``."""
@@ -18,8 +20,8 @@ def has_training_loop(text: str) -> bool:
     """True when the source has a ``for``/``while`` loop whose body calls ``backward``: a
     program that trains, where GRIST's own mode (``dynamic/training.py``) applies."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = parse(text)
+    except UNPARSABLE:
         return False
     for node in ast.walk(tree):
         if isinstance(node, (ast.For, ast.While, ast.AsyncFor)):
@@ -36,8 +38,8 @@ def has_training_loop(text: str) -> bool:
 def is_script(text: str) -> bool:
     """True when the file does something when run: top-level statements beyond definitions."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = parse(text)
+    except UNPARSABLE:
         return False
     for node in tree.body:
         if isinstance(

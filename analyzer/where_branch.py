@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.dataflow import DataFlow, build_dataflow
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.positions import SourceLines
 from grist_lsp.analyzer.sites import Candidate
 from grist_lsp.model import Span
@@ -311,8 +312,8 @@ def where_reason(words: str, kind: str) -> str:
 def guard_at(text: str, span: Span) -> Guard | None:
     """The guard discarding the value of the operation at ``span`` in ``text`` (for fixes), or None."""
     try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+        tree = parse(text)
+    except UNPARSABLE:
         return None
     lines = SourceLines(text)
     node = next(

@@ -37,6 +37,7 @@ from typing import Any, TypedDict
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
@@ -526,8 +527,8 @@ def import_runs_loops(text: str) -> bool:
     """True when importing the file would run a top-level loop (a training script without a
     ``__main__`` guard): probing its functions would mean running the whole script again."""
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = parse(text)
+    except UNPARSABLE:
         return False
 
     def is_main_guard(node: ast.AST) -> bool:
@@ -585,8 +586,8 @@ def _importers(path: str, files: list[str]) -> Iterator[tuple[str, str]]:
 def test_functions(file: str, src: str) -> list[tuple[str, str]]:
     """(test file, test function) for the argument-less, undecorated tests of one file."""
     try:
-        tree = ast.parse(src)
-    except SyntaxError:
+        tree = parse(src)
+    except UNPARSABLE:
         return []
     out = []
     for node in tree.body:

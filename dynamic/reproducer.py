@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
+from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.model import Site, TensorValue, Witness, is_factory_key, to_json
 
 # Tensors with at most this many elements are written inline; larger ones go to the .pt file.
@@ -176,7 +177,7 @@ def _runtime_source() -> str:
     from . import reproducer_runtime
 
     source = inspect.getsource(reproducer_runtime)
-    body = ast.parse(source).body
+    body = parse(source).body
     start = body[1].lineno if isinstance(body[0], ast.Expr) else 1
     code = "\n".join(source.splitlines()[start - 1 :])
     return (
@@ -241,8 +242,8 @@ def _function_start(site: Site) -> tuple[str, int] | None:
     if not site.function:
         return None
     try:
-        tree = ast.parse(Path(site.file).read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
+        tree = parse(Path(site.file).read_text(encoding="utf-8"))
+    except (OSError, *UNPARSABLE):  # UnicodeDecodeError is a ValueError
         return None
 
     def walk(body: list[ast.stmt], code_prefix: str, plain_prefix: str) -> tuple[str, int] | None:

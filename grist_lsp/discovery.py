@@ -210,9 +210,11 @@ def imported_modules(path: Path, text: str, root: Path) -> list[Path]:
     outside ``root``) are never listed."""
     import ast
 
+    from grist_lsp.analyzer.parsing import UNPARSABLE, parse
+
     try:
-        tree = ast.parse(text)
-    except SyntaxError:
+        tree = parse(text)
+    except UNPARSABLE:
         return []
     names: list[str] = []
     for node in ast.walk(tree):

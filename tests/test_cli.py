@@ -115,6 +115,22 @@ def test_syntax_error_is_a_finding_and_other_files_are_still_checked(
     )
 
 
+def test_a_file_nested_too_deep_to_parse_is_a_finding_and_the_check_goes_on(
+    grist_cli: Cli, write_tree: Tree
+) -> None:
+    # A few thousand unary minuses make CPython's tree builder raise RecursionError (not a
+    # SyntaxError); the dynamic pass, which asks every file whether it is a script, used to die on it.
+    deep = "import torch\nx = torch.rand(3)\ny = torch.log(x)\nz = " + "-" * 5000 + "1\n"
+    script = "import torch\n\nx = torch.rand(4) - 0.5\nprint(torch.log(x).sum())\n"
+    root = write_tree({"deep.py": deep, "script.py": script})
+    result = grist_cli("--check", "--budget", "3", "--format", "json", ".", cwd=root)
+    _no_traceback(result)
+    by_file = {f["file"]: f for f in _findings(result)}
+    assert by_file["deep.py"]["status"] == "error" and "RecursionError" in by_file["deep.py"]["message"]
+    assert (by_file["script.py"]["line"], by_file["script.py"]["status"]) == (4, "confirmed")
+    assert result.returncode == 1
+
+
 def test_nonexistent_path_exits_2_naming_it(grist_cli: Cli, project: Path) -> None:
     result = grist_cli("--check", "--static-only", "buggy.py", "missing/model.py", cwd=project)
     assert result.returncode == 2

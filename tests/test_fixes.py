@@ -19,6 +19,7 @@ import pytest
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.fixes import propose_fixes
+from grist_lsp.analyzer.parsing import parse
 from grist_lsp.dynamic.verify import apply_edits
 from grist_lsp.model import Status, Verdict
 
@@ -158,7 +159,7 @@ EXPECTED = {
 
 
 def _bad_inputs() -> dict[str, tuple]:
-    tree = ast.parse(KINDS_FILE.read_text())
+    tree = parse(KINDS_FILE.read_text())
     for node in tree.body:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "BAD_INPUTS":
             return ast.literal_eval(node.value)

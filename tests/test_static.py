@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import dis
 import re
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from grist_lsp.analyzer.analysis import MAX_FILE_BYTES, analyze_file, analyze_source
 from grist_lsp.analyzer.catalogue import KINDS
+from grist_lsp.analyzer.parsing import parse
 from grist_lsp.analyzer.positions import SourceLines
 from grist_lsp.model import Span, Status
 
@@ -193,6 +196,35 @@ def test_deep_nesting_does_not_raise():
     src = "import torch\ny = " + "(" * 5000 + "torch.log(x)" + ")" * 5000 + "\n"
     out = analyze_source("deep.py", src)
     assert len(out) == 1 and out[0].status in (Status.ERROR, Status.POSSIBLE)
+
+
+def test_parsing_on_many_threads_while_finalizers_run_never_fails():
+    # CPython 3.11 counts the tree builder's depth per interpreter: a finalizer run by the
+    # collector mid-parse lets another thread parse, and the first parse then raised
+    # "SystemError: AST constructor recursion depth mismatch" (the CLI parses files on threads).
+    source = "def f(x):\n    return g(h(x) + [1, 2, (3, 4)])\n" * 200
+    failures: list[BaseException] = []
+
+    class Finalized:
+        def __del__(self) -> None:
+            time.sleep(0)  # Python code inside the collector: a chance for another thread to run
+
+    def parse_many() -> None:
+        for _ in range(100):
+            for _ in range(20):
+                cycle = Finalized()
+                cycle.me = cycle  # pyright: ignore[reportAttributeAccessIssue]
+            try:
+                parse(source)
+            except SystemError as e:
+                failures.append(e)
+
+    threads = [threading.Thread(target=parse_many) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures, failures[0]
 
 
 def test_long_assignment_chain_does_not_raise():

@@ -8,10 +8,11 @@ import networkx as nx
 
 from grist_lsp.analyzer.dataflow import DataFlow, Def, build_dataflow
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.parsing import parse
 
 
 def _flow(src: str) -> tuple[ast.Module, DataFlow]:
-    tree = ast.parse(src)
+    tree = parse(src)
     return tree, build_dataflow(tree)
 
 

@@ -10,6 +10,7 @@ import pytest
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.parsing import parse
 from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import RangeAnalysis
 from grist_lsp.model import Status
@@ -19,7 +20,7 @@ HEADER = "import math\nimport torch\nimport torch.nn as nn\n\n\ndef f(x, mask, y
 
 def _last(body: str) -> tuple[Provenance, ast.expr]:
     """The provenance questions about the last statement's expression in f's body."""
-    tree = ast.parse(HEADER + "".join(f"    {line}\n" for line in body.splitlines()))
+    tree = parse(HEADER + "".join(f"    {line}\n" for line in body.splitlines()))
     flow = build_dataflow(tree)
     resolver = Resolver(flow)
     last = tree.body[-1].body[-1]  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@ import pytest
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.parsing import parse
 from grist_lsp.analyzer.ranges import (
     INF,
     Fact,
@@ -30,7 +31,7 @@ def _f32(v: float) -> float:
 
 def fact_of(src: str, dtype: str = "float32") -> Fact:
     """The fact of the last line's expression, after the lines before it."""
-    tree = ast.parse("import torch\nimport math\nimport torch.nn.functional as F\n" + src)
+    tree = parse("import torch\nimport math\nimport torch.nn.functional as F\n" + src)
     flow = build_dataflow(tree)
     last = tree.body[-1]
     assert isinstance(last, ast.Expr)
