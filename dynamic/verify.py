@@ -196,7 +196,7 @@ def fix_verdicts(
     on, then the rest); the others pass through unchanged. The whole list is still the context
     that tells a fix's new findings from the file's other sites.
     """
-    from grist_lsp.analyzer.fixes import propose_fixes
+    from grist_lsp.analyzer.fixes import Fixer
 
     own = shared is None
     shared = shared if shared is not None else SharedChild(options, path)
@@ -204,6 +204,7 @@ def fix_verdicts(
         shared.start()  # torch imports while the fixes are proposed
     try:
         originals = _Originals(shared.writable)
+        fixer = Fixer(text)
         proposals: list[list[Fix]] = []
         out: list[Verdict] = []
         for verdict in verdicts:
@@ -216,7 +217,7 @@ def fix_verdicts(
                 out.append(verdict)
                 continue
             try:
-                proposals.append(propose_fixes(text, verdict))
+                proposals.append(fixer.propose(verdict))
                 out.append(verdict)
             except Exception as exc:  # a rewrite bug must not lose the finding
                 proposals.append([])

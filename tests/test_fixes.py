@@ -18,7 +18,7 @@ import pytest
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.analyzer.catalogue import KINDS
-from grist_lsp.analyzer.fixes import propose_fixes
+from grist_lsp.analyzer.fixes import Fixer, propose_fixes
 from grist_lsp.analyzer.parsing import parse
 from grist_lsp.dynamic.verify import apply_edits
 from grist_lsp.model import Status, Verdict
@@ -189,6 +189,17 @@ def first_fixes(corpus: tuple[str, list[Verdict]]) -> dict[tuple[str, str], tupl
             (verdict.site.function, verdict.site.op), (verdict, apply_edits(text, fixes[0].edits), fixes[0])
         )
     return out
+
+
+def test_one_fixer_for_a_file_proposes_what_each_site_alone_gets(corpus: tuple[str, list[Verdict]]) -> None:
+    # The check proposes every site's fixes from one parse and index of the file: sharing them
+    # must not change a single edit.
+    text, verdicts = corpus
+    fixer = Fixer(text)
+    sites = [v for v in verdicts if v.status is Status.POSSIBLE]
+    assert len(sites) > 20
+    for verdict in sites:
+        assert fixer.propose(verdict) == propose_fixes(text, verdict), verdict.site.text
 
 
 # kinds.py is a float32 file (a float16 op anywhere would make the whole file's eps float16's):

@@ -1,8 +1,9 @@
 """Propose idiomatic rewrites for an unsafe-op site (unverified; dynamic/verify.py re-checks them).
 
-``propose_fixes(text, verdict)`` finds the site's expression in ``text`` with libcst, rewrites
-it the way a person would (``log(softmax(x))`` -> ``log_softmax(x)``, ``log(x)`` ->
-``log(x.clamp_min(eps))``, a sign-preserving guard for divisors ...) and returns ``Fix``es whose
+``propose_fixes(text, verdict)`` finds the site's expression in ``text`` with libcst (a
+``Fixer(text)`` does it for each of a file's sites from one parse), rewrites it the way a person
+would (``log(softmax(x))`` -> ``log_softmax(x)``, ``log(x)`` -> ``log(x.clamp_min(eps))``, a
+sign-preserving guard for divisors ...) and returns ``Fix``es whose
 edits replace the site's span (plus an import line when a new name is needed). The code's own
 style is kept: the namespace it used (``F.`` / ``torch.`` / ``th.``), function versus method
 form, in-place forms, and the ``unbiased=`` versus ``correction=`` keyword. ``eps`` follows the
@@ -18,6 +19,8 @@ leading underscore: they are not API.
 """
 
 from __future__ import annotations
+
+import functools
 
 import libcst as cst
 
@@ -37,26 +40,47 @@ from .power import _pow_fixes, _root_fixes
 from .precision import _overflow_fixes
 from .reductions import _mean_fixes, _softmax_fixes, _var_fixes
 
-__all__ = ["eps_for", "eps_near_one", "propose_fixes"]
+__all__ = ["Fixer", "eps_for", "eps_near_one", "propose_fixes"]
+
+
+class Fixer:
+    """The fixes of one file's sites. The file is parsed and indexed (libcst metadata, the costly
+    part) once, on the first site that needs it, however many of its sites ask afterwards."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    @functools.cached_property
+    def _tree(self) -> tuple[cst.Module, _Index] | None:
+        try:
+            module = cst.parse_module(self.text)
+        except cst.ParserSyntaxError:
+            return None
+        return module, _Index.build(module)
+
+    def propose(self, verdict: Verdict) -> list[Fix]:
+        """Candidate rewrites for ``verdict``'s site, best first; [] when none applies.
+
+        The fixes are *unverified* (``verified=False``): dynamic/verify.py applies each one and
+        re-runs the static pass and the engine before marking it verified.
+        """
+        site = verdict.site
+        if site.kind not in KINDS or self._tree is None:
+            return []
+        module, index = self._tree
+        node = index.find(site.span)
+        if node is None:
+            return []
+        return _propose(self.text, module, index, node, verdict)
 
 
 def propose_fixes(text: str, verdict: Verdict) -> list[Fix]:
-    """Candidate rewrites for ``verdict``'s site in ``text``, best first; [] when none applies.
+    """Candidate rewrites for ``verdict``'s site in ``text`` (``Fixer(text).propose(verdict)``)."""
+    return Fixer(text).propose(verdict)
 
-    The fixes are *unverified* (``verified=False``): dynamic/verify.py applies each one and
-    re-runs the static pass and the engine before marking it verified.
-    """
+
+def _propose(text: str, module: cst.Module, index: _Index, node: cst.CSTNode, verdict: Verdict) -> list[Fix]:
     site = verdict.site
-    if site.kind not in KINDS:
-        return []
-    try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError:
-        return []
-    index = _Index.build(module)
-    node = index.find(site.span)
-    if node is None:
-        return []
     if verdict.witness is not None and verdict.witness.operand is not None:
         dtype = verdict.witness.operand.dtype
     else:  # no witness: the precision the static pass found for the operand, or the file's
