@@ -12,8 +12,9 @@ A reproducer must never pass by accident. Running the program with the witness e
   the site's lines. The reproducer raises it from a pytest fixture, so pytest reports an
   *error* (exit status 1), never a pass.
 
-It also says how a program written for a GPU runs on a machine without one (``on_cpu``): the
-engine's Tracer asks it too, so a witness found on a CPU replays the same way.
+It also says how a program runs here (``RunHere``, ``on_cpu``): a program written for a GPU on a
+machine without one, and its DataLoaders in its own process. The engine's Tracer runs programs
+the same way, so a witness found here replays the same way.
 
 This module imports nothing of grist-lsp and is written without ``from __future__`` on
 purpose: plain reproducers carry its source inline, so they run where only torch and pytest
@@ -21,6 +22,7 @@ are installed; replay reproducers (which need grist-lsp anyway) import it.
 """
 
 import ast
+import inspect
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,17 +63,40 @@ def _sum_of(tensors: list) -> Any:
 _LEGACY_TYPES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char", "Byte", "Bool")
 
 
-class OnCpu(TorchFunctionMode):
-    """A mode under which a program written for a GPU runs on this CPU when CUDA is missing: its
-    subclasses pass each call through ``on_cpu``, and while it is entered, what is not a torch
-    call is stood in for: a CUDA autocast region the program opens (``torch.autocast("cuda")``,
-    ``torch.cuda.amp.autocast()``) is a CPU one in the dtype CUDA would use (float16 unless the
-    program says), so float16 products overflow as they do on the GPU; the legacy
-    ``torch.cuda.FloatTensor`` types are the CPU ones. Both are module attributes, swapped for
-    the time the mode is entered and put back when it exits."""
+def _in_process(init: Callable[..., None]) -> Callable[..., None]:
+    """``DataLoader.__init__`` with no worker processes, and without the options that torch
+    refuses once there are none (a prefetch factor, persistent workers, a start method)."""
+    signature = inspect.signature(init)
+
+    def in_process(*args: Any, **kwargs: Any) -> None:
+        bound = signature.bind(*args, **kwargs)
+        bound.arguments.update(num_workers=0, prefetch_factor=None, persistent_workers=False)
+        bound.arguments.pop("multiprocessing_context", None)
+        init(*bound.args, **bound.kwargs)
+
+    return in_process
+
+
+class RunHere(TorchFunctionMode):
+    """A mode under which a program runs here: in one process, on this CPU when CUDA is missing.
+
+    Its subclasses pass each call through ``on_cpu``. While it is entered, what is not a torch
+    call is stood in for, by module attributes swapped for that time and put back on exit:
+
+    * a DataLoader loads its batches in the program's process (``num_workers=0``). Worker
+      processes would run the dataset's code outside the tracer, start anew each epoch, and
+      talk to the program over sockets the sandbox refuses. The batches are the same; random
+      augmentations draw in another order.
+    * a CUDA autocast region the program opens (``torch.autocast("cuda")``,
+      ``torch.cuda.amp.autocast()``) is a CPU one in the dtype CUDA would use (float16 unless
+      the program says), so float16 products overflow as they do on the GPU;
+    * the legacy ``torch.cuda.FloatTensor`` types are the CPU ones.
+    """
 
     def __enter__(self) -> Any:
         self._swapped: list[tuple[Any, str, Any]] = []
+        loader = torch.utils.data.DataLoader
+        self._swap(loader, "__init__", _in_process(loader.__init__))
         if CUDA_MISSING:
             cls = torch.amp.autocast_mode.autocast
             original = cls.__init__
@@ -108,7 +133,7 @@ def on_cpu(name: str, func: Any, args: tuple, kwargs: dict) -> tuple[str, Any, t
     """The call to run instead of ``func(*args, **kwargs)`` (named ``name``), as (name, func,
     args, kwargs): itself, unless CUDA is missing and the call asks for it. Then it runs on the
     CPU: the same op in the same dtype. ``.cuda()`` becomes a copy (``.to("cpu", copy=True)``),
-    as it is one on a GPU too. (CUDA autocast regions and legacy CUDA types: ``OnCpu``.)"""
+    as it is one on a GPU too. (CUDA autocast regions and legacy CUDA types: ``RunHere``.)"""
     if not CUDA_MISSING:
         return name, func, args, kwargs
     if name == "torch.Tensor.cuda" and args:
@@ -192,7 +217,7 @@ def _shown(t: torch.Tensor) -> list[Any]:
     return t.detach().flatten()[:8].tolist()
 
 
-class Observer(OnCpu):
+class Observer(RunHere):
     """Sees every torch call the program makes; judges the ones on the site's lines.
 
     ``watch_site=False`` when the engine's replay judges the site itself (it substitutes

@@ -48,7 +48,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from grist_lsp.analyzer.catalogue import KINDS, Op, lookup
 from grist_lsp.model import Site
 
-from .reproducer_runtime import OnCpu, on_cpu
+from .reproducer_runtime import RunHere, on_cpu
 
 # What torch.linalg raises for a matrix it cannot factor (documented as torch.linalg.LinAlgError;
 # torch's stubs do not re-export the name, hence the one ignore).
@@ -327,7 +327,7 @@ class TracerConfig:
     )
 
 
-class Tracer(OnCpu):
+class Tracer(RunHere):
     """The TorchFunctionMode of one run. Not reusable across runs."""
 
     def __init__(self, cfg: TracerConfig) -> None:

@@ -2,7 +2,7 @@
 
 ``.cuda()``, ``device="cuda"`` and ``.to("cuda:0")`` raise "Torch not compiled with CUDA enabled"
 on a CPU-only torch before any candidate site runs, and torch turns CUDA autocast off there. The
-engine runs them on the CPU instead (``reproducer_runtime.on_cpu`` and ``OnCpu``, the base of the
+engine runs them on the CPU instead (``reproducer_runtime.on_cpu`` and ``RunHere``, the base of the
 Tracer and of the reproducer's Observer), CUDA autocast as CPU float16 autocast, so the bug is
 confirmed and its reproducer, with the runtime carried inline, fails in a fresh process.
 """

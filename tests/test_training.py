@@ -160,6 +160,48 @@ def test_a_fix_that_removes_the_op_from_an_endless_loop_is_verified_and_its_repr
     assert passing.returncode == 0, passing.stdout + passing.stderr
 
 
+# Batches from worker processes, as most training scripts load them: the engine runs the
+# DataLoader in the program's process (the workers' sockets are refused by the sandbox, and what
+# they build no tracer sees), and so does the reproducer.
+WORKERS = """\
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def main():
+    torch.manual_seed(0)
+    x = torch.randn(256, 4) * 3
+    y = (x[:, 0] > 0).long()
+    loader = DataLoader(
+        TensorDataset(x, y), batch_size=32, shuffle=True, num_workers=2, persistent_workers=True, prefetch_factor=4
+    )
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=5.0)
+    for epoch in range(2000):
+        for xb, yb in loader:
+            loss = -(F.one_hot(yb, 2) * torch.log(F.softmax(model(xb), dim=1))).sum(1).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_a_script_whose_dataloader_has_worker_processes_is_confirmed_and_reproduced(grist_cli, write_tree):
+    project = write_tree({"train.py": WORKERS})
+    result, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
+    assert "blocked" not in result.stderr, result.stderr
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert (log["line"], log["status"]) == (17, "confirmed"), log
+    assert log["witness"]["entry"].startswith("script:")
+    failing = _pytest(project / "repro", project)
+    assert failing.returncode == 1 and " failed" in failing.stdout, failing.stdout + failing.stderr
+
+
 # The features are derived from the data once, before the loop: with the data steered (it requires
 # grad), every step backpropagates through that one derivation too.
 DERIVED_ONCE = WHILE_TRUE.replace(
