@@ -112,8 +112,11 @@ def describe_failure(
             "module or give an entry with --entry file.py:function"
         ), line
     if isinstance(exc, SystemExit):
+        # Most often argparse: a script is run as ``python file.py``, with no arguments.
         return (
-            f"the program exited with status {exc.code}{where} ({label}) before reaching the checked operations",
+            f"the program exited with status {exc.code}{where} ({label}) before reaching the checked "
+            "operations (it is run with no command-line arguments): give an entry with "
+            "--entry file.py:function",
             line,
         )
     return (

@@ -365,6 +365,9 @@ ERROR_CASES = [
     ("raises.py", "FileNotFoundError: data/train.pt", 5),
     ("oom.py", "memory", 5),
     ("importerr.py", "No module named 'not_a_real_module_grist'", 2),
+    # argparse and a required option: the status, and what to do about it
+    ("needs_arguments.py", "status 2 at", 7),
+    ("needs_arguments.py", "no command-line arguments): give an entry with --entry", 7),
 ]
 
 
@@ -382,7 +385,7 @@ def broken() -> dict[str, list[Verdict]]:
         return name, confirm(str(path), text, possible(path, (snippet, "torch.log")), opts)
 
     with ThreadPoolExecutor(max_workers=3) as pool:
-        return dict(pool.map(one, [c[0] for c in ERROR_CASES]))
+        return dict(pool.map(one, sorted({c[0] for c in ERROR_CASES})))
 
 
 @pytest.mark.parametrize("name, words, line", ERROR_CASES)
