@@ -58,7 +58,9 @@ DYNAMIC_SUBSET = [
 BUDGET = 1.5
 # A whole training script per iteration is slow, and the budget is wall-clock seconds: at
 # 1.5 s on a loaded machine the search got ~35 runs and its weights had not started moving.
-SCRIPT_BUDGET = {"training_lr_blowup.py": 6.0}
+# contrastive.py's log:46 is exposed by a probe of NTXent after the script entry has had its
+# turn: at 1.5 s on a loaded machine the probe got 0.4 s and stopped at a distance of 8e-9.
+SCRIPT_BUDGET = {"training_lr_blowup.py": 6.0, "contrastive.py": 3.0}
 
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
