@@ -196,9 +196,9 @@ def test_one_fixer_for_a_file_proposes_what_each_site_alone_gets(corpus: tuple[s
     # must not change a single edit.
     text, verdicts = corpus
     fixer = Fixer(text)
-    sites = [v for v in verdicts if v.status is Status.POSSIBLE]
-    assert len(sites) > 20
-    for verdict in sites:
+    first_of_kind = {v.site.kind: v for v in reversed(verdicts) if v.status is Status.POSSIBLE}
+    assert len(first_of_kind) > 15
+    for verdict in first_of_kind.values():
         assert fixer.propose(verdict) == propose_fixes(text, verdict), verdict.site.text
 
 
