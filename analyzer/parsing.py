@@ -19,10 +19,10 @@ import threading
 _PARSE_LOCK = threading.Lock()
 
 UNPARSABLE: tuple[type[Exception], ...] = (SyntaxError, ValueError, RecursionError, MemoryError)
-"""What ``parse`` raises for text it cannot make a tree of: bad syntax; the ``ValueError``
-some CPython versions raise for a null byte; nesting deeper than the tree builder goes (``-`` repeated a
-few thousand times is enough); a file too big for memory. A caller asking a question of a file
-(is it a script? what does it import?) answers "no" to all four rather than stop."""
+"""What ``parse`` raises for text it cannot make a tree of: bad syntax; the ``ValueError`` some
+CPython versions raise for a null byte; nesting deeper than the tree builder goes (``-``
+repeated a few thousand times is enough); a file too big for memory. A caller asking a question
+of a file (is it a script? what does it import?) answers "no" to all four rather than stop."""
 
 
 def parse(text: str, filename: str = "<unknown>") -> ast.Module:

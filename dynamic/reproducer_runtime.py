@@ -66,10 +66,10 @@ _LEGACY_TYPES = ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", 
 def _in_process(init: Callable[..., None]) -> Callable[..., None]:
     """``DataLoader.__init__`` with no worker processes, and without the options that torch
     refuses once there are none (a prefetch factor, persistent workers, a start method)."""
-    signature = inspect.signature(init)
 
     def in_process(*args: Any, **kwargs: Any) -> None:
-        bound = signature.bind(*args, **kwargs)
+        # Bound here, not when the mode is entered: every run enters it, few make a DataLoader.
+        bound = inspect.signature(init).bind(*args, **kwargs)
         bound.arguments.update(num_workers=0, prefetch_factor=None, persistent_workers=False)
         bound.arguments.pop("multiprocessing_context", None)
         init(*bound.args, **bound.kwargs)
@@ -443,7 +443,8 @@ def code_first_line(source: str, qualname: str) -> int | None:
     if qualname == "<module>":
         return 1
     try:
-        tree = ast.parse(source)  # noqa: TID251 - this module imports nothing of grist-lsp (see the docstring)
+        # This module imports nothing of grist-lsp (see the docstring), so not its parse().
+        tree = ast.parse(source)  # noqa: TID251
     except SyntaxError:
         return None
 
