@@ -16,7 +16,7 @@ from grist_lsp.analyzer.catalogue import lookup
 from grist_lsp.dynamic import entries as E
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.replay import replay
-from grist_lsp.dynamic.search import LABEL_MUTATION, SearchSettings, mutations, search
+from grist_lsp.dynamic.search import GIVE_UP_AFTER, LABEL_MUTATION, Search, SearchSettings, mutations, search
 from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
 from grist_lsp.model import Site, Span, Status, Verdict, Witness
 
@@ -133,8 +133,6 @@ def test_search_reaches_log_zero_through_softmax_by_gradient(tmp_path):
 def test_a_search_stopped_by_the_clock_goes_on_where_it_stopped(tmp_path):
     """Slices of one search (a site's turns between training runs) add up: the runs counted go
     on from the first slice's, and the slices together reach what one search reaches."""
-    from grist_lsp.dynamic.search import Search
-
     text = "import torch\nx = torch.randn(4, 5)\np = torch.softmax(x, dim=1)\ny = torch.log(p)\n"
     prog = script(tmp_path, "sm.py", text)
     site = site_at(tmp_path / "sm.py", text, "torch.log(p)", "torch.log")
@@ -159,6 +157,23 @@ def test_search_gives_up_on_a_guarded_op_within_its_budget(tmp_path):
     report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=0.5, seed=0))
     assert report.found is None
     assert report.iterations > 1 and "closest distance" in report.note
+
+
+def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_path):
+    # |x| + 1e-3 is never below 1e-3: once every move has had its turn and nothing comes closer
+    # for GIVE_UP_AFTER runs, the search stops (its 60 s budget would otherwise all be spent).
+    text = "import torch\nx = torch.randn(4, 5)\ny = torch.log(x.abs() + 1e-3)\n"
+    prog = script(tmp_path, "guard.py", text)
+    site = site_at(tmp_path / "guard.py", text, "torch.log(x.abs() + 1e-3)", "torch.log")
+    tracer = record(prog, [site])
+    s = Search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=60.0, seed=0), None)
+    report = s.run()
+    assert report.found is None and report.stalled
+    assert report.iterations >= GIVE_UP_AFTER and report.seconds < 60.0
+    assert "none closer in its last" in report.note and "(it stopped there)" in report.note
+    # Resuming a stalled search gives up again at once: nothing new to try.
+    again = s.resume(60.0)
+    assert again.stalled and again.iterations == report.iterations
 
 
 def test_mutations_cover_shapes_labels_and_masks():
