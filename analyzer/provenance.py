@@ -641,6 +641,11 @@ class Provenance:
                     return f"slicing with computed bounds: [{_words(s)}]"
             return None
         if isinstance(s, ast.Tuple):
+            if any(self._positions(e) for e in s.elts):
+                # Index arrays broadcast together: beside n positions (torch.arange(n)) another
+                # array selects n elements or fails, whatever it holds. Only a slice (its own
+                # dimension) can still select nothing: probs[torch.arange(n), target].
+                return self.first_of((e for e in s.elts if isinstance(e, ast.Slice)), self.may_select_nothing)
             return self.first_of(s.elts, self.may_select_nothing)
         if isinstance(s, ast.Constant) or self.ranges.fact(s).pytype in ("num", "str", "none"):
             return None  # x[0], x[i] with i a number, x[None]
@@ -686,6 +691,13 @@ class Provenance:
             if self.resolver.qualified_name(s) is None:
                 return f"indexing with {_words(s)} (maybe a boolean mask)"  # batch.mask
         return None
+
+    def _positions(self, e: ast.AST) -> bool:
+        """``e`` is an array of positions counted out by ``arange`` or ``range``."""
+        if not isinstance(e, ast.Call):
+            return False
+        qn = self.resolver.qualified_name(e.func)
+        return qn is not None and qn.rsplit(".", 1)[-1] in ("arange", "range")
 
     def _mask_call(self, call: ast.Call) -> bool:
         qn = self.resolver.qualified_name(call.func)

@@ -202,6 +202,7 @@ class Subprocess:
         self.started = time.monotonic()
         self.ready: list[float] = []
         self._reader: threading.Thread | None = None
+        self._done = threading.Event()  # set by the reader with ``res.finished``: ``finish`` wakes at once
         # Writes go through a queue and a thread of their own: the child reads stdin only once
         # torch is imported, and a request larger than the pipe must not block the sender.
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
@@ -242,6 +243,7 @@ class Subprocess:
                         res.errors.append(msg)
                     elif isinstance(msg, Done):
                         res.finished = True
+                        self._done.set()
                     elif isinstance(msg, Ready):
                         self.ready.append(time.monotonic())
                         self.child_pid = msg.pid
@@ -273,11 +275,10 @@ class Subprocess:
         res, proc, ready = self.res, self.proc, self.ready
         now = time.monotonic()
         while True:
-            try:
-                res.returncode = proc.wait(timeout=0.05)
+            code = proc.poll()
+            if code is not None:
+                res.returncode = code
                 break
-            except subprocess.TimeoutExpired:
-                pass
             if res.finished:
                 # Every result is in: the interpreter's own teardown is nobody's wait.
                 _kill(proc)
@@ -298,6 +299,7 @@ class Subprocess:
                 except (ProcessLookupError, PermissionError, subprocess.TimeoutExpired):
                     pass
                 _kill(proc)
+            self._done.wait(0.05)
         _kill(proc)  # stray children of the user's program
         res.returncode = self._child_status(res.returncode)
         if self._reader is not None:

@@ -35,6 +35,7 @@ def _last(body: str) -> tuple[Provenance, ast.expr]:
         ("x[x > 0]", "boolean-mask indexing with x > 0"),
         ("x[(x > 0) & (y < 1)]", "boolean-mask indexing with (x > 0) & (y < 1)"),
         ("x[:n]", "slicing with computed bounds: [:n]"),
+        ("x[torch.arange(3), :n]", "slicing with computed bounds: [:n]"),
         (
             "x.masked_select(y.isnan())",
             "masked_select keeps only the elements its mask admits: x.masked_select(y.isnan())",
@@ -65,6 +66,10 @@ def test_selections_that_may_be_empty_are_named(body: str, words: str) -> None:
         "x[i]",
         "x[:, 1:]",
         "x[torch.arange(3)]",
+        # Beside positions, another index array selects as many or fails (never nothing).
+        "x[torch.arange(n), y]",
+        "x[range(len(y)), y]",
+        "x[torch.arange(x.shape[0]), mask]",
         "torch.stack([x, y])",
         "x[mask].sum()",
         "torch.where(mask, x, y)",
