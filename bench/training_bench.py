@@ -81,7 +81,10 @@ def compile_like_an_install() -> None:
     """Write the bytecode of the grist_lsp package that will run (see the module docstring)."""
     import grist_lsp
 
-    compileall.compile_dir(Path(grist_lsp.__file__).parent, quiet=1)
+    package = Path(grist_lsp.__file__).parent
+    # compile_dir does not follow symlinks, and analyzer/, dynamic/ and server/ are linked in.
+    for folder in {package, *(p.resolve() for p in package.iterdir() if p.is_dir())}:
+        compileall.compile_dir(folder, quiet=1)
 
 
 def check(path: Path, seed: int, budget: float | None) -> tuple[float, dict, int]:
