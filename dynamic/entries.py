@@ -168,6 +168,8 @@ class Program:
     user_files: frozenset[str]
     seed: int = 0
     produced: WeakTensorKeyDictionary = field(default_factory=WeakTensorKeyDictionary)
+    # Input key -> the variable holding it, for inputs no factory call names (``Tracer.input_names``).
+    input_names: dict[str, str] = field(default_factory=dict)
 
     def setup(self) -> None:
         """Once per worker: imports and anything else that must not repeat per run."""

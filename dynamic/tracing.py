@@ -341,6 +341,9 @@ class Tracer(RunHere):
         self.used_inputs: list[str] = []  # keys in order of first use in this run
         self.reached: dict[str, SiteOutcome] = {}  # site key -> first evaluation
         self.param_names: dict[str, str] = {}  # parameter key -> readable name
+        # Tensor made outside torch (``from_numpy``, a dataset's array) -> the variable that held it
+        # where torch first saw it (record runs): "X", not "operand(...) at line 41", in witnesses.
+        self.input_names: dict[str, str] = {}
         self._occurrence: dict[tuple, int] = {}
         self._external: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(orig) -> (orig, replacement)
         self._params: dict[int, tuple[torch.Tensor, str]] = {}
@@ -456,6 +459,10 @@ class Tracer(RunHere):
         if frame is None:
             return a
         key = self._input_key(frame, "operand")
+        if self.cfg.record and key not in self.input_names:
+            name = _bound_name(frame, a)
+            if name is not None:
+                self.input_names[key] = name
         r = self._external_value(key, a)
         self._external[id(a)] = (a, r)
         if r is not a:
@@ -1039,3 +1046,12 @@ def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | N
     if outcome is None:
         outcome = tracer.branch_left_open()
     return outcome, error
+
+
+def _bound_name(frame: Any, value: torch.Tensor) -> str | None:
+    """The local (else global) variable of ``frame`` that holds ``value`` itself, if one does."""
+    for scope in (frame.f_locals, frame.f_globals):
+        for name, held in scope.items():
+            if held is value and not name.startswith("__"):
+                return name
+    return None

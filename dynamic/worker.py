@@ -287,6 +287,7 @@ class Worker:
                     tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
                 self.real_reached.update(tracer.reached)
             self.pool.append((prog, set(tracer.reached), dict(tracer.recorded)))
+            prog.input_names.update(tracer.input_names)
             reached = [k for k in tracer.reached if k in todo]
             for k in reached:
                 assigned[k] = Assignment(prog, dict(tracer.recorded), tracer.reached[k])
@@ -600,9 +601,11 @@ class Worker:
             if m > 0:
                 moved[found.param_names.get(k, k)] = m
                 deltas[k] = to_value(d)
+        names = {k: input_name(k, a.program) for k in values}
         witness = Witness(
             entry=a.program.label,
             inputs={k: to_value(v) for k, v in values.items()},
+            names={k: name for k, name in names.items() if name != k},
             weights_moved=moved,
             operand=to_value(outcome.operand) if outcome.operand is not None else None,
             result=outcome.result,
@@ -673,7 +676,10 @@ class CallerDomains:
 
 
 def input_name(key: str, program: E.Program) -> str:
-    """Readable name of an input: the variable a factory's result was assigned to, when there is one."""
+    """Readable name of an input: the variable a factory's result was assigned to, or that held a
+    tensor made outside torch where torch first saw it, when there is one."""
+    if key in program.input_names:
+        return program.input_names[key]
     m = FACTORY_KEY.fullmatch(key)
     if not m:
         return key
@@ -705,6 +711,8 @@ def input_name(key: str, program: E.Program) -> str:
                 if calls == len(names):
                     return names[occ % calls]
         break
+    if m.group(3) == "operand":  # a tensor made outside torch, no variable found holding it
+        return f"a tensor first used at line {m.group(2)}"
     return f"{m.group(3)}(...) at line {m.group(2)}"
 
 

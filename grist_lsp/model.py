@@ -139,6 +139,8 @@ class Witness:
     # a training loop gives up a few steps after it: a fixed program whose site is gone, or never
     # fails, would otherwise train until its own loop ends (``while True``: never).
     at_step: int = 0
+    # Input key -> the name people read (the variable that held it), where the key is not one.
+    names: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,8 @@ def _tensor_brief(name: str, value: TensorValue) -> str:
 def _witness_line(witness: Witness, base: Path | None) -> str:
     parts = [f"entry {display_entry(witness.entry, base)}"]
     if witness.inputs:
-        parts.append("inputs " + ", ".join(_tensor_brief(n, v) for n, v in witness.inputs.items()))
+        shown = (_tensor_brief(witness.names.get(k, k), v) for k, v in witness.inputs.items())
+        parts.append("inputs " + ", ".join(shown))
     scale = input_scale_words(witness)
     if scale:
         parts.append(scale)
@@ -180,6 +181,8 @@ def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] 
         "iterations": witness.iterations,
         "seconds": witness.seconds,
         "inputs": to_json(witness.inputs),
+        # Input key -> the variable that held it, for keys that are not names themselves.
+        "input_names": dict(witness.names),
         # How far the inputs went, as a factor of the program's own largest |input|.
         "beyond_examples": witness.beyond_examples,
         "input_scale": input_scale_words(witness) or None,

@@ -146,7 +146,7 @@ def _operand_words(value: TensorValue | None) -> str:
 def witness_words(verdict: Verdict, witness: Witness) -> str:
     site = verdict.site
     op = site.op or site.text
-    inputs = "; ".join(f"{name} = {describe_tensor(v)}" for name, v in witness.inputs.items())
+    inputs = "; ".join(f"{witness.names.get(k, k)} = {describe_tensor(v)}" for k, v in witness.inputs.items())
     message = f"{op} receives {_operand_words(witness.operand)}"
     if inputs:
         message += f" when {inputs}"
@@ -280,7 +280,7 @@ def input_locations(
             continue
         path = _resolve(match["file"], document_path, root)
         if path is not None:
-            what = match["what"].split("#")[0] or "input"
+            what = witness.names.get(name) or match["what"].split("#")[0] or "input"
             out.append(
                 (_location(path, int(match["line"]) - 1), f"failing input: {what} = {describe_tensor(value)}")
             )

@@ -118,7 +118,10 @@ def test_data_made_by_a_legacy_constructor_is_an_input_the_search_moves(grist_cl
     [(key, value)] = [(k, v) for k, v in inputs.items() if v["dtype"] == "float32" and v["shape"][-1] == 4]
     assert key.startswith(
         "softmax.py:10:"
-    )  # named by its first use: FloatTensor is no torch call the mode sees
+    )  # keyed by its first use: FloatTensor is no torch call the mode sees
+    # ...and named by the variable that held it there, in the witness and in the message.
+    assert log["witness"]["input_names"][key] == "x_train"
+    assert "when x_train = " in log["message"], log["message"]
     original = [[1, 2, 1, 1], [2, 1, 3, 2], [3, 1, 3, 4], [4, 1, 5, 5], [1, 6, 6, 6], [1, 7, 5, 5]]
     rows = value["values"]
     assert rows is not None and any(row not in original for row in rows), rows
