@@ -241,12 +241,14 @@ def witness_from_json(d: dict | None) -> Witness | None: ...
 
 
 def witness_from_json(d: dict | None) -> Witness | None:
-    """A witness from its JSON form; None for a verdict's absent witness (JSON null)."""
+    """A witness from its JSON form; None for a verdict's absent witness (JSON null). Keys this
+    version does not know are ignored: a reproducer written by a later grist-lsp still loads."""
     if d is None:
         return None
+    known = {f.name for f in dataclasses.fields(Witness)}
     return Witness(
         **{
-            **d,
+            **{k: v for k, v in d.items() if k in known},
             "inputs": {k: TensorValue(**v) for k, v in d["inputs"].items()},
             "operand": _tensor_value(d.get("operand")),
             "weight_deltas": {k: TensorValue(**v) for k, v in d.get("weight_deltas", {}).items()},

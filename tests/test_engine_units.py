@@ -18,7 +18,7 @@ from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.replay import replay
 from grist_lsp.dynamic.search import GIVE_UP_AFTER, LABEL_MUTATION, Search, SearchSettings, mutations, search
 from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
-from grist_lsp.model import Site, Span, Status, Verdict, Witness
+from grist_lsp.model import Site, Span, Status, Verdict, Witness, to_json, witness_from_json
 
 torch.set_num_threads(1)
 
@@ -174,6 +174,14 @@ def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_pa
     # Resuming a stalled search gives up again at once: nothing new to try.
     again = s.resume(60.0)
     assert again.stalled and again.iterations == report.iterations
+
+
+def test_a_witness_with_fields_a_later_version_added_still_loads():
+    # A reproducer committed to a repository embeds its witness as JSON; an older grist-lsp
+    # running it ignores what it does not know instead of failing the test with a TypeError.
+    w = Witness(entry="script:a.py", inputs={}, weights_moved={}, operand=None, result="nan", names={"k": "x"})
+    d = {**to_json(w), "added_later": {"anything": 1}}
+    assert witness_from_json(d) == w
 
 
 def test_mutations_cover_shapes_labels_and_masks():
