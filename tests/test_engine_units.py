@@ -179,7 +179,9 @@ def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_pa
 def test_a_witness_with_fields_a_later_version_added_still_loads():
     # A reproducer committed to a repository embeds its witness as JSON; an older grist-lsp
     # running it ignores what it does not know instead of failing the test with a TypeError.
-    w = Witness(entry="script:a.py", inputs={}, weights_moved={}, operand=None, result="nan", names={"k": "x"})
+    w = Witness(
+        entry="script:a.py", inputs={}, weights_moved={}, operand=None, result="nan", names={"k": "x"}
+    )
     d = {**to_json(w), "added_later": {"anything": 1}}
     assert witness_from_json(d) == w
 
