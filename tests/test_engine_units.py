@@ -149,16 +149,6 @@ def test_a_search_stopped_by_the_clock_goes_on_where_it_stopped(tmp_path):
     assert slices > 1 and report.found.iterations > first
 
 
-def test_search_gives_up_on_a_guarded_op_within_its_budget(tmp_path):
-    text = "import torch\nx = torch.randn(4, 5)\ny = torch.log(x.abs() + 1e-3)\n"
-    prog = script(tmp_path, "guard.py", text)
-    site = site_at(tmp_path / "guard.py", text, "torch.log(x.abs() + 1e-3)", "torch.log")
-    tracer = record(prog, [site])
-    report = search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=0.5, seed=0))
-    assert report.found is None
-    assert report.iterations > 1 and "closest distance" in report.note
-
-
 def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_path):
     # |x| + 1e-3 is never below 1e-3: once every move has had its turn and nothing comes closer
     # for GIVE_UP_AFTER runs, the search stops (its 60 s budget would otherwise all be spent).
@@ -170,6 +160,7 @@ def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_pa
     report = s.run()
     assert report.found is None and report.stalled
     assert report.iterations >= GIVE_UP_AFTER and report.seconds < 60.0
+    assert "closest distance to the region" in report.note
     assert "none closer in its last" in report.note and "(it stopped there)" in report.note
     # Resuming a stalled search gives up again at once: nothing new to try.
     again = s.resume(60.0)
