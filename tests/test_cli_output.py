@@ -33,6 +33,7 @@ WITNESS_KEYS = {
     "iterations",
     "seconds",
     "inputs",
+    "input_names",
     "beyond_examples",
     "input_scale",
     "weights_moved",
