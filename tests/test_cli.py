@@ -363,3 +363,18 @@ def test_progress_goes_to_a_terminal_stderr_only(grist_script: str, project: Pat
     assert "grist-lsp [" in terminal and "static buggy.py" in terminal
     assert "grist-lsp [" not in result.stdout  # the report itself stays clean
     assert result.stdout.startswith("buggy.py:5:12: GRIST101 [possible]")
+
+
+def test_the_command_exits_without_teardown_but_runs_exit_handlers_and_flushes() -> None:
+    # The console script skips the interpreter's teardown (launcher.exit_now): what a program
+    # relies on at exit still happens, in order, and the status is the command's.
+    script = (
+        "import atexit, sys\n"
+        "from grist_lsp.launcher import exit_now\n"
+        "atexit.register(lambda: print('exit handler ran'))\n"
+        "sys.stdout.write('report, not yet flushed')\n"
+        "exit_now(3)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3
+    assert done.stdout == "report, not yet flushedexit handler ran\n"
