@@ -619,7 +619,7 @@ class Worker:
             steps=steps,
             at_step=outcome.step,
         )
-        return witness, message(site, outcome, values, a.program, moved, a.examples, steps)
+        return witness, message(site, outcome, values, a.program, names, moved, a.examples, steps)
 
 
 PROBE_WORDS = "probe (synthesized inputs)"
@@ -735,11 +735,13 @@ def message(
     outcome: SiteOutcome,
     values: dict[str, Any],
     program: E.Program,
+    names: dict[str, str],
     moved: dict[str, float],
     examples: dict[str, Any] | None = None,
     steps: int | None = None,
 ) -> str:
-    """'torch.log receives 0 when x = [[...]]: -inf', in words people read."""
+    """'torch.log receives 0 when x = [[...]]: -inf', in words people read; ``names`` maps an
+    input key to its readable name (``input_name``, worked out once per witness)."""
     region = KINDS[site.kind].region
     if region.matrix is not None and outcome.operand is not None:
         got = (
@@ -764,7 +766,7 @@ def message(
 
     # What the search changed is what explains the failure: those first.
     order = sorted(values, key=lambda k: not changed(k))
-    shown = [f"{input_name(k, program)} = {describe(values[k])}" for k in order[:3]]
+    shown = [f"{names.get(k, k)} = {describe(values[k])}" for k in order[:3]]
     when = " when " + ", ".join(shown) if shown else ""
     top = ", ".join(f"{n} by up to {d:.3g}" for n, d in sorted(moved.items(), key=lambda kv: -kv[1])[:2])
     if steps is not None:

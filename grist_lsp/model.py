@@ -142,6 +142,10 @@ class Witness:
     # Input key -> the name people read (the variable that held it), where the key is not one.
     names: dict[str, str] = field(default_factory=dict)
 
+    def name_of(self, key: str) -> str:
+        """The name people read for input ``key``."""
+        return self.names.get(key, key)
+
 
 @dataclass(frozen=True)
 class TextEdit:

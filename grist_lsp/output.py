@@ -109,7 +109,7 @@ def _tensor_brief(name: str, value: TensorValue) -> str:
 def _witness_line(witness: Witness, base: Path | None) -> str:
     parts = [f"entry {display_entry(witness.entry, base)}"]
     if witness.inputs:
-        shown = (_tensor_brief(witness.names.get(k, k), v) for k, v in witness.inputs.items())
+        shown = (_tensor_brief(witness.name_of(k), v) for k, v in witness.inputs.items())
         parts.append("inputs " + ", ".join(shown))
     scale = input_scale_words(witness)
     if scale:
