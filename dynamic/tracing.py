@@ -1049,9 +1049,28 @@ def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | N
 
 
 def _bound_name(frame: Any, value: torch.Tensor) -> str | None:
-    """The local (else global) variable of ``frame`` that holds ``value`` itself, if one does."""
-    for scope in (frame.f_locals, frame.f_globals):
+    """The local (else global) variable of ``frame`` that holds ``value`` itself, else the numpy
+    array ``value`` was made from (``torch.from_numpy(data).float()``: the tensor is a temporary,
+    ``data`` is what the user knows it by)."""
+    scopes = (frame.f_locals, frame.f_globals)
+    for scope in scopes:
         for name, held in scope.items():
             if held is value and not name.startswith("__"):
                 return name
+    if value.device.type != "cpu" or not value.numel():
+        return None
+    for scope in scopes:
+        for name, held in scope.items():
+            if _shares_memory(held, value) and not name.startswith("__"):
+                return name
     return None
+
+
+def _shares_memory(array: Any, t: torch.Tensor) -> bool:
+    """Whether ``array`` is a numpy array whose buffer ``t`` views whole (``torch.from_numpy``)."""
+    interface = getattr(array, "__array_interface__", None) if type(array).__name__ == "ndarray" else None
+    return (
+        isinstance(interface, dict)
+        and interface["data"][0] == t.data_ptr()
+        and tuple(interface["shape"]) == tuple(t.shape)
+    )

@@ -96,6 +96,11 @@ class TrainingReport:
     note: str
     error: BaseException | None = None
     reached: set[str] = field(default_factory=set)
+    # A run is deterministic (seeded, steps taken between iterations): one the clock did not stop
+    # ends the same way when run again for the same targets, and one that steered nothing ends the
+    # same way for any targets (its targets only choose what is steered).
+    timed_out: bool = False
+    steered: bool = False
 
 
 class TrainingTracer(Tracer):
@@ -115,6 +120,8 @@ class TrainingTracer(Tracer):
         self.a = STEP_START
         self.found: TrainingFound | None = None
         self.stop_note = ""
+        self.timed_out = False
+        self.steered = False  # an input took a step
         # Inside a step of one of torch's own optimizers: its ops touch weights, gradients and
         # optimizer state only, with nothing to watch or steer, and half a training step's
         # tracing went to them.
@@ -284,6 +291,7 @@ class TrainingTracer(Tracer):
                 # ``.data``: the program's saved tensors keep their version, so its backward still runs.
                 m.live.data.sub_(step * m.pending).clamp_(-m.bound, m.bound)
                 m.pending = None
+                self.steered = True
         self._choose_target()
         self._check_limits()
 
@@ -306,6 +314,7 @@ class TrainingTracer(Tracer):
             self.stop_note = f"stopped after {self.steps} training steps (the cap)"
             raise TrainingStopped()
         if time.monotonic() > self.deadline:
+            self.timed_out = True
             self.stop_note = f"stopped after {self.steps} training steps ({self.settings.seconds:.1f} s)"
             raise TrainingStopped()
 
@@ -346,10 +355,20 @@ def train_search(
     _, error = trace_call(tracer, body)
     seconds = time.monotonic() - t0
     if tracer.found is not None:
-        return TrainingReport(tracer.found, tracer.steps, seconds, "training run", None, set(tracer.reached))
-    note = tracer.stop_note or (
-        f"the program ended after {tracer.steps} training steps"
-        if error is None
-        else f"the program raised {type(error).__name__} after {tracer.steps} training steps"
+        note, error = "training run", None
+    else:
+        note = tracer.stop_note or (
+            f"the program ended after {tracer.steps} training steps"
+            if error is None
+            else f"the program raised {type(error).__name__} after {tracer.steps} training steps"
+        )
+    return TrainingReport(
+        tracer.found,
+        tracer.steps,
+        seconds,
+        note,
+        error,
+        set(tracer.reached),
+        timed_out=tracer.timed_out,
+        steered=tracer.steered,
     )
-    return TrainingReport(None, tracer.steps, seconds, note, error, set(tracer.reached))

@@ -221,6 +221,9 @@ class Worker:
         # that watched it while it was open. ``--budget`` is what a site may cost in all.
         self.spent: defaultdict[str, float] = defaultdict(float)
         self.last_note: dict[str, str] = {}  # why the site's latest attempt found nothing
+        # Entry label -> the targets of its last training run that ended before its time, or None
+        # when that run steered nothing: running it again would only repeat it (``TrainingReport``).
+        self.trained_out: dict[str, frozenset[str] | None] = {}
         # (site key, entry label) -> its search, stopped by the clock: the next slice goes on from there.
         self.paused: dict[tuple[str, str], Search] = {}
 
@@ -398,8 +401,10 @@ class Worker:
         found: set[str] = set()
         todo = set(todo)
         end = time.monotonic() + seconds
-        while todo and end - time.monotonic() > 0.2:
+        label = a.program.label
+        while todo and end - time.monotonic() > 0.2 and not self.would_repeat(label, todo):
             settings = TrainingSettings(seconds=end - time.monotonic())
+            targets = frozenset(todo)
             started = time.monotonic()
             try:
                 report = self._timed(
@@ -414,6 +419,8 @@ class Worker:
                 self.spent[key] += share
             if report is None:
                 break
+            if not report.timed_out:
+                self.trained_out[label] = targets if report.steered else None
             if report.found is None:
                 for key in todo:
                     self.last_note[key] = f"a training run (GRIST): {report.note}"
@@ -433,6 +440,13 @@ class Worker:
             found.add(site.key)
             todo.discard(site.key)
         return found
+
+    def would_repeat(self, label: str, todo: set[str]) -> bool:
+        """Whether a training run of entry ``label`` for ``todo`` would only repeat one that ended already."""
+        if label not in self.trained_out:
+            return False
+        targets = self.trained_out[label]
+        return targets is None or targets == todo
 
     def quick_searches(self, a: Assignment, sites: list[Site], share: float) -> set[str]:
         """A short search (``share`` of a budget) of each of ``sites``, each from a seed of its

@@ -104,6 +104,22 @@ def test_factories_in_user_code_are_inputs_keyed_by_line_and_occurrence(tmp_path
     ]
 
 
+def test_an_input_made_from_a_numpy_array_is_named_after_the_array(tmp_path):
+    """``torch.from_numpy(data).float()``: no variable holds the tensor torch first sees (the
+    float64 view), so the witness names it after the array it views."""
+    text = (
+        "import torch, numpy as np\n"
+        "data = np.ones((4, 3))\n"
+        "x = torch.from_numpy(data).float()\n"
+        "kept = torch.from_numpy(np.zeros((2, 2)))\n"
+        "y = torch.log(x + kept.sum())\n"
+    )
+    prog = script(tmp_path, "arrays.py", text)
+    site = site_at(tmp_path / "arrays.py", text, "torch.log(x + kept.sum())", "torch.log")
+    tracer = record(prog, [site])
+    assert tracer.input_names == {"arrays.py:3:operand#0": "data", "arrays.py:5:operand#0": "kept"}
+
+
 def test_oracle_blames_the_op_that_turns_finite_into_nan_not_the_one_after(tmp_path):
     text = "import torch\nx = torch.tensor([-1.0, 2.0])\ny = torch.sqrt(x)\nz = torch.log(y)\n"
     prog = script(tmp_path, "chain.py", text)
@@ -355,6 +371,72 @@ def test_explicit_entry_with_kwargs_names_every_argument(tmp_path):
     assert replay(site, w).reproduced
 
 
+class _FakeClockWorker:
+    """A worker for one site of a training program, on a faked clock, with training runs and
+    searches replaced: ``train_report(seconds)`` says how each training run ends (it takes all
+    the time it is given), and each search slice takes all of its seconds and breaks nothing (a
+    paused one goes on, unless what it keeps, ``held``, is too large)."""
+
+    def __init__(self, tmp_path: Path, monkeypatch, train_report, held: int = 0) -> None:
+        from grist_lsp.dynamic import worker as W
+        from grist_lsp.dynamic.search import SearchReport
+
+        text = "import torch\nx = torch.rand(3)\nfor _ in range(10):\n    y = torch.log(x + 1)\n"
+        path = tmp_path / "prog.py"
+        path.write_text(text, encoding="utf-8")
+        self.site = site_at(path, text, "torch.log(x + 1)", "torch.log")
+        self.now = 0.0
+        self.training_runs = 0
+        self.searches_made = 0
+        fake = self
+
+        class Clock:
+            @staticmethod
+            def monotonic() -> float:
+                return fake.now
+
+        def train_search(program, sites, todo, settings):
+            fake.now += settings.seconds
+            fake.training_runs += 1
+            return train_report(settings.seconds)
+
+        class Search:
+            resumable = True
+
+            def __init__(self, program, site, sites, examples, settings, deadline):
+                self.budget = settings.budget
+                fake.searches_made += 1
+
+            def held(self):
+                return held
+
+            def run(self):
+                return self.resume(self.budget)
+
+            def resume(self, seconds):
+                fake.now += seconds
+                return SearchReport(None, 5, seconds, 1.0, "searched 5 runs")
+
+        monkeypatch.setattr(W, "time", Clock)
+        monkeypatch.setattr(W, "train_search", train_search)
+        monkeypatch.setattr(W, "Search", Search)
+        self.sent: list = []
+        self.worker = W.Worker(
+            {"path": str(path), "text": text, "targets": [to_json(self.site)], "budget": 5.0},
+            self.sent.append,
+        )
+        training_program = type("Training", (), {"label": "script:prog.py", "trains": True})()
+        assignment = W.Assignment(training_program, {}, None)
+        monkeypatch.setattr(self.worker, "assign", lambda keys, **_: {self.site.key: assignment})
+
+    def run(self) -> list:
+        """The site reports the worker sent."""
+        from grist_lsp.dynamic.protocol import SiteReport
+
+        self.worker.run()
+        return [m for m in self.sent if isinstance(m, SiteReport)]
+
+
 @pytest.mark.parametrize("held", [0, 10**9])
 def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, monkeypatch, held):
     """Training runs, the short searches between them and the per-site searches after them
@@ -362,63 +444,38 @@ def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, m
     faked here: each run takes all the time it is given). The site's search pauses between its
     slices and goes on, unless what it would keep is too large: then each slice starts afresh."""
     from grist_lsp.dynamic import worker as W
-    from grist_lsp.dynamic.protocol import SiteReport
-    from grist_lsp.dynamic.search import SearchReport
     from grist_lsp.dynamic.training import TrainingReport
-    from grist_lsp.model import to_json
 
-    text = "import torch\nx = torch.rand(3)\nfor _ in range(10):\n    y = torch.log(x + 1)\n"
-    path = tmp_path / "prog.py"
-    path.write_text(text, encoding="utf-8")
-    site = site_at(path, text, "torch.log(x + 1)", "torch.log")
-    now = [0.0]
+    def stopped_by_the_clock(seconds: float) -> TrainingReport:
+        return TrainingReport(None, 10, seconds, "stopped after 10 training steps", timed_out=True)
 
-    class Clock:
-        @staticmethod
-        def monotonic() -> float:
-            return now[0]
+    fake = _FakeClockWorker(tmp_path, monkeypatch, stopped_by_the_clock, held)
+    reports = fake.run()
 
-    def train_search(program, sites, todo, settings):
-        now[0] += settings.seconds
-        return TrainingReport(None, 10, settings.seconds, "stopped after 10 training steps")
-
-    class Search:
-        """Each slice takes all of its seconds and breaks nothing; a paused one goes on."""
-
-        resumable = True
-        made = 0
-
-        def __init__(self, program, site, sites, examples, settings, deadline):
-            self.budget = settings.budget
-            Search.made += 1
-
-        def held(self):
-            return held
-
-        def run(self):
-            return self.resume(self.budget)
-
-        def resume(self, seconds):
-            now[0] += seconds
-            return SearchReport(None, 5, seconds, 1.0, "searched 5 runs")
-
-    monkeypatch.setattr(W, "time", Clock)
-    monkeypatch.setattr(W, "train_search", train_search)
-    monkeypatch.setattr(W, "Search", Search)
-    sent: list = []
-    worker = W.Worker(
-        {"path": str(path), "text": text, "targets": [to_json(site)], "budget": 5.0}, sent.append
-    )
-    training_program = type("Training", (), {"label": "script:prog.py", "trains": True})()
-    monkeypatch.setattr(
-        worker, "assign", lambda keys, **_: {site.key: W.Assignment(training_program, {}, None)}
-    )
-    worker.run()
-
-    assert now[0] <= 5.0 + 1e-9, f"the site cost {now[0]:.2f} s of a 5 s budget"
-    reports = [m for m in sent if isinstance(m, SiteReport)]
-    assert [(r.key, r.witness) for r in reports] == [(site.key, None)]
+    assert fake.now <= 5.0 + 1e-9, f"the site cost {fake.now:.2f} s of a 5 s budget"
+    assert [(r.key, r.witness) for r in reports] == [(fake.site.key, None)]
     assert "searched 5 runs" in reports[0].note
+    assert fake.training_runs == sum(turn == "train" for turn, _ in W.TURNS)
     # the short searches between training runs, then the two slices of the per-site search
     slices = sum(turn == "search" for turn, _ in W.TURNS) + 2
-    assert Search.made == (1 if held <= W.PAUSED_ELEMENTS else slices)
+    assert fake.searches_made == (1 if held <= W.PAUSED_ELEMENTS else slices)
+
+
+@pytest.mark.parametrize("steered", [False, True])
+def test_a_training_run_that_ended_before_its_time_is_not_run_again_for_the_same_site(
+    tmp_path, monkeypatch, steered
+):
+    """A training run is seeded and deterministic: one that ended on its own (the program
+    ended, or a site found before failed first) would end the same way in every later turn, so
+    its turns go to the site's search instead."""
+    from grist_lsp.dynamic.training import TrainingReport
+
+    def ended(seconds: float) -> TrainingReport:
+        return TrainingReport(None, 356, 0.0, "line 9 (torch.log) failed first", steered=steered)
+
+    fake = _FakeClockWorker(tmp_path, monkeypatch, ended)
+    reports = fake.run()
+
+    assert fake.training_runs == 1
+    assert [(r.key, r.witness) for r in reports] == [(fake.site.key, None)]
+    assert fake.now <= 5.0 + 1e-9
