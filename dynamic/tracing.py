@@ -111,6 +111,7 @@ DISCARDING = frozenset(
 
 _TORCH_DIR = os.path.normcase(os.path.dirname(torch.__file__))
 _OWN_DIR = os.path.normcase(os.path.dirname(__file__))
+_DATA_LOADING = os.path.join(_TORCH_DIR, "utils", "data")  # a DataLoader's collate stacks its items
 # Frames between a torch call and its Python caller that are not the caller.
 _DISPATCH_FILES = (
     os.path.join(_TORCH_DIR, "overrides.py"),
@@ -442,7 +443,13 @@ class Tracer(RunHere):
             return self._parameter(a) if moves else a
         return None
 
-    def _substitute_one(self, a: Any) -> Any:
+    def _substitute_one(self, a: Any, within: tuple[Any, int] | None = None) -> Any:
+        """``within``: the list ``a`` is item of, and its index there."""
+        if type(a) in (list, tuple) and within is None:
+            # torch.stack / torch.cat of tensors made outside torch: a custom Dataset's items
+            # (``torch.from_numpy(self.X[i])``) meet torch first inside the DataLoader's collate.
+            items = [self._substitute_one(x, (a, i)) for i, x in enumerate(a)]
+            return a if all(x is y for x, y in zip(items, a)) else type(a)(items)
         if not isinstance(a, torch.Tensor):
             return a
         stand_in = self._stand_in(a, self._moves_ok)
@@ -460,7 +467,8 @@ class Tracer(RunHere):
             return a
         key = self._input_key(frame, "operand")
         if self.cfg.record and key not in self.input_names:
-            name = _bound_name(frame, a)
+            line = key.split(":")[1]
+            name = _bound_name(frame, a) or (self._item_name(frame, *within, line) if within else None)
             if name is not None:
                 self.input_names[key] = name
         r = self._external_value(key, a)
@@ -468,6 +476,16 @@ class Tracer(RunHere):
         if r is not a:
             self.produced[r] = True
         return r
+
+    def _item_name(self, frame: Any, items: Any, index: int, line: str) -> str:
+        """The name of item ``index`` of a list of tensors a torch op got: ``parts[2]`` when a
+        variable of ``frame`` holds the list, else where the list met torch (a DataLoader's batch)."""
+        held = _bound_name(frame, items)
+        if held is not None:
+            return f"{held}[{index}]"
+        caller = self._caller()
+        collated = caller is not None and _DATA_LOADING in os.path.normcase(caller.f_code.co_filename)
+        return f"item {index} of the {'batch' if collated else 'list'} at line {line}"
 
     def _make_trainable(self, args: tuple, kwargs: dict) -> tuple:
         """``t.requires_grad_()`` / ``t.requires_grad = True`` on a tensor made from search inputs.
@@ -1048,16 +1066,16 @@ def trace_call(tracer: Tracer, body: Callable[[], Any]) -> tuple[SiteOutcome | N
     return outcome, error
 
 
-def _bound_name(frame: Any, value: torch.Tensor) -> str | None:
+def _bound_name(frame: Any, value: Any) -> str | None:
     """The local (else global) variable of ``frame`` that holds ``value`` itself, else the numpy
-    array ``value`` was made from (``torch.from_numpy(data).float()``: the tensor is a temporary,
+    array a tensor ``value`` was made from (``torch.from_numpy(data).float()``: the tensor is a temporary,
     ``data`` is what the user knows it by)."""
     scopes = (frame.f_locals, frame.f_globals)
     for scope in scopes:
         for name, held in scope.items():
             if held is value and not name.startswith("__"):
                 return name
-    if value.device.type != "cpu" or not value.numel():
+    if not isinstance(value, torch.Tensor) or value.device.type != "cpu" or not value.numel():
         return None
     for scope in scopes:
         for name, held in scope.items():

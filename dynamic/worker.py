@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import faulthandler
 import json
+import math
 import os
 import re
 import signal
@@ -618,7 +619,8 @@ class Worker:
         names = {k: input_name(k, a.program) for k in values}
         witness = Witness(
             entry=a.program.label,
-            inputs={k: to_value(v) for k, v in values.items()},
+            # What the search changed explains the failure: first, where a text shows a few.
+            inputs={k: to_value(values[k]) for k in changed_first(values, a.examples)},
             names={k: name for k, name in names.items() if name != k},
             weights_moved=moved,
             operand=to_value(outcome.operand) if outcome.operand is not None else None,
@@ -772,15 +774,7 @@ def message(
     else:
         got = "its operand"
 
-    def changed(k: str) -> bool:
-        a, b = values[k], (examples or {}).get(k)
-        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-            return a.shape != b.shape or not torch.equal(a, b)
-        return a != b
-
-    # What the search changed is what explains the failure: those first.
-    order = sorted(values, key=lambda k: not changed(k))
-    shown = [f"{names.get(k, k)} = {describe(values[k])}" for k in order[:3]]
+    shown = [f"{names.get(k, k)} = {describe(values[k])}" for k in changed_first(values, examples)[:3]]
     when = " when " + ", ".join(shown) if shown else ""
     top = ", ".join(f"{n} by up to {d:.3g}" for n, d in sorted(moved.items(), key=lambda kv: -kv[1])[:2])
     if steps is not None:
@@ -799,6 +793,24 @@ def message(
     # A person must see that no caller of the file passed these inputs.
     how = f", found by a {PROBE_WORDS}" if isinstance(program, E.ProbeProgram) else ""
     return f"{site.op} receives {got}{when}: {what}{how}"
+
+
+def changed_first(values: dict[str, Any], examples: dict[str, Any] | None) -> list[str]:
+    """The keys of ``values``, those the search changed most from ``examples`` first: they
+    explain the failure (one item of a batch moved far, the others rounded)."""
+
+    def change(k: str) -> float:
+        a, b = values[k], (examples or {}).get(k)
+        if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+            if a.shape != b.shape:
+                return math.inf
+            if not a.numel() or torch.equal(a, b):
+                return 0.0
+            gap = float((a.double() - b.double()).abs().max())
+            return gap if gap == gap else math.inf
+        return math.inf if a != b else 0.0
+
+    return sorted(values, key=lambda k: -change(k))
 
 
 def _spectrum_words(region: Region, operand: torch.Tensor, site: Site) -> str:

@@ -101,6 +101,7 @@ class TensorValue:
 
 
 FACTORY_KEY = re.compile(r"(.+?):(\d+):([\w.]+)#(\d+)")  # "file.py:line:torch.randn#occurrence"
+SHOWN_INPUTS = 6  # inputs a witness's text names; the JSON witness and the reproducer hold all
 
 
 def is_factory_key(key: str) -> bool:
@@ -145,6 +146,12 @@ class Witness:
     def name_of(self, key: str) -> str:
         """The name people read for input ``key``."""
         return self.names.get(key, key)
+
+    def named_inputs(self, limit: int = SHOWN_INPUTS) -> tuple[list[tuple[str, TensorValue]], int]:
+        """The first ``limit`` inputs by the names people read, and how many more there are: a
+        DataLoader's batch can be dozens of item tensors, which a line of text cannot carry."""
+        items = list(self.inputs.items())
+        return [(self.name_of(k), v) for k, v in items[:limit]], max(len(items) - limit, 0)
 
 
 @dataclass(frozen=True)

@@ -109,7 +109,8 @@ def _tensor_brief(name: str, value: TensorValue) -> str:
 def _witness_line(witness: Witness, base: Path | None) -> str:
     parts = [f"entry {display_entry(witness.entry, base)}"]
     if witness.inputs:
-        shown = (_tensor_brief(witness.name_of(k), v) for k, v in witness.inputs.items())
+        named, more = witness.named_inputs()
+        shown = [_tensor_brief(name, v) for name, v in named] + ([f"{more} more"] if more else [])
         parts.append("inputs " + ", ".join(shown))
     scale = input_scale_words(witness)
     if scale:

@@ -146,7 +146,10 @@ def _operand_words(value: TensorValue | None) -> str:
 def witness_words(verdict: Verdict, witness: Witness) -> str:
     site = verdict.site
     op = site.op or site.text
-    inputs = "; ".join(f"{witness.name_of(k)} = {describe_tensor(v)}" for k, v in witness.inputs.items())
+    named, more = witness.named_inputs()
+    inputs = "; ".join(
+        [f"{name} = {describe_tensor(v)}" for name, v in named] + ([f"{more} more"] if more else [])
+    )
     message = f"{op} receives {_operand_words(witness.operand)}"
     if inputs:
         message += f" when {inputs}"

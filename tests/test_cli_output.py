@@ -11,7 +11,18 @@ import pytest
 
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.check import Report
-from grist_lsp.model import Fix, Site, Span, Status, TensorValue, TextEdit, Verdict, Witness, file_error
+from grist_lsp.model import (
+    SHOWN_INPUTS,
+    Fix,
+    Site,
+    Span,
+    Status,
+    TensorValue,
+    TextEdit,
+    Verdict,
+    Witness,
+    file_error,
+)
 from grist_lsp.output import render_json, render_sarif, render_text
 
 JSON_KEYS = {
@@ -109,6 +120,25 @@ def test_text_lines_have_one_based_columns_codes_and_status(tmp_path: Path) -> N
     assert out[4] == f"broken.py:4:1: {ERROR_CODE} [error] syntax error: expected ':'; fix the syntax"
     assert out[5] == "Found 1 confirmed, 1 possible, 1 error in 2 files; 1 sites proved safe."
     assert len(out) == 6  # the safe site is hidden by default
+
+
+def test_a_witness_of_many_inputs_names_the_first_few_in_text_and_keeps_all_in_json(tmp_path: Path) -> None:
+    """A DataLoader batch of item tensors: the text line stays readable, the JSON (and so the
+    reproducer) keeps every input."""
+    report = _report(tmp_path)
+    witness = report.verdicts[0].witness
+    assert witness is not None
+    items = {
+        f"train.py:25:operand#{i}": TensorValue(shape=[1], dtype="float32", values=[float(i)])
+        for i in range(10)
+    }
+    witness.inputs = items
+    witness.names = {k: f"item {i} of the batch at line 25" for i, k in enumerate(items)}
+    line = render_text(report, base=tmp_path).splitlines()[1]
+    shown = ", ".join(f"item {i} of the batch at line 25=[{float(i)}]" for i in range(SHOWN_INPUTS))
+    assert f"inputs {shown}, {10 - SHOWN_INPUTS} more;" in line, line
+    [finding] = [f for f in json.loads(render_json(report))["findings"] if f["status"] == "confirmed"]
+    assert len(finding["witness"]["inputs"]) == 10
 
 
 def test_text_show_safe_lists_proved_sites(tmp_path: Path) -> None:

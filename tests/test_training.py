@@ -205,6 +205,59 @@ def test_a_script_whose_dataloader_has_worker_processes_is_confirmed_and_reprodu
     assert failing.returncode == 1 and " failed" in failing.stdout, failing.stdout + failing.stderr
 
 
+# A custom Dataset whose items are made from numpy one by one: torch first sees them inside the
+# DataLoader's collate, stacked into a batch. Training alone reaches the log of 1 - p (p rounds to
+# 1 after a few hundred steps); the log of p needs the batch's items moved.
+CUSTOM_DATASET = """\
+import sys
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+
+class Points(Dataset):
+    def __init__(self, n):
+        rng = np.random.default_rng(0)
+        self.X = rng.normal(size=(n, 3)).astype(np.float32)
+        self.y = (self.X.sum(axis=1) > 0).astype(np.float32)
+
+    def __len__(self):
+        return len(self.X)
+
+    def __getitem__(self, i):
+        return torch.from_numpy(self.X[i]), torch.tensor(self.y[i])
+
+
+model = torch.nn.Linear(3, 1)
+opt = torch.optim.SGD(model.parameters(), lr=1.0)
+loader = DataLoader(Points(64), batch_size=16, shuffle=True)
+for epoch in range(10000):
+    for xb, yb in loader:
+        p = torch.sigmoid(model(xb).squeeze(1))
+        loss = -(yb * torch.log(p) + (1 - yb) * torch.log(1 - p)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if not torch.isfinite(loss):
+            sys.exit(0)
+"""
+
+
+def test_the_items_of_a_custom_dataset_are_inputs_the_search_moves(grist_cli, write_tree):
+    project = write_tree({"train.py": CUSTOM_DATASET})
+    result, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
+    logs = sorted((f for f in findings if f["kind"] == "log"), key=lambda f: f["column"])
+    assert [(f["line"], f["status"]) for f in logs] == [(27, "confirmed"), (27, "confirmed")], logs
+    log_p = logs[0]
+    names = log_p["witness"]["input_names"]
+    moved = [k for k in log_p["witness"]["inputs"] if names.get(k, "").startswith("item ")]
+    assert moved and all(names[k].endswith("of the batch at line 25") for k in moved), names
+    assert "item " in log_p["message"] and "of the batch at line 25" in log_p["message"], log_p["message"]
+    failing = _pytest(project / "repro", project)
+    assert failing.returncode == 1 and "2 failed" in failing.stdout, failing.stdout + failing.stderr
+
+
 # The features are derived from the data once, before the loop: with the data steered (it requires
 # grad), every step backpropagates through that one derivation too.
 DERIVED_ONCE = WHILE_TRUE.replace(
