@@ -113,6 +113,7 @@ class TrainingTracer(Tracer):
         self.deadline = time.monotonic() + settings.seconds
         self.t0 = time.monotonic()
         self.inputs: dict[str, Movable] = {}
+        self._first_step: dict[str, int] = {}  # the line an input was made at -> the step it first was
         self.initial: dict[str, torch.Tensor] = {}  # parameter key -> value at first sight
         self.optimised: set[int] = set()  # ids of tensors some optimizer updates
         self.progress: dict[str, Progress] = {}
@@ -130,6 +131,11 @@ class TrainingTracer(Tracer):
     # --- inputs and weights -------------------------------------------------------
 
     def _external_value(self, key: str, original: torch.Tensor) -> torch.Tensor:
+        base = key.rpartition("#")[0]  # "file.py:line:name": the line that made it
+        if self._first_step.setdefault(base, self.steps) < self.steps and key not in self.inputs:
+            # The loop makes this tensor anew every iteration (a batch from numpy, a Dataset's
+            # items): a step on it would never be used, and keeping each would grow without end.
+            return original
         if self.cfg.record and key not in self.recorded:
             self.recorded[key] = original.detach().clone()
         self.used_inputs.append(key)

@@ -120,6 +120,41 @@ def test_an_input_made_from_a_numpy_array_is_named_after_the_array(tmp_path):
     assert tracer.input_names == {"arrays.py:3:operand#0": "data", "arrays.py:5:operand#0": "kept"}
 
 
+def test_a_training_run_does_not_hold_the_tensors_its_loop_makes_anew_each_step(tmp_path, monkeypatch):
+    """A batch made from numpy in every iteration is a new tensor each step: steering one is never
+    used, and holding each (a leaf, its steered copy, its recorded value) grew a long run's memory
+    without end. The first step's batch stays an input; the later ones pass through."""
+    from grist_lsp.dynamic import training as T
+
+    text = (
+        "import numpy as np, torch\n"
+        "X = np.random.rand(40, 4).astype(np.float32)\n"
+        "w = torch.zeros(4, requires_grad=True)\n"
+        "opt = torch.optim.SGD([w], lr=0.01)\n"
+        "for i in range(300):\n"
+        "    xb = torch.from_numpy(X[i % 10 : i % 10 + 4])\n"
+        "    loss = torch.log((xb @ w).exp().sum())\n"
+        "    opt.zero_grad()\n"
+        "    loss.backward()\n"
+        "    opt.step()\n"
+    )
+    prog = script(tmp_path, "batches.py", text)
+    site = site_at(tmp_path / "batches.py", text, "torch.log((xb @ w).exp().sum())", "torch.log")
+    tracers: list = []
+
+    class Watched(T.TrainingTracer):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            tracers.append(self)
+
+    monkeypatch.setattr(T, "TrainingTracer", Watched)
+    report = T.train_search(prog, [site], {site.key}, T.TrainingSettings(seconds=60.0))
+    assert report.found is None and report.steps == 300, report.note
+    [tracer] = tracers
+    assert list(tracer.inputs) == ["batches.py:7:operand#0"]
+    assert list(tracer.recorded) == ["batches.py:7:operand#0"]
+
+
 def test_oracle_blames_the_op_that_turns_finite_into_nan_not_the_one_after(tmp_path):
     text = "import torch\nx = torch.tensor([-1.0, 2.0])\ny = torch.sqrt(x)\nz = torch.log(y)\n"
     prog = script(tmp_path, "chain.py", text)
