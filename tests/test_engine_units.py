@@ -61,6 +61,12 @@ def record(prog: E.Program, sites: list[Site]):
     return tracer
 
 
+def record_script(tmp_path: Path, name: str, text: str, snippet: str, op: str):
+    """The recording run of script ``text`` for its one site at ``snippet``."""
+    prog = script(tmp_path, name, text)
+    return record(prog, [site_at(tmp_path / name, text, snippet, op)])
+
+
 def test_positions_are_code_points_on_lines_with_wide_characters(tmp_path):
     # 'é' and '→' take 2 and 3 bytes in UTF-8: CPython's byte columns must be converted.
     text = "import torch\nx = torch.randn(3)\nlabel = 'é→'; y = torch.log(x)\n"
@@ -92,9 +98,9 @@ def test_factories_in_user_code_are_inputs_keyed_by_line_and_occurrence(tmp_path
         "a = torch.from_numpy(np.ones((2, 3), dtype=np.float32))\n"
         "y = torch.log(lin(x).abs() + a.sum() + eps)\n"
     )
-    prog = script(tmp_path, "inputs.py", text)
-    site = site_at(tmp_path / "inputs.py", text, "torch.log(lin(x).abs() + a.sum() + eps)", "torch.log")
-    tracer = record(prog, [site])
+    tracer = record_script(
+        tmp_path, "inputs.py", text, "torch.log(lin(x).abs() + a.sum() + eps)", "torch.log"
+    )
     # from_numpy does not pass through the mode: the tensor is caught where it is first used as an
     # operand (line 7), never having been produced under the mode.
     assert sorted(tracer.recorded) == [
@@ -114,9 +120,7 @@ def test_an_input_made_from_a_numpy_array_is_named_after_the_array(tmp_path):
         "kept = torch.from_numpy(np.zeros((2, 2)))\n"
         "y = torch.log(x + kept.sum())\n"
     )
-    prog = script(tmp_path, "arrays.py", text)
-    site = site_at(tmp_path / "arrays.py", text, "torch.log(x + kept.sum())", "torch.log")
-    tracer = record(prog, [site])
+    tracer = record_script(tmp_path, "arrays.py", text, "torch.log(x + kept.sum())", "torch.log")
     assert tracer.input_names == {"arrays.py:3:operand#0": "data", "arrays.py:5:operand#0": "kept"}
 
 
