@@ -466,12 +466,14 @@ class Tracer(RunHere):
         if frame is None:
             return a
         key = self._input_key(frame, "operand")
-        if self.cfg.record and key not in self.input_names:
-            line = key.split(":")[1]
+        r = self._external_value(key, a)
+        # Named once, and only if recorded: a training run passes the tensors its loop makes anew
+        # each step through unrecorded, and scanning the frame for each of them would be wasted.
+        if key in self.recorded and key not in self.input_names:
+            line = key.rsplit(":", 2)[1]  # "file.py:line:operand#n"
             name = _bound_name(frame, a) or (self._item_name(frame, *within, line) if within else None)
             if name is not None:
                 self.input_names[key] = name
-        r = self._external_value(key, a)
         self._external[id(a)] = (a, r)
         if r is not a:
             self.produced[r] = True

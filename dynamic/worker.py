@@ -616,11 +616,12 @@ class Worker:
             if m > 0:
                 moved[found.param_names.get(k, k)] = m
                 deltas[k] = to_value(d)
+        # What the search changed explains the failure: first, where a text shows a few.
+        values = {k: values[k] for k in changed_first(values, a.examples)}
         names = {k: input_name(k, a.program) for k in values}
         witness = Witness(
             entry=a.program.label,
-            # What the search changed explains the failure: first, where a text shows a few.
-            inputs={k: to_value(values[k]) for k in changed_first(values, a.examples)},
+            inputs={k: to_value(v) for k, v in values.items()},
             names={k: name for k, name in names.items() if name != k},
             weights_moved=moved,
             operand=to_value(outcome.operand) if outcome.operand is not None else None,
@@ -635,7 +636,7 @@ class Worker:
             steps=steps,
             at_step=outcome.step,
         )
-        return witness, message(site, outcome, values, a.program, names, moved, a.examples, steps)
+        return witness, message(site, outcome, values, a.program, names, moved, steps)
 
 
 PROBE_WORDS = "probe (synthesized inputs)"
@@ -753,11 +754,11 @@ def message(
     program: E.Program,
     names: dict[str, str],
     moved: dict[str, float],
-    examples: dict[str, Any] | None = None,
     steps: int | None = None,
 ) -> str:
-    """'torch.log receives 0 when x = [[...]]: -inf', in words people read; ``names`` maps an
-    input key to its readable name (``input_name``, worked out once per witness)."""
+    """'torch.log receives 0 when x = [[...]]: -inf', in words people read; ``values`` come in
+    the order they are named (``changed_first``), and ``names`` maps an input key to its readable
+    name (``input_name``, worked out once per witness)."""
     region = KINDS[site.kind].region
     if region.matrix is not None and outcome.operand is not None:
         got = (
@@ -774,7 +775,7 @@ def message(
     else:
         got = "its operand"
 
-    shown = [f"{names.get(k, k)} = {describe(values[k])}" for k in changed_first(values, examples)[:3]]
+    shown = [f"{names.get(k, k)} = {describe(v)}" for k, v in list(values.items())[:3]]
     when = " when " + ", ".join(shown) if shown else ""
     top = ", ".join(f"{n} by up to {d:.3g}" for n, d in sorted(moved.items(), key=lambda kv: -kv[1])[:2])
     if steps is not None:

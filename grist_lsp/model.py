@@ -15,6 +15,7 @@ import dataclasses
 import enum
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -147,11 +148,12 @@ class Witness:
         """The name people read for input ``key``."""
         return self.names.get(key, key)
 
-    def named_inputs(self, limit: int = SHOWN_INPUTS) -> tuple[list[tuple[str, TensorValue]], int]:
-        """The first ``limit`` inputs by the names people read, and how many more there are: a
-        DataLoader's batch can be dozens of item tensors, which a line of text cannot carry."""
+    def input_words(self, word: Callable[[str, TensorValue], str], limit: int = SHOWN_INPUTS) -> list[str]:
+        """``word(name, value)`` of the first ``limit`` inputs, then "N more": a DataLoader's batch
+        can be dozens of item tensors, which a line of text cannot carry."""
         items = list(self.inputs.items())
-        return [(self.name_of(k), v) for k, v in items[:limit]], max(len(items) - limit, 0)
+        more = len(items) - limit
+        return [word(self.name_of(k), v) for k, v in items[:limit]] + ([f"{more} more"] if more > 0 else [])
 
 
 @dataclass(frozen=True)

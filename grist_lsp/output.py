@@ -109,9 +109,7 @@ def _tensor_brief(name: str, value: TensorValue) -> str:
 def _witness_line(witness: Witness, base: Path | None) -> str:
     parts = [f"entry {display_entry(witness.entry, base)}"]
     if witness.inputs:
-        named, more = witness.named_inputs()
-        shown = [_tensor_brief(name, v) for name, v in named] + ([f"{more} more"] if more else [])
-        parts.append("inputs " + ", ".join(shown))
+        parts.append("inputs " + ", ".join(witness.input_words(_tensor_brief)))
     scale = input_scale_words(witness)
     if scale:
         parts.append(scale)

@@ -146,10 +146,7 @@ def _operand_words(value: TensorValue | None) -> str:
 def witness_words(verdict: Verdict, witness: Witness) -> str:
     site = verdict.site
     op = site.op or site.text
-    named, more = witness.named_inputs()
-    inputs = "; ".join(
-        [f"{name} = {describe_tensor(v)}" for name, v in named] + ([f"{more} more"] if more else [])
-    )
+    inputs = "; ".join(witness.input_words(lambda name, v: f"{name} = {describe_tensor(v)}"))
     message = f"{op} receives {_operand_words(witness.operand)}"
     if inputs:
         message += f" when {inputs}"
