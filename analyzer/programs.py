@@ -54,3 +54,62 @@ def is_script(text: str) -> bool:
             continue
         return True
     return False
+
+
+ENTRY_CONTRACT = (
+    "an entry function takes no arguments and returns (callable, args) or (callable, args, kwargs)"
+)
+
+
+def may_define(text: str, dotted: str) -> bool:
+    """False only when the source surely binds no ``dotted`` name (``f``, or ``Class.method``)
+    at its top level: an explicit entry naming it cannot work, and saying so needs no run.
+
+    Any binding counts (``def``, ``class``, an assignment, an import, a loop or ``with``
+    target), in ``if``/``try``/``with`` blocks too. What the source cannot tell (``from m
+    import *``, a module ``__getattr__``, a ``global`` statement, an attribute of something
+    not a plain class here, a file that does not parse) answers True: the worker then decides."""
+    try:
+        tree = parse(text)
+    except UNPARSABLE:
+        return True
+    if any(isinstance(node, ast.Global) for node in ast.walk(tree)):
+        return True
+    scope: list[ast.stmt] = tree.body
+    for depth, part in enumerate(dotted.split(".")):
+        bound = _bindings(scope)
+        if bound is None or (depth == 0 and "__getattr__" in bound):
+            return True
+        if part not in bound:
+            return False
+        node = bound[part]
+        if not isinstance(node, ast.ClassDef) or node.bases or node.keywords or node.decorator_list:
+            return True  # an attribute of a value, or one a base class may give: only a run can tell
+        scope = node.body
+    return True
+
+
+def _bindings(body: list[ast.stmt]) -> dict[str, ast.AST] | None:
+    """The names ``body`` binds at its own level (blocks that run in it included), each with the
+    statement that binds it last; None when a star import makes the set unknowable."""
+    bound: dict[str, ast.AST] = {}
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound[node.name] = node
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                bound[alias.asname or alias.name.split(".")[0]] = node
+        else:
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                    bound.setdefault(inner.id, node)
+                elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound.setdefault(inner.name, inner)
+                elif isinstance(inner, (ast.Import, ast.ImportFrom)):
+                    if any(alias.name == "*" for alias in inner.names):
+                        return None
+                    for alias in inner.names:
+                        bound.setdefault(alias.asname or alias.name.split(".")[0], inner)
+    return bound

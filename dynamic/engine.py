@@ -29,7 +29,18 @@ from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
 from . import protocol
-from .protocol import Blocked, Done, Message, Ready, ReplayAnswer, ReplayTask, RunError, SiteReport, Task
+from .protocol import (
+    BadEntry,
+    Blocked,
+    Done,
+    Message,
+    Ready,
+    ReplayAnswer,
+    ReplayTask,
+    RunError,
+    SiteReport,
+    Task,
+)
 from .sandbox import BwrapProbe, Confinement, Sandbox, blocked_in, blocked_note, cache_folder, install_guard  # noqa: F401
 
 if TYPE_CHECKING:
@@ -69,6 +80,13 @@ class WorkerResult:
     timed_out: bool = False
     cancelled: bool = False
     blocked: list[Blocked] = field(default_factory=list)  # what the sandbox refused the program
+    bad_entry: BadEntry | None = None  # an explicit entry the worker could not use
+
+
+class UnusableEntry(Exception):
+    """An explicit entry (``--entry`` / ``entries``) that a worker could not use: its message
+    names the file, the function and what an entry must return. A usage error of the caller's,
+    raised by ``confirm`` instead of verdicts found some other way."""
 
 
 WORKER_MODULE = "grist_lsp.dynamic.worker"
@@ -249,6 +267,8 @@ class Subprocess:
                         self.child_pid = msg.pid
                     elif isinstance(msg, Blocked):
                         res.blocked.append(msg)
+                    elif isinstance(msg, BadEntry):
+                        res.bad_entry = msg
                     if on_line:
                         on_line(msg)
 
@@ -492,7 +512,8 @@ def confirm(
     """Possible verdicts -> confirmed (with a replayed Witness) where the search succeeds.
 
     Safe verdicts are untouched; a program that cannot run adds one ``error``
-    verdict (import error, exception, hang, crash, out of memory) naming the line.
+    verdict (import error, exception, hang, crash, out of memory) naming the line. An explicit
+    entry that cannot be used raises ``UnusableEntry``.
     ``warm``: a child the caller keeps for later work (fix checks), used for the replays.
     ``on_confirmed``: called (from a helper thread) with each verdict as soon as its witness
     replayed, while the other sites are still searched, so an editor can show it at once;
@@ -537,6 +558,10 @@ def confirm(
         t.join()
 
     results = [w.result for w in workers]
+    bad = next((r.bad_entry for r in results if r.bad_entry is not None), None)
+    if bad is not None:
+        replayer.discard()
+        raise UnusableEntry(bad.message)
     lines: dict[str, SiteReport] = {}
     for res in results:
         lines.update(res.sites)

@@ -38,7 +38,7 @@ import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
-from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
+from grist_lsp.analyzer.programs import ENTRY_CONTRACT, has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
@@ -396,17 +396,20 @@ class EntryProgram(Program):
             fn = getattr(fn, part, None)
         if not callable(fn):
             raise EntryError(
-                f"{self.entry_file}: no function {self.function!r} for the entry; "
-                f"define it or fix the entry spec ({self.label})"
+                f"{self.entry_file}: entry {self.function!r}: the file defines no such function; "
+                f"define it there, or fix the FUNCTION part of FILE:FUNCTION ({ENTRY_CONTRACT})"
             )
         self.fn = fn
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
         res = self.fn()
         if not isinstance(res, tuple) or len(res) not in (2, 3) or not callable(res[0]):
+            code = getattr(self.fn, "__code__", None)
+            where = f"{self.entry_file}:{code.co_firstlineno}" if code is not None else self.entry_file
+            got = repr(res)
+            got = got if len(got) <= 60 else got[:57] + "..."
             raise EntryError(
-                f"{self.entry_file}: entry {self.function}() must return (callable, args) "
-                f"or (callable, args, kwargs), got {type(res).__name__}"
+                f"{where}: entry {self.function}() returned {got} ({type(res).__name__}); {ENTRY_CONTRACT}"
             )
         call, args = res[0], tuple(res[1]) if isinstance(res[1], (tuple, list)) else (res[1],)
         kwargs = dict(res[2]) if len(res) == 3 else {}

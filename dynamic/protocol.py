@@ -2,9 +2,9 @@
 
 Every child (worker, replay child, warm verify child) says ``Ready`` once torch is imported. A
 worker then sends one ``SiteReport`` per target site, a ``RunError`` for a program that could not
-run, and ``Done``; the replay child answers each witness with a ``ReplayAnswer`` and the warm
-verify child each task with a ``TaskResult``; the sandbox's
-audit hook adds a ``Blocked`` line for each action it refused. Each message encodes itself
+run, and ``Done`` (or a ``BadEntry`` and ``Done``, for an explicit entry that cannot be used);
+the replay child answers each witness with a ``ReplayAnswer`` and the warm verify child each
+task with a ``TaskResult``; the sandbox's audit hook adds a ``Blocked`` line for each action it refused. Each message encodes itself
 (``line``) and ``decode`` reads any of them back, so both ends share one definition.
 
 The other way, the warm verify child reads one task a line on its stdin: a ``ReplayTask`` or a
@@ -73,6 +73,16 @@ class RunError:
 
 
 @dataclass(frozen=True)
+class BadEntry:
+    """An explicit entry (``--entry`` / ``entries``) that cannot be used: no such function, or
+    it returned something other than ``(callable, args[, kwargs])``. A usage error, not a
+    finding: the parent stops the check with it (exit 2) instead of falling back to a probe."""
+
+    message: str
+    TYPE: ClassVar[str] = "bad_entry"
+
+
+@dataclass(frozen=True)
 class Blocked:
     """An action the sandbox refused the program (written by the audit hook, ``sandbox.py``)."""
 
@@ -88,9 +98,9 @@ class Done:
     TYPE: ClassVar[str] = "done"
 
 
-Message = Ready | SiteReport | ReplayAnswer | TaskResult | RunError | Blocked | Done
+Message = Ready | SiteReport | ReplayAnswer | TaskResult | RunError | BadEntry | Blocked | Done
 _BY_TYPE: dict[str, type[Any]] = {
-    c.TYPE: c for c in (Ready, SiteReport, ReplayAnswer, TaskResult, RunError, Blocked, Done)
+    c.TYPE: c for c in (Ready, SiteReport, ReplayAnswer, TaskResult, RunError, BadEntry, Blocked, Done)
 }
 
 

@@ -41,7 +41,7 @@ from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json
 from . import entries as E
 from . import protocol
 from .lazy_dynamo import skip_dynamo_import
-from .protocol import Done, Message, RunError, SiteReport
+from .protocol import BadEntry, Done, Message, RunError, SiteReport
 from .search import Found, Runner, Search, SearchReport, SearchSettings
 from .tracing import SiteOutcome
 from .training import TrainingSettings, train_search
@@ -126,14 +126,13 @@ def describe_failure(
     ), line
 
 
-def candidates(
-    path: str, text: str, req: dict, emit_error: Callable[[str, int], None]
-) -> Iterator[E.Program | BaseException]:
+def candidates(path: str, text: str, req: dict) -> Iterator[E.Program | BaseException]:
     """Programs in the order the contract gives: explicit entries, tests, script, probes.
 
     Probing imports the module, which runs its top-level code: the caller times each step
     and stops pulling as soon as every target is reached. An exception raised while
-    importing for probes is yielded, for the caller to report if nothing else ran.
+    importing for probes is yielded, for the caller to report if nothing else ran; so is the
+    ``EntryError`` of an explicit entry that cannot be parsed (then nothing more comes).
     """
     target = os.path.abspath(path)
     root = E.project_root_for(path, req.get("project_root"))
@@ -143,8 +142,8 @@ def candidates(
         try:
             file, func = E.parse_entry(spec, root)
         except E.EntryError as e:
-            emit_error(f"{path}: {e}", 1)
-            continue
+            yield e
+            return
         yield E.EntryProgram(
             label=f"entry:{file}:{func}",
             user_files=frozenset({target, file}),
@@ -207,7 +206,10 @@ class Worker:
         # The parent kills this process ``worker_seconds`` after it said it was ready.
         self.t_end = time.monotonic() + float(req.get("worker_seconds", 1e9))
         self.errors: list[tuple[str, int]] = []
-        self.gen = candidates(self.path, self.text, req, self.emit_error)
+        self.gen = candidates(self.path, self.text, req)
+        # Explicit entries not yet pulled from ``gen``: each is run once even when an earlier one
+        # reached every site, so that one that cannot be used is said, never skipped.
+        self.entries_unpulled = len(req.get("entries") or [])
         # Every entry recorded so far, with the sites it reached: second chances come from here first.
         self.pool: list[tuple[E.Program, set[str], dict[str, Any]]] = []
         # What real entries (script, tests, explicit entries) pass to the file's functions, and the
@@ -254,7 +256,7 @@ class Worker:
         failures: list[tuple[str, frozenset[str], BaseException]] = []
         ran_any = False
         gen = self.gen
-        while todo:
+        while todo or self.entries_unpulled:
             # Stop looking for entries in time to search (``reserve`` seconds) before the parent's deadline.
             left = self.t_end - reserve - time.monotonic()
             if left <= 0.5:
@@ -267,12 +269,18 @@ class Worker:
                 break
             if prog is None:
                 break
+            if isinstance(prog, E.EntryError):
+                raise prog
+            if isinstance(prog, E.EntryProgram):
+                self.entries_unpulled -= 1
             if isinstance(prog, BaseException):
                 if not ran_any:
                     failures.append((f"probe:{self.path}", frozenset({self.target}), prog))
                 break
             try:
                 self._timed(limit, lambda: prog.produce_only(prog.setup))
+            except E.EntryError:
+                raise  # an explicit entry that cannot be used: a usage error, never a fallback
             except BaseException as e:
                 if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
                     failures.append((prog.label, prog.user_files, e))
@@ -289,6 +297,8 @@ class Worker:
             else:
                 with self.callers.watching():
                     tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
+                if isinstance(error, E.EntryError):
+                    raise error  # the entry returned the wrong thing (``EntryProgram.prepare``)
                 self.real_reached.update(tracer.reached)
             self.pool.append((prog, set(tracer.reached), dict(tracer.recorded)))
             prog.input_names.update(tracer.input_names)
@@ -310,6 +320,15 @@ class Worker:
         return assigned
 
     def run(self) -> None:
+        try:
+            self._run()
+        except E.EntryError as e:
+            # Explicit entries are all recorded first (``assign``), so this comes before any
+            # search: the parent stops the check with it rather than report what a probe found.
+            self.out(BadEntry(str(e)))
+            self.out(Done())
+
+    def _run(self) -> None:
         assigned = self.assign({s.key for s in self.targets}, reserve=self.budget * len(self.targets) + 2.0)
         for message, line in self.errors:
             self.out(RunError(message, line))

@@ -9,6 +9,7 @@ with `--diff`, fixes to apply); 2 usage errors (bad flags, missing paths, bad
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -171,6 +172,10 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         write_baseline=args.write_baseline,
         show_unused_suppressions=args.show_unused_suppressions,
     )
+    if args.output is not None:
+        problem = _unwritable(Path(args.output))
+        if problem:  # said now, not after a run whose report would then be lost
+            parser.exit(EXIT_USAGE, f"grist-lsp: error: --output {args.output}: {problem}\n")
     progress = _Progress(sys.stderr) if args.format == "text" and sys.stderr.isatty() else None
     try:
         report = check_paths(args.paths or ["."], options, progress=progress)
@@ -209,6 +214,21 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"grist-lsp: applied {len(report.fixed)} verified fix(es) in {', '.join(files)}", file=sys.stderr
         )
     return EXIT_FINDINGS if report.failing() else EXIT_OK
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why the report could not be written to ``path``, asked before any program runs; None when
+    it can be (the file is only written at the end, so a run interrupted leaves no empty one)."""
+    folder = path.parent
+    if path.is_dir():
+        return "is a folder; name a file in it"
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist; create it first or name a file in an existing folder"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "the file is not writable; pass a writable path"
+    if not path.exists() and not os.access(folder, os.W_OK | os.X_OK):
+        return f"the folder {folder} is not writable; pass a writable path"
+    return None
 
 
 def _emit(text: str, output: str | None, parser: argparse.ArgumentParser) -> None:

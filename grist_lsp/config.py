@@ -8,6 +8,7 @@ the key and what to write instead, because a bad config is a usage error
 
 from __future__ import annotations
 
+import json
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,7 +171,12 @@ class _TableReader:
     def strings(self, key: str) -> list[str]:
         value = self.values.get(key, [])
         if isinstance(value, str):
-            value = [value]
+            # Not taken as a list of one: a key documented as a list accepts only lists, so a
+            # value that is not one always says so (the same rule for every list key).
+            raise ConfigError(
+                f"{self.where}: [tool.grist] `{key}` must be a list of strings, got the string {value!r}; "
+                f"write {key} = [{_toml_string(value)}]"
+            )
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(
                 f'{self.where}: [tool.grist] `{key}` must be a list of strings, like {key} = ["a", "b"]'
@@ -210,12 +216,11 @@ class _TableReader:
             )
         out: dict[str, list[str]] = {}
         for pattern, codes in per_file.items():
-            if isinstance(codes, str):
-                codes = [codes]
             if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+                example = _toml_string(codes) if isinstance(codes, str) else '"GRIST105"'
                 raise ConfigError(
                     f'{self.where}: [tool.grist] `per-file-ignores` "{pattern}" must be a list of rule codes, '
-                    f'like "{pattern}" = ["GRIST105"]'
+                    f"got {codes!r}; write {_toml_string(pattern)} = [{example}]"
                 )
             out[pattern] = validate_codes(codes, f'{self.where}: [tool.grist] `per-file-ignores` "{pattern}"')
         return out
@@ -227,6 +232,11 @@ class _TableReader:
                 f'{self.where}: [tool.grist] `baseline` must be a file name, like baseline = "grist-baseline.json"'
             )
         return baseline
+
+
+def _toml_string(text: str) -> str:
+    """``text`` as a TOML basic string (JSON's escapes are TOML's)."""
+    return json.dumps(text)
 
 
 def validate_codes(codes: list[str], where: str) -> list[str]:

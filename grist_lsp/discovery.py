@@ -153,6 +153,14 @@ class _Matcher:
         return self.include.match_file(rel) or self.include.match_file(path.name)
 
 
+def own_path(file: str | Path) -> Path:
+    """``file`` absolute, its folders resolved (a symlinked project folder is the same project)
+    but its own name kept: a symlinked file, a dangling one included, is reported, matched and
+    fingerprinted under the name the folder shows, not its target's."""
+    path = Path(os.path.abspath(file))
+    return path.parent.resolve() / path.name
+
+
 def _git_root(start: Path) -> Path | None:
     for folder in (start, *start.parents):
         if (folder / ".git").exists():

@@ -17,6 +17,7 @@ from grist_lsp import __version__
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.baseline import fingerprints
 from grist_lsp.check import Report
+from grist_lsp.discovery import own_path
 from grist_lsp.model import Status, TensorValue, Verdict, Witness, finite_json, to_json
 from grist_lsp.policy import input_scale_words
 from grist_lsp.suppressions import UNUSED_CODE, UNUSED_TITLE, Suppression, finding_code, unused_words
@@ -38,11 +39,11 @@ def display_path(file: str, base: Path | None = None) -> str:
     """A path as people type it: relative to ``base`` (the cwd) when inside it, else absolute; always `/`."""
     base = (base or Path.cwd()).resolve()
     path = Path(file)
-    resolved = path.resolve() if path.is_absolute() or path.exists() else (base / path)
+    absolute = own_path(path) if path.is_absolute() or path.exists() else (base / path)
     try:
-        return resolved.relative_to(base).as_posix()
+        return absolute.relative_to(base).as_posix()
     except ValueError:
-        return resolved.as_posix()
+        return absolute.as_posix()
 
 
 def display_entry(entry: str, base: Path | None = None) -> str:
@@ -283,7 +284,7 @@ _LEVEL = {Status.CONFIRMED: "error", Status.POSSIBLE: "warning", Status.ERROR: "
 
 
 def _relative_uri(file: str, root: Path) -> str:
-    path = Path(file).resolve()
+    path = own_path(file)
     try:
         return path.relative_to(root.resolve()).as_posix()
     except ValueError:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grist_lsp.analyzer.programs import ENTRY_CONTRACT, may_define
 from grist_lsp.config import (
     FAIL_ON_CHOICES,
     ConfigError,
@@ -166,19 +167,36 @@ def _check_explicit(options: CheckOptions) -> None:
 
 def _entries(options: CheckOptions, config: GristConfig, editor: EditorSettings) -> list[str]:
     """Every entry, absolute: CLI ones from the cwd, config ones from its folder, editor ones from the
-    workspace folder. Entries add up rather than override: each names another way into the program."""
-    entries = [_absolute_entry(e, Path.cwd()) for e in options.entries]
-    entries += [_absolute_entry(e, config.root) for e in config.entries]
+    workspace folder. Entries add up rather than override: each names another way into the program.
+    A FILE that does not exist, or that surely defines no FUNCTION, is a usage error here, before
+    any code runs; what the function returns only its first run in a worker can tell."""
     editor_entries = [str(e) for e in editor.values.get("entries") or ()]
     for entry in editor_entries:
         validate_entry(entry, "grist.entries")
-    entries += [_absolute_entry(e, editor.folder or config.root) for e in editor_entries]
-    for entry in entries:
-        file_part = entry.rpartition(":")[0]
+    where = f"{config.source}: [tool.grist] `entries`" if config.source else "[tool.grist] `entries`"
+    given = [
+        *((e, Path.cwd(), "--entry") for e in options.entries),
+        *((e, config.root, where) for e in config.entries),
+        *((e, editor.folder or config.root, "grist.entries") for e in editor_entries),
+    ]
+    entries = []
+    for entry, base, origin in given:
+        absolute = _absolute_entry(entry, base)
+        file_part, _, func = absolute.rpartition(":")
         if not Path(file_part).is_file():
             raise ConfigError(
-                f"entry {entry!r}: {file_part} does not exist; fix the FILE part of FILE:FUNCTION"
+                f"{origin}: entry {entry!r}: {file_part} does not exist; fix the FILE part of FILE:FUNCTION"
             )
+        try:
+            text = Path(file_part).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None  # unreadable here: the worker's import says why
+        if text is not None and not may_define(text, func):
+            raise ConfigError(
+                f"{origin}: entry {entry!r}: {file_part} defines no function {func!r} at its top level; "
+                f"define it or fix the FUNCTION part ({ENTRY_CONTRACT})"
+            )
+        entries.append(absolute)
     return entries
 
 
@@ -328,7 +346,8 @@ class Service:
         on_confirmed: Callable[[Verdict], None] | None = None,
         spares: Spares | None = None,
     ) -> list[Verdict]:
-        """The engine's verdicts, witnesses beyond `max-input-scale` refused.
+        """The engine's verdicts, witnesses beyond `max-input-scale` refused; raises ConfigError
+        for an explicit entry the engine could not use.
 
         ``on_confirmed``: each confirmation as soon as its witness replayed (with ``warm``),
         the same policy applied, before the other sites are done."""
@@ -340,17 +359,20 @@ class Service:
                     if kept.status is Status.CONFIRMED:
                         on_confirmed(kept)
 
-        confirmed = engine.confirm(
-            path,
-            text,
-            verdicts,
-            options,
-            progress=progress,
-            cancel=cancel,
-            warm=warm,
-            on_confirmed=early,
-            spares=spares,
-        )
+        try:
+            confirmed = engine.confirm(
+                path,
+                text,
+                verdicts,
+                options,
+                progress=progress,
+                cancel=cancel,
+                warm=warm,
+                on_confirmed=early,
+                spares=spares,
+            )
+        except engine.UnusableEntry as exc:
+            raise ConfigError(str(exc)) from None
         # Before fixes are verified: a refused witness needs no verified fix.
         return self.settings.policy.after_engine(list(confirmed))
 
@@ -391,6 +413,8 @@ class Service:
                 verdicts = self.confirm(
                     path, text, verdicts, options, progress, cancel, shared, spares=spares
                 )
+            except ConfigError:
+                raise  # a wrong entry: the caller's usage error, not this file's finding
             except Exception as exc:  # keep the static verdicts; say the engine failed on this file
                 return verdicts + [_engine_failed(path, exc)], warnings
             blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too

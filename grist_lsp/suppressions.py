@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS, rule_code
+from grist_lsp.discovery import own_path
 from grist_lsp.model import Status, Verdict
 
 UNUSED_CODE = "GRIST001"  # an unused suppression comment, reported with --show-unused-suppressions
@@ -145,12 +146,13 @@ class RuleSelection:
 
 
 def relative_to_root(path: str, root: Path) -> str:
-    """``path`` relative to the project root, with `/`; the absolute path when outside it."""
-    resolved = Path(path).resolve()
+    """``path`` relative to the project root, with `/`; the absolute path when outside it. A
+    symlink is named by its own path, not its target's: patterns match what the tree shows."""
+    absolute = own_path(path)
     try:
-        return resolved.relative_to(root.resolve()).as_posix()
+        return absolute.relative_to(root.resolve()).as_posix()
     except ValueError:
-        return resolved.as_posix()
+        return absolute.as_posix()
 
 
 @dataclass

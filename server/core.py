@@ -108,9 +108,19 @@ def confirm_file(
     if not needs_engine(verdicts):
         return verdicts
     options = service.engine_options(jobs=SERVER_JOBS)
-    verdicts = service.confirm(
-        path, text, verdicts, options, progress=progress, cancel=cancel, warm=warm, on_confirmed=on_confirmed
-    )
+    try:
+        verdicts = service.confirm(
+            path,
+            text,
+            verdicts,
+            options,
+            progress=progress,
+            cancel=cancel,
+            warm=warm,
+            on_confirmed=on_confirmed,
+        )
+    except ConfigError as exc:  # an entry that cannot be used: said on the file, as a bad config is
+        return verdicts + [file_error(path, str(exc))]
     if cancel.is_set():
         raise Cancelled()
     return verdicts

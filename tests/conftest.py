@@ -14,6 +14,10 @@ from pathlib import Path
 
 import pytest
 
+# The checkout these tests belong to: the console script (and the engine's children) import its
+# code, as an editable install of it does, whatever the runner's PYTHONPATH or another install says.
+CHECKOUT = str(Path(__file__).resolve().parents[1])
+
 
 def _console_script() -> str:
     # The script installed beside this interpreter is the one `pip install -e .` made.
@@ -41,7 +45,7 @@ def grist_cli(grist_script: str) -> Callable[..., subprocess.CompletedProcess[st
 
     def run(*args: str, cwd: Path | str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-        env.pop("PYTHONPATH", None)  # the installed package, not whatever the test runner added
+        env["PYTHONPATH"] = CHECKOUT
         return subprocess.run(
             [script, *args],
             cwd=cwd,
