@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from grist_lsp.analyzer.programs import has_training_loop
-from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json
+from grist_lsp.model import Site, Status, Verdict, Witness, counted, file_error, to_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
 from . import protocol
@@ -570,7 +570,7 @@ def confirm(
     replays: dict[str, ReplayAnswer] = {}
     if found and not (cancel is not None and cancel.is_set()):
         if progress is not None:
-            progress(f"replaying {len(found)} witness(es) in a fresh process", 1.0)
+            progress(f"replaying {counted(len(found), 'witness', 'witnesses')} in a fresh process", 1.0)
         replays = replayer.results(len(found), cancel)
     else:
         replayer.discard()
@@ -611,7 +611,10 @@ class _SiteLines:
                 self.done += 1
                 n = self.done
             state = "confirmed" if msg.witness is not None else "searched"
-            self.progress(f"{state} {msg.key} ({n}/{self.total})", n / self.total)
+            site = self.by_key.get(msg.key)
+            # Columns 1-based, as the report prints them (a key's are the core's 0-based ones).
+            where = f"{site.span.start_line}:{site.span.start_col + 1} {site.op}" if site else msg.key
+            self.progress(f"{state} {where} ({n}/{self.total})", n / self.total)
 
 
 @dataclass
@@ -702,7 +705,7 @@ def _after_search(v: Verdict, line: SiteReport, replay: ReplayAnswer | None) -> 
         status=Status.CONFIRMED,
         witness=witness,
         message=message,
-        reason=f"{message} [{line.note}, {witness.iterations} runs, {witness.seconds:.2f} s, {entry}]",
+        reason=f"{message} [{line.note}, {counted(witness.iterations, 'run')}, {witness.seconds:.2f} s, {entry}]",
     )
 
 

@@ -38,7 +38,7 @@ from typing import Any
 
 from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
-from grist_lsp.model import Site, TensorValue, Witness, is_factory_key, to_json
+from grist_lsp.model import Site, TensorValue, Witness, counted, is_factory_key, to_json
 
 # Tensors with at most this many elements are written inline; larger ones go to the .pt file.
 INLINE_ELEMENTS = 64
@@ -103,8 +103,9 @@ def _docstring(site: Site, witness: Witness, how: str) -> str:
     moved = ", ".join(f"{k} by {v:.3g}" for k, v in witness.weights_moved.items() if v)
     if witness.steps is not None:
         # A training run's state: the weights are where the program's own optimizer took them.
-        moved = f"the weights as the program's own training left them after {witness.steps} steps" + (
-            f" ({moved})" if moved else ""
+        moved = (
+            f"the weights as the program's own training left them after {counted(witness.steps, 'step')}"
+            + (f" ({moved})" if moved else "")
         )
     else:
         moved = "weights moved: " + moved if moved else ""

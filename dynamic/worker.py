@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from grist_lsp.analyzer.catalogue import KINDS, Region, row
-from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json
+from grist_lsp.model import FACTORY_KEY, Site, Witness, counted, site_from_json
 
 from . import entries as E
 from . import protocol
@@ -454,7 +454,7 @@ class Worker:
                 t.param_names,
                 t.steps,
                 t.seconds,
-                f"training run (GRIST), {t.steps} steps",
+                f"training run (GRIST), {counted(t.steps, 'step')}",
             )
             self.report_found(a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps)
             found.add(site.key)

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from grist_lsp import __version__
 from grist_lsp.config import FAIL_ON_CHOICES
 from grist_lsp.defaults import OPTIONS
+from grist_lsp.model import counted
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -190,7 +191,7 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if report.baseline_written:
         recorded = sum(report.stats.get(k, 0) for k in ("confirmed", "possible"))
         print(
-            f"grist-lsp: wrote {recorded} finding(s) to the baseline {report.baseline_written}",
+            f"grist-lsp: wrote {counted(recorded, 'finding')} to the baseline {report.baseline_written}",
             file=sys.stderr,
         )
     if (args.fix or args.diff) and args.static_only:
@@ -203,7 +204,7 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.diff:
         text = "".join(report.diffs[f] for f in sorted(report.diffs))
         count = sum(len(d.splitlines()) > 0 for d in report.diffs.values())
-        print(f"grist-lsp: verified fixes would change {count} file(s)", file=sys.stderr)
+        print(f"grist-lsp: verified fixes would change {counted(count, 'file')}", file=sys.stderr)
         _emit(text, args.output, parser)
         return EXIT_FINDINGS if report.diffs else EXIT_OK
 
@@ -211,7 +212,8 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.fix and report.fixed:
         files = sorted({display_path(v.site.file) for v in report.fixed})
         print(
-            f"grist-lsp: applied {len(report.fixed)} verified fix(es) in {', '.join(files)}", file=sys.stderr
+            f"grist-lsp: applied {counted(len(report.fixed), 'verified fix', 'verified fixes')} in {', '.join(files)}",
+            file=sys.stderr,
         )
     return EXIT_FINDINGS if report.failing() else EXIT_OK
 

@@ -203,6 +203,12 @@ class Verdict:
     operand_range: OperandRange | None = None
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and the noun in the number it takes: "1 site", "2 sites", "1 fix"/"2 fixes"
+    with ``plural``. Every count a user reads goes through here, so none says "1 sites"."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def file_error(path: str, message: str, line: int = 1, col: int = 0, kind: str = "error") -> Verdict:
     """A verdict for a whole file that could not be analysed or run."""
     site = Site(file=path, span=Span(line, col, line, col), op="", kind=kind, operand="", text="")

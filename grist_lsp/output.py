@@ -18,7 +18,7 @@ from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.baseline import fingerprints
 from grist_lsp.check import Report
 from grist_lsp.discovery import own_path
-from grist_lsp.model import Status, TensorValue, Verdict, Witness, finite_json, to_json
+from grist_lsp.model import Status, TensorValue, Verdict, Witness, counted, finite_json, to_json
 from grist_lsp.policy import input_scale_words
 from grist_lsp.suppressions import UNUSED_CODE, UNUSED_TITLE, Suppression, finding_code, unused_words
 
@@ -115,12 +115,12 @@ def _witness_line(witness: Witness, base: Path | None) -> str:
     if scale:
         parts.append(scale)
     if witness.steps is not None:
-        parts.append(f"the state after {witness.steps} steps of the program's own training")
+        parts.append(f"the state after {counted(witness.steps, 'step')} of the program's own training")
     if witness.weights_moved:
         moved = max(witness.weights_moved.values())
         parts.append(f"weights moved up to {moved:.3g}")
     parts.append(
-        f"{witness.result} in the {witness.phase} pass after {witness.iterations} iterations "
+        f"{witness.result} in the {witness.phase} pass after {counted(witness.iterations, 'iteration')} "
         f"({witness.seconds:.2f} s)"
     )
     if witness.reproducer:
@@ -154,10 +154,9 @@ def render_text(report: Report, show_safe: bool = False, base: Path | None = Non
 
 def summary(report: Report) -> str:
     s = report.stats
-    files = s.get("files", len(report.files))
-    noun = "file" if files == 1 else "files"
+    files = counted(s.get("files", len(report.files)), "file")
     counts = [f"{s.get(k, 0)} {k}" for k in ("confirmed", "possible", "error") if s.get(k, 0)]
-    safe = f"; {s['safe']} sites proved safe" if s.get("safe") else ""
+    safe = f"; {counted(s['safe'], 'site')} proved safe" if s.get("safe") else ""
     fixed = f"; fixed {len(report.fixed)}" if report.fixed else ""
     left = "".join(
         f"; {s[key]} {words}"
@@ -166,8 +165,8 @@ def summary(report: Report) -> str:
     )
     mode = "" if s.get("dynamic", False) else " (static pass only)"
     if not counts:
-        return f"No NaN/INF findings in {files} {noun}{safe}{left}{fixed}{mode}."
-    return f"Found {', '.join(counts)} in {files} {noun}{safe}{left}{fixed}{mode}."
+        return f"No NaN/INF findings in {files}{safe}{left}{fixed}{mode}."
+    return f"Found {', '.join(counts)} in {files}{safe}{left}{fixed}{mode}."
 
 
 # --- JSON ----------------------------------------------------------------------

@@ -118,7 +118,7 @@ def test_text_lines_have_one_based_columns_codes_and_status(tmp_path: Path) -> N
         out[3] == "pkg/model.py:7:12: GRIST105 [possible] `a / b`: division by zero (divisor range unknown)"
     )
     assert out[4] == f"broken.py:4:1: {ERROR_CODE} [error] syntax error: expected ':'; fix the syntax"
-    assert out[5] == "Found 1 confirmed, 1 possible, 1 error in 2 files; 1 sites proved safe."
+    assert out[5] == "Found 1 confirmed, 1 possible, 1 error in 2 files; 1 site proved safe."
     assert len(out) == 6  # the safe site is hidden by default
 
 
