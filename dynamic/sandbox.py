@@ -8,7 +8,7 @@ goes through: search workers, replay, fix verification):
   the user turned it off (``[tool.grist] sandbox = "off"``, ``--no-sandbox``).
   ``GRIST_SANDBOX=audit`` in the environment forces the fallback (tests, debugging);
 * **the confinement of one child** (``Confinement``): the bwrap command line (the whole file
-  system read-only; the project, the working folder and ``/tmp`` are throwaway copy-on-write
+  system read-only; the project, the working folder, ``/tmp`` and ``/var/tmp`` are throwaway copy-on-write
   views whose writes vanish with the child; no network), or for the fallback a scratch
   folder of its own. The working folder is the same in both modes: the program keeps its cwd,
   and in the fallback its writes outside the scratch are refused instead of thrown away;
@@ -45,6 +45,7 @@ SETTINGS = ("auto", "off")
 FORCE_ENV = "GRIST_SANDBOX"  # "audit" forces the fallback, "off" turns the sandbox off
 CHILD_ENV = "GRIST_SANDBOX_CHILD"  # the child's Confinement, as JSON
 BWRAP_SCRATCH = "/tmp/grist-scratch"  # inside the sandbox's private /tmp
+SYSTEM_TEMP = ("/tmp", "/var/tmp")  # throwaway views under bubblewrap, like the project
 MAX_REPORTED = 50  # distinct blocked actions one child reports (a loop writing epoch_{i}.pt)
 PROBE_SECONDS = 20.0
 BLOCKED = ": blocked (sandbox)"  # how a note on what was blocked ends
@@ -97,13 +98,16 @@ def bwrap_argv(bwrap: str, views: Iterable[str], writable: Iterable[str], cwd: s
         "--proc",
         "/proc",
     ]
-    # /tmp private but still readable: a copy-on-write view keeps virtualenvs, projects and
-    # data under /tmp visible while nothing written there reaches the real one.
-    args += (
-        ["--overlay-src", "/tmp", "--tmp-overlay", "/tmp"] if os.path.isdir("/tmp") else ["--tmpfs", "/tmp"]
-    )
+    # The system's temporary folders private but still readable: a copy-on-write view keeps
+    # virtualenvs, projects and data there visible while nothing written reaches the real one
+    # (programs write to /var/tmp as they do to /tmp; the read-only root would stop them there).
+    for temp in SYSTEM_TEMP:
+        if os.path.isdir(temp):
+            args += ["--overlay-src", temp, "--tmp-overlay", temp]
+        elif temp == "/tmp":
+            args += ["--tmpfs", temp]
     for view in views:
-        if view != "/tmp":
+        if view not in SYSTEM_TEMP:
             args += ["--overlay-src", view, "--tmp-overlay", view]
     # grist's own outputs (witness payloads, fix-check results) really are written: bound last,
     # through the views above them.

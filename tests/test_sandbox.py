@@ -222,3 +222,37 @@ def test_under_bubblewrap_a_hung_program_and_the_process_it_started_are_killed(
     time.sleep(0.5)
     left = subprocess.run(["pgrep", "-f", f"sleep {marker}"], capture_output=True, text=True).stdout.split()
     assert left == []
+
+
+def test_under_bubblewrap_a_write_to_var_tmp_is_thrown_away_and_reported_like_one_to_tmp(
+    tmp_path: Path, monkeypatch
+) -> None:
+    _needs_bubblewrap()
+    monkeypatch.setenv("GRIST_SANDBOX", "auto")
+    name = f"grist-sandbox-test-{os.getpid()}-{time.time_ns()}"
+    targets = [Path("/var/tmp") / f"{name}.txt", Path("/tmp") / f"{name}.txt"]
+    # The program writes both and reads its writes back; the bug is reached only after that.
+    text = textwrap.dedent(f"""\
+        import torch
+
+        for target in {[str(t) for t in targets]!r}:
+            with open(target, "w") as f:
+                f.write("scratch")
+            with open(target) as f:
+                assert f.read() == "scratch"
+        x = torch.rand(3)
+        y = torch.log(x - x)
+        """)
+    path = tmp_path / "temp_writer.py"
+    path.write_text(text, encoding="utf-8")
+    verdicts = confirm(
+        str(path),
+        text,
+        analyze_source(str(path), text),
+        EngineOptions(budget=2.0, timeout=30.0, project_root=str(tmp_path)),
+    )
+    [log] = [v for v in verdicts if v.site.op == "torch.log"]
+    assert log.status is Status.CONFIRMED, verdicts  # the program carried on past both writes
+    assert [t.exists() for t in targets] == [False, False]  # neither reached the real disk
+    for target in targets:
+        assert f"write {target}" in log.reason, log.reason
