@@ -11,6 +11,7 @@ the op, written down.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -372,9 +373,28 @@ def test_script_variants_fire_every_confirmed_marker(path):
 def test_markers_parse_and_name_catalogue_kinds():
     total = 0
     for path in cm.program_files():
+        text = path.read_text()
         marks = cm.parse_markers(path)
         total += len(marks)
-        assert {m.status for m in marks} <= set(cm.STATUSES)
+        # Each marker line gives as many pairs as it has comma-separated items: none dropped.
+        items = sum(len(m.group("body").split(",")) for m in map(cm._MARKER.search, text.splitlines()) if m)
+        assert len(marks) == items, path
     # 36 'possible mean' markers went when plain means stopped being sites (only selections
     # that can be empty are); what is left is every real site of the corpus.
     assert total >= 120
+
+
+@pytest.mark.parametrize(
+    ("marker", "problem"),
+    [
+        ("# expect: confimred log", "unknown status 'confimred'"),
+        ("# expect: confirmed log, posible div", "unknown status 'posible'"),
+        ("# expect: confirmed log div", "is not '<status> <kind>'"),
+        ("# expect: confirmed nosuchkind", "unknown kind 'nosuchkind'"),
+    ],
+)
+def test_a_mistyped_marker_is_an_error_not_dropped(tmp_path, marker: str, problem: str):
+    path = tmp_path / "p.py"
+    path.write_text(f"import torch\ny = torch.log(torch.rand(2))  {marker}\n")
+    with pytest.raises(ValueError, match=re.escape(problem)):
+        cm.parse_markers(path)

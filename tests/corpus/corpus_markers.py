@@ -47,7 +47,7 @@ PROGRAMS = REPO / "tests" / "corpus" / "programs"
 
 STATUSES = ("confirmed", "possible", "safe", "unproven")
 _MARKER = re.compile(r"#\s*expect:\s*(?P<body>.*)$")
-_PAIR = re.compile(r"\b(" + "|".join(STATUSES) + r")\s+([a-z0-9_]+)\b")
+_PAIR = re.compile(r"(?P<status>[a-z]+)\s+(?P<kind>[a-z0-9_]+)")  # one item of a comma list
 
 
 @dataclass(frozen=True)
@@ -67,9 +67,16 @@ def parse_markers(path: str | Path) -> list[Marker]:
         m = _MARKER.search(line)
         if not m:
             continue
-        pairs = _PAIR.findall(m.group("body"))
-        if not pairs:
-            raise ValueError(f"{path}:{lineno}: '# expect:' without a '<status> <kind>' pair")
+        # Every comma-separated item must be one '<status> <kind>' pair: a mistyped status or a
+        # stray word is an error, never an item dropped without a word.
+        pairs = []
+        for item in m.group("body").split(","):
+            pair = _PAIR.fullmatch(item.strip())
+            if pair is None:
+                raise ValueError(f"{path}:{lineno}: '# expect:' item {item.strip()!r} is not '<status> <kind>'")
+            if pair["status"] not in STATUSES:
+                raise ValueError(f"{path}:{lineno}: unknown status {pair['status']!r} (statuses: {STATUSES})")
+            pairs.append((pair["status"], pair["kind"]))
         seen: dict[str, int] = {}
         for status, kind in pairs:
             if kind not in KINDS:
