@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -50,3 +51,39 @@ def test_pre_commit_hooks_call_the_cli() -> None:
     hooks = (REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     entries = re.findall(r"^\s*entry: (.+)$", hooks, re.M)
     assert entries and all(e.startswith("grist-lsp --check ") for e in entries)
+
+
+def _fenced_after(text: str, anchor: str) -> tuple[str, str]:
+    """The command quoted in backticks in the paragraph at ``anchor``, and the fenced block after it."""
+    at = text.index(anchor)
+    command = re.search(r"`(grist-lsp --check [^`]+)`", text[at:]).group(1)  # type: ignore[union-attr]
+    block = re.search(r"```[a-z]*\n(.*?)```", text[at:], re.S).group(1)  # type: ignore[union-attr]
+    return command, block
+
+
+_FINDING = re.compile(r"^(\S+:\d+:\d+: GRIST\d{3} \[\w+\])", re.M)
+_COUNTS = ("files", "confirmed", "possible", "safe", "error")
+
+
+def test_the_readme_example_output_is_what_the_documented_commands_print(grist_cli) -> None:
+    """The text and JSON examples come from real runs: the same findings (file, line, column,
+    code, status) and the same summary line and counts. The witnesses' iterations and seconds
+    are not compared: they are not the README's promise."""
+    readme = _readme()
+    command, shown = _fenced_after(readme, "**text** — one line per finding")
+    assert command == "grist-lsp --check examples/vae.py"
+    text = grist_cli(*command.split()[1:], cwd=REPO)
+    assert text.returncode == 1, text.stderr  # confirmed bugs
+    assert _FINDING.findall(text.stdout) == _FINDING.findall(shown)
+    assert text.stdout.splitlines()[-1] == shown.splitlines()[-1]
+
+    command, shown = _fenced_after(readme, "**json** (`--format json`)")
+    assert command == "grist-lsp --check examples/vae.py --format json"
+    data = json.loads(grist_cli(*command.split()[1:], cwd=REPO).stdout)
+    stats = re.search(r'"stats": \{(.*?)\}', shown, re.S).group(1)  # type: ignore[union-attr]
+    assert {k: int(re.search(rf'"{k}": (\d+)', stats).group(1)) for k in _COUNTS} == {  # type: ignore[union-attr]
+        k: data["stats"][k] for k in _COUNTS
+    }
+    first = data["findings"][0]
+    for key in ("file", "line", "column", "end_line", "end_column", "op", "kind", "status"):
+        assert f'"{key}": {json.dumps(first[key])}' in shown, key
