@@ -109,16 +109,7 @@ def confirm_file(
         return verdicts
     options = service.engine_options(jobs=SERVER_JOBS)
     try:
-        verdicts = service.confirm(
-            path,
-            text,
-            verdicts,
-            options,
-            progress=progress,
-            cancel=cancel,
-            warm=warm,
-            on_confirmed=on_confirmed,
-        )
+        verdicts = service.confirm(path, text, verdicts, options, progress, cancel, warm, on_confirmed)
     except ConfigError as exc:  # an entry that cannot be used: said on the file, as a bad config is
         return verdicts + [file_error(path, str(exc))]
     if cancel.is_set():

@@ -49,7 +49,7 @@ def test_baseline_written_today_leaves_only_tomorrows_new_bug(grist_cli, write_t
     root = write_tree({"pkg/stats.py": TODAY})
     written = grist_cli("--check", ".", "--static-only", "--write-baseline", "grist-baseline.json", cwd=root)
     assert written.returncode == 0, written.stderr
-    assert "wrote 1 finding(s) to the baseline grist-baseline.json" in written.stderr
+    assert "wrote 1 finding to the baseline grist-baseline.json" in written.stderr
     recorded = json.loads((root / "grist-baseline.json").read_text())["findings"]
     assert [(f["rule"], f["file"], f["line"]) for f in recorded] == [("GRIST105", "pkg/stats.py", 5)]
 

@@ -323,7 +323,7 @@ def test_fix_applies_the_verified_fix_and_the_bug_is_gone(grist_cli: Cli, write_
         "--check", "--jobs", "1", "--budget", "3", "--entry", "model.py:make", "--fix", "model.py", cwd=root
     )
     _no_traceback(result)
-    assert "applied 1 verified fix(es) in model.py" in result.stderr, result.stdout + result.stderr
+    assert "applied 1 verified fix in model.py" in result.stderr, result.stdout + result.stderr
     assert result.returncode == 0, result.stdout + result.stderr  # the only confirmed bug was fixed
     fixed = (root / "model.py").read_text(encoding="utf-8")
     assert "torch.log(p)" not in fixed and fixed.count("\n") >= ENTRY_PROGRAM.count("\n")

@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from grist_lsp.analyzer.programs import may_define
+from grist_lsp.model import Status
+from grist_lsp.server import core
+from grist_lsp.server.settings import Settings
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 Tree = Callable[[dict[str, str]], Path]
@@ -183,3 +187,17 @@ def test_may_define_is_false_only_when_the_source_surely_binds_no_such_name(
     source: str, name: str, defined: bool
 ) -> None:
     assert may_define(source, name) is defined
+
+
+def test_in_the_editor_an_entry_returning_the_wrong_thing_is_an_error_on_the_file(write_tree: Tree) -> None:
+    """The language server runs the same service: the wrong entry is said on the file (GRIST000)
+    instead of diagnostics found through a probe."""
+    root = write_tree({"pyproject.toml": '[tool.grist]\nentries = ["model.py:bad"]\n', "model.py": PROGRAM})
+    path = str(root / "model.py")
+    verdicts = core.confirm_file(path, PROGRAM, Settings(), str(root), None, threading.Event())
+    errors = [v for v in verdicts if v.status is Status.ERROR]
+    assert [e.message for e in errors] == [
+        f"{path}:{BAD_LINE}: entry bad() returned 5 (int); an entry function takes no arguments "
+        "and returns (callable, args) or (callable, args, kwargs)"
+    ]
+    assert all(v.status is not Status.CONFIRMED for v in verdicts)

