@@ -310,8 +310,11 @@ class Worker:
                 ran_any = True
             elif isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
                 failures.append((prog.label, prog.user_files, error))
-        if todo and failures and report:
-            label, files, exc = failures[0]
+        # An explicit entry that failed is said even when other programs reached every site: the
+        # user named it, and a report from a probe instead would hide that it never ran.
+        failed_entry = next((f for f in failures if f[0].startswith("entry:")), None)
+        if (failed_entry or (todo and failures)) and report:
+            label, files, exc = failed_entry or failures[0]
             msg, line = describe_failure(
                 exc, {os.path.abspath(f) for f in files}, label, self.req.get("memory_mb")
             )

@@ -43,8 +43,13 @@ def make():
 
 def bad():
     return 5
+
+
+def broken():
+    raise RuntimeError("no data here")
 """
 BAD_LINE = 16  # the line of `def bad`
+RAISE_LINE = 21  # the raise in `broken`
 
 
 def _one_error(result: subprocess.CompletedProcess[str]) -> str:
@@ -85,6 +90,18 @@ def test_a_wrong_entry_after_one_that_reaches_every_site_is_still_an_error(
     root = write_tree({"model.py": PROGRAM})
     error = _one_error(_check(grist_cli, root, "--entry", "model.py:make", "--entry", "model.py:bad"))
     assert "entry bad() returned 5 (int)" in error
+
+
+def test_an_entry_that_raises_is_an_error_finding_at_its_line_even_when_a_probe_reaches_the_site(
+    grist_cli: Cli, write_tree: Tree
+) -> None:
+    """Not a usage error (the entry is the program's own code, and its bug), but never silent:
+    the probe that reached the site instead does not hide that the named entry failed."""
+    root = write_tree({"model.py": PROGRAM})
+    result = _check(grist_cli, root, "--entry", "model.py:broken", "--format", "json")
+    errors = [f for f in json.loads(result.stdout)["findings"] if f["status"] == "error"]
+    assert [(f["line"], "RuntimeError: no data here" in f["message"]) for f in errors] == [(RAISE_LINE, True)]
+    assert "entry:" in errors[0]["message"] and "model.py:broken" in errors[0]["message"]
 
 
 @pytest.mark.parametrize(
