@@ -8,7 +8,9 @@ in ``GRIST_RESULT_FD`` (stdout is handed to the user's program's prints,
 redirected to stderr):
 
 * a ``SiteReport`` per target (``protocol.py``);
-* a ``RunError`` when the program could not run;
+* a ``RunError`` when the program could not run (an explicit entry that raised included);
+* instead of all these, a ``BadEntry`` for an explicit entry that cannot be used (no such
+  function, a wrong return value): every explicit entry is run once, first;
 * ``Done`` at the end.
 
 Resource limits are set by the parent (``engine``): RLIMIT_AS before exec, and
