@@ -170,6 +170,13 @@ class Program:
     produced: WeakTensorKeyDictionary = field(default_factory=WeakTensorKeyDictionary)
     # Input key -> the variable holding it, for inputs no factory call names (``Tracer.input_names``).
     input_names: dict[str, str] = field(default_factory=dict)
+    # Command-line arguments of a program run as ``__main__`` (``[tool.grist] script-args``).
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def script(self) -> str | None:
+        """The file this program runs as ``__main__`` (the one that reads ``sys.argv``), if any."""
+        return None
 
     def setup(self) -> None:
         """Once per worker: imports and anything else that must not repeat per run."""
@@ -342,12 +349,12 @@ def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple
     return out
 
 
-def _as_main(code: Any, file: str) -> Callable[[], None]:
-    """A body that runs compiled ``code`` as ``python file`` would: ``__main__``, its argv."""
+def _as_main(code: Any, file: str, argv: list[str]) -> Callable[[], None]:
+    """A body that runs compiled ``code`` as ``python file *argv`` would: ``__main__``, its argv."""
 
     def body() -> None:
         g = {"__name__": "__main__", "__file__": file, "__builtins__": builtins}
-        sys.argv = [file]
+        sys.argv = [file, *argv]
         exec(code, g)
 
     return body
@@ -361,7 +368,11 @@ class ScriptProgram(Program):
         self.code = compile(self.text, self.target_file, "exec", dont_inherit=True)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
-        return _as_main(self.code, self.target_file), []
+        return _as_main(self.code, self.target_file, self.argv), []
+
+    @property
+    def script(self) -> str | None:
+        return self.target_file
 
 
 @dataclass
@@ -376,7 +387,11 @@ class RunProgram(Program):
             self.code = compile(f.read(), self.script_file, "exec", dont_inherit=True)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
-        return _as_main(self.code, self.script_file), []
+        return _as_main(self.code, self.script_file, self.argv), []
+
+    @property
+    def script(self) -> str | None:
+        return self.script_file
 
 
 @dataclass
@@ -800,15 +815,27 @@ def parse_entry(spec: str, root: str) -> tuple[str, str]:
 
 
 def program_from_label(
-    label: str, path: str, text: str, seed: int, inputs: dict[str, Any] | None = None
+    label: str,
+    path: str,
+    text: str,
+    seed: int,
+    inputs: dict[str, Any] | None = None,
+    argv: list[str] | None = None,
 ) -> Program:
-    """Rebuild the Program a witness names (for replay). ``inputs``: name -> value, for probes."""
+    """Rebuild the Program a witness names (for replay). ``inputs``: name -> value, for probes;
+    ``argv``: the command-line arguments a script ran with (``Witness.argv``)."""
     target = os.path.abspath(path)
     kind, _, rest = label.partition(":")
     texts = {target: text}
     if kind == "script":
         return ScriptProgram(
-            label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed, text=text
+            label=label,
+            target_file=target,
+            texts=texts,
+            user_files=frozenset({target}),
+            seed=seed,
+            text=text,
+            argv=list(argv or []),
         )
     if kind == "entry":
         file, _, func = rest.rpartition(":")
@@ -844,6 +871,7 @@ def program_from_label(
             user_files=frozenset({target, file}),
             seed=seed,
             script_file=file,
+            argv=list(argv or []),
         )
     if kind == "probe":
         m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
