@@ -430,13 +430,15 @@ class EntryProgram(Program):
 
 @dataclass
 class TestProgram(Program):
-    """``test:tests/test_x.py::test_y``: an argument-less test function."""
+    """``test:tests/test_x.py::test_y``: an argument-less test function. The checked file's own
+    tests (``own_tests``) run from ``text``, the buffer being checked."""
 
     test_file: str = ""
     function: str = ""
+    text: str | None = None  # the test file's source when it is the checked file itself
 
     def setup(self) -> None:
-        self.fn = getattr(load_module_from_file(self.test_file), self.function)
+        self.fn = getattr(load_module_from_file(self.test_file, self.text), self.function)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
         return self.fn, []
@@ -614,6 +616,12 @@ def test_functions(file: str, src: str) -> list[tuple[str, str]]:
             if required == 0 and not a.kwonlyargs and not node.decorator_list:
                 out.append((os.path.abspath(file), node.name))
     return out
+
+
+def own_tests(path: str, text: str) -> list[tuple[str, str]]:
+    """The argument-less tests of the checked file itself, when pytest would collect the file
+    (``test_*.py``, ``*_test.py``): a test file is checked through its own tests first."""
+    return test_functions(path, text) if is_test_file(os.path.basename(path)) else []
 
 
 def test_entries(path: str, root: str) -> list[tuple[str, str]]:
@@ -861,6 +869,7 @@ def program_from_label(
             seed=seed,
             test_file=file,
             function=func,
+            text=text if file == target else None,
         )
     if kind == "run":
         file = os.path.abspath(rest)

@@ -116,13 +116,15 @@ def candidates(
         tests = E.test_functions(via, src)
         scripts = [via] if not tests and E.is_script(src) else []
     else:
-        tests, scripts = E.test_entries(path, root), E.importer_scripts(path, root)
+        tests = E.own_tests(target, text) + E.test_entries(path, root)
+        scripts = E.importer_scripts(path, root)
     for file, func in tests:
         yield E.TestProgram(
             label=f"test:{file}::{func}",
             user_files=frozenset({target, file}),
             test_file=file,
             function=func,
+            text=text if file == target else None,
             **base,
         )
     for file in scripts:
