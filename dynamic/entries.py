@@ -41,6 +41,7 @@ from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
+from .configs import config_constructors, constructor_args, constructor_text
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
 
 BATCH = 4  # batch size of synthesized inputs
@@ -450,12 +451,17 @@ class ProbeProgram(Program):
 
     qualname: str = ""
     ctor_args: tuple = ()
+    # The constructor arguments as a witness's label writes them (``configs.constructor_text``):
+    # a replay builds ``ctor_args`` from it, once the module is loaded.
+    ctor_text: str = ""
     text: str = ""
     inputs: list[tuple[str, Any, bool]] = field(default_factory=list)  # set by probing or by a witness
 
     def setup(self) -> None:
         mod = load_module_from_file(self.target_file, self.text)
         self.obj = getattr(mod, self.qualname)
+        if self.ctor_text and not self.ctor_args:
+            self.ctor_args = constructor_args(self.ctor_text, vars(mod))
         self.is_module = isinstance(self.obj, type) and issubclass(self.obj, torch.nn.Module)
         self._state: dict[str, torch.Tensor] | None = None
         self._instance: Any = None
@@ -703,6 +709,10 @@ def synthesize(
                 args.append((p.name, 1, False))
             elif ann in (float, "float"):
                 args.append((p.name, 1.0, False))
+            elif dtype.startswith("long:") and not args:
+                # A module whose first layer is an Embedding takes token ids first, whatever the
+                # parameter is called (nanoGPT's ``idx`` is no class label).
+                args.append((p.name, torch.randint(0, int(dtype[5:]), shape, generator=g), False))
             elif name in LABEL_NAMES:
                 args.append((p.name, torch.randint(0, n_classes, shape[:1], generator=g), False))
             elif name in LENGTH_NAMES:
@@ -710,8 +720,6 @@ def synthesize(
                 args.append((p.name, torch.randint(1, longest + 1, shape[:1], generator=g), False))
             elif name in MASK_NAMES:
                 args.append((p.name, torch.ones(shape[:2], dtype=torch.bool), False))
-            elif dtype.startswith("long:") and not args:
-                args.append((p.name, torch.randint(0, int(dtype[5:]), shape, generator=g), False))
             else:
                 args.append((p.name, torch.randn(shape, generator=g), False))
         out.append(args)
@@ -731,7 +739,7 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
         if getattr(obj, "__module__", None) != mod.__name__ or name.startswith("_"):
             continue
         if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
-            progs.extend(_probe_class(path, name, obj, base, seed))
+            progs.extend(_probe_class(path, name, obj, base, seed, vars(mod)))
         elif inspect.isfunction(obj) and not name.startswith("test"):
             try:
                 params = [
@@ -761,29 +769,44 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
     return progs + funcs
 
 
-def _probe_class(path: str, name: str, cls: type, base: ProbeBase, seed: int) -> list[ProbeProgram]:
-    ctor: tuple = ()
+def _constructors(cls: type, namespace: dict[str, Any]) -> Iterator[tuple]:
+    """Constructor arguments to try, in order: none; a synthesized config dataclass for each
+    parameter that takes one (``GPT(GPTConfig(...))``, ``configs.py``); 16s, then 8s."""
+    yield ()
+    try:
+        req = [
+            p
+            for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return
+    if not req:
+        return
+    yield from config_constructors(req, namespace, 16)
+    yield tuple(16 for _ in req)
+    yield tuple(8 for _ in req)
+
+
+def _probe_class(
+    path: str, name: str, cls: type, base: ProbeBase, seed: int, namespace: dict[str, Any]
+) -> list[ProbeProgram]:
     instance = None
-    for attempt in ((), "fill16", "fill8"):
+    ctor: tuple = ()
+    shown: str | None = ""
+    for ctor in _constructors(cls, namespace):
+        shown = constructor_text(ctor, namespace) if ctor else ""
+        if shown is None:  # a replay could not rebuild these arguments
+            continue
         try:
-            if attempt == ():
-                ctor = ()
-            else:
-                req = [
-                    p
-                    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
-                    if p.default is inspect.Parameter.empty
-                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                ]
-                ctor = tuple(16 if attempt == "fill16" else 8 for _ in req)
             seed_everything(seed)
             instance = cls(*ctor)
             break
         except Exception:
             instance = None
-    if instance is None:
+    if instance is None or shown is None:
         return []
-    label = f"probe:{path}:{name}" + (repr(ctor) if ctor else "")
+    label = f"probe:{path}:{name}{shown}"
     out = []
     example = getattr(instance, "example_input_array", None)
     if isinstance(example, torch.Tensor) or (isinstance(example, (tuple, list)) and example):
@@ -886,7 +909,6 @@ def program_from_label(
         m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
         if not m:
             raise EntryError(f"witness entry {label!r}: expected 'probe:file.py:Name'")
-        ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
         # By name: a flag passed by keyword during probing may not be the next positional parameter.
         # Tensors the probed code makes itself (``torch.randn_like`` in a forward) are substituted
         # by key, not passed.
@@ -900,7 +922,7 @@ def program_from_label(
             user_files=frozenset({target}),
             seed=seed,
             qualname=m.group(2),
-            ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
+            ctor_text=m.group(3) or "",
             text=text,
             inputs=named,
         )
