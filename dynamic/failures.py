@@ -131,7 +131,9 @@ def _kind_of_one(exc: BaseException) -> str | None:
         return "needs-network"
     if isinstance(exc, ImportError):
         return "import-error"
-    if (isinstance(exc, OSError) and exc.errno == errno.ENOENT) or _MISSING_WORDS.search(first):
+    if isinstance(exc, FileNotFoundError) or (isinstance(exc, OSError) and exc.errno == errno.ENOENT):
+        return "missing-data"
+    if _MISSING_WORDS.search(first):
         return "missing-data"
     return None
 
