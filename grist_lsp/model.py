@@ -209,7 +209,7 @@ class Verdict:
 
 
 # Why a file could not be checked, as the JSON finding's ``error_kind`` says it (a stable list:
-# tools read it). The order is the one ``dynamic/failures.py`` tries them in.
+# tools read it; ``dynamic/failures.py`` decides which applies).
 ERROR_KINDS = (
     "missing-data",  # a data file the program reads is absent
     "needs-gpu",  # the program insists on CUDA

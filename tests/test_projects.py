@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from grist_lsp.dynamic.configs import constructor_args, constructor_source, constructor_text, small_int
+from grist_lsp.model import ERROR_KINDS
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -218,6 +219,7 @@ def test_every_error_says_its_kind_in_json(unrunnable: dict) -> None:
         "download.py": "needs-network",
     }
     assert all(f["error_kind"] is None for f in findings if f["status"] != "error")
+    assert set(kinds.values()) <= set(ERROR_KINDS)
 
 
 def test_script_args_from_the_config_reach_the_script_and_its_reproducer(cli: Cli, tmp_path: Path) -> None:
