@@ -29,6 +29,7 @@ from grist_lsp.model import Site, Status, Verdict, Witness, file_error, to_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
 from . import protocol
+from .failures import DISTRIBUTED_HINT, waited_in_distributed
 from .protocol import Blocked, Done, Message, Ready, ReplayAnswer, ReplayTask, RunError, SiteReport, Task
 from .sandbox import BwrapProbe, Confinement, Sandbox, blocked_in, blocked_note, cache_folder, install_guard  # noqa: F401
 
@@ -376,7 +377,13 @@ def _worker_failure(path: str, res: WorkerResult, options: EngineOptions, second
     if res.finished and not res.timed_out:
         return None  # killed after its last result, or exited normally
     kind = "crash"
-    if res.timed_out:
+    if res.timed_out and waited_in_distributed(res.stderr):
+        kind = "needs-distributed"
+        msg = (
+            f"{path}: the program needs torch.distributed: it waited for the other processes of its "
+            f"process group{where} until it was stopped after {seconds:.0f} s; {DISTRIBUTED_HINT}"
+        )
+    elif res.timed_out:
         kind = "timeout"
         msg = (
             f"{path}: the program did not finish within {seconds:.0f} s{where} (a hang?): "

@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from types import TracebackType
 
 ENTRY_HINT = "give an entry with --entry file.py:function"
+DISTRIBUTED_HINT = (
+    f"it is checked in one process without a process group: {ENTRY_HINT} that builds the model in "
+    "one process, or turn distribution off with [tool.grist] script-args"
+)
 _DIST_ENV = frozenset({"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"})
 _DIST_WORDS = re.compile(r"process group|init_process_group|torch\.distributed|\bnccl\b|rendezvous", re.I)
 _GPU_WORDS = re.compile(r"\bcuda\b|\bgpus?\b|nvidia", re.I)
@@ -59,6 +63,12 @@ def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None
         if os.path.abspath(fs.filename) in files:
             loc = (fs.filename, fs.lineno or 1)
     return loc
+
+
+def waited_in_distributed(stderr: str) -> bool:
+    """Whether a worker's faulthandler dump shows it stopped inside ``torch.distributed`` (a
+    process group waiting, natively, for ranks that never come)."""
+    return re.search(r'File "[^"]*/torch/distributed/', stderr) is not None
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -107,7 +117,8 @@ def _kind_of_one(exc: BaseException) -> str | None:
     first = _first_line(exc)
     classes = {c.__name__ for c in type(exc).__mro__}
     if isinstance(exc, RunTimeout):
-        return "timeout"
+        # Stopped while waiting for the other ranks of a process group: that is what it lacked.
+        return "needs-distributed" if _raised_in(exc, "/torch/distributed/") else "timeout"
     if isinstance(exc, MemoryError) or _MEMORY_WORDS.search(first):
         return "memory"
     if isinstance(exc, SystemExit):
@@ -229,11 +240,7 @@ def describe_failure(
             f"{ENTRY_HINT} that builds the model on the CPU"
         )
     elif kind == "needs-distributed":
-        text = (
-            f"the program needs torch.distributed ({raised}){where} ({label}); it is checked in one process "
-            f"without a process group: {ENTRY_HINT} that builds the model in one process, or turn "
-            "distribution off with [tool.grist] script-args"
-        )
+        text = f"the program needs torch.distributed ({raised}){where} ({label}); {DISTRIBUTED_HINT}"
     elif kind == "needs-network":
         text = (
             f"the program needs the network ({raised}){where} ({label}); it is checked without one: fetch "

@@ -67,6 +67,16 @@ import torch
 urllib.request.urlretrieve("http://weights.invalid/model.pt", "model.pt")
 print(torch.log(torch.load("model.pt")))
 """
+WAITS_FOR_RANKS = """import os
+
+import torch
+import torch.distributed as dist
+
+os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+os.environ.setdefault("MASTER_PORT", "29533")
+dist.init_process_group("gloo", rank=0, world_size=2)
+print(torch.log(torch.randn(4)))
+"""
 TEST_ENTROPY = """import torch
 
 
@@ -220,6 +230,21 @@ def test_every_error_says_its_kind_in_json(unrunnable: dict) -> None:
     }
     assert all(f["error_kind"] is None for f in findings if f["status"] != "error")
     assert set(kinds.values()) <= set(ERROR_KINDS)
+
+
+def test_a_process_group_waiting_for_its_other_ranks_is_needs_distributed(cli: Cli, tmp_path: Path) -> None:
+    # The wait is native and deaf to the worker's own timer: the parent stops the worker, and its
+    # stack dump says where it waited.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "demo"\n', encoding="utf-8")
+    (tmp_path / "ddp_wait.py").write_text(WAITS_FOR_RANKS, encoding="utf-8")
+    result = cli(
+        "--check", "ddp_wait.py", "--budget", "0.5", "--timeout", "3", "--format", "json", cwd=tmp_path
+    )
+    assert result.returncode in (0, 1), result.stderr
+    error = _errors(_findings(result))["ddp_wait.py"]
+    assert error["error_kind"] == "needs-distributed", error["message"]
+    assert error["line"] == 8
+    assert "--entry" in error["message"] and "script-args" in error["message"]
 
 
 def test_script_args_from_the_config_reach_the_script_and_its_reproducer(cli: Cli, tmp_path: Path) -> None:
