@@ -157,6 +157,17 @@ def _findings(result: subprocess.CompletedProcess[str]) -> list[dict]:
     return json.loads(result.stdout)["findings"]
 
 
+def _run_reproducer(path: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The reproducer a check wrote, run by pytest in a fresh process."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", path],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def _errors(findings: list[dict]) -> dict[str, dict]:
     """File -> its one error finding (the test fails on a file with two)."""
     out: dict[str, dict] = {}
@@ -262,13 +273,7 @@ def test_script_args_from_the_config_reach_the_script_and_its_reproducer(cli: Cl
     assert log["witness"]["argv"] == ["--epochs", "3"]
     # The reproducer runs the script with the same arguments in a fresh process and fails on the
     # NaN/INF (without them, argparse would stop it and it could only error).
-    repro = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", log["witness"]["reproducer"]],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    repro = _run_reproducer(log["witness"]["reproducer"], tmp_path)
     assert repro.returncode == 1, repro.stdout
     assert "torch.log produced -inf from finite operands" in repro.stdout, repro.stdout
 
@@ -336,13 +341,7 @@ def test_a_module_built_from_a_config_dataclass_is_probed_at_small_sizes(cli: Cl
     entry = log["witness"]["entry"]
     assert entry.startswith("probe:model.py:GPT(GPTConfig(") and entry.endswith("),)"), entry
     assert "n_embd=32" in entry and "vocab_size=32" in entry
-    repro = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", log["witness"]["reproducer"]],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    repro = _run_reproducer(log["witness"]["reproducer"], tmp_path)
     assert repro.returncode == 1, repro.stdout
     assert "torch.log at model.py:41" in repro.stdout, repro.stdout
 
