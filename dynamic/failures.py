@@ -183,7 +183,7 @@ def script_args_hint(script: str | None, root: str | None, message: str = "") ->
         return ENTRY_HINT
     rel = os.path.relpath(script, root) if root else os.path.basename(script)
     rel = rel.replace(os.sep, "/") if not rel.startswith("..") else os.path.abspath(script)
-    flags = _required_arguments(message) or ["--flag"]
+    flags = _required_arguments(message) or ["ARGUMENTS"]  # shown as "...": what it takes is unknown
     toml = ", ".join(f'"{f}", "..."' if f.startswith("-") else '"..."' for f in flags)
     cli = " ".join(f"{f} ..." if f.startswith("-") else "..." for f in flags)
     return (
