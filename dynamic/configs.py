@@ -98,6 +98,16 @@ def config_classes(param: inspect.Parameter, namespace: Mapping[str, Any]) -> li
     return found[:MAX_CONFIGS]
 
 
+def annotated_config(params: list[inspect.Parameter], namespace: Mapping[str, Any]) -> bool:
+    """Whether a parameter says by its annotation that it takes a dataclass: then a synthesized
+    config is tried before plain numbers (an unannotated one is tried after them: ``def
+    __init__(self, dim)`` in a module that also defines a config must still get its 16)."""
+    return any(
+        p.annotation is not inspect.Parameter.empty and _dataclass_named(p.annotation, namespace) is not None
+        for p in params
+    )
+
+
 def config_constructors(
     params: list[inspect.Parameter], namespace: Mapping[str, Any], fill: int
 ) -> Iterator[tuple]:

@@ -41,7 +41,7 @@ from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
-from .configs import config_constructors, constructor_args, constructor_text
+from .configs import annotated_config, config_constructors, constructor_args, constructor_text
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
 
 BATCH = 4  # batch size of synthesized inputs
@@ -770,8 +770,9 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
 
 
 def _constructors(cls: type, namespace: dict[str, Any]) -> Iterator[tuple]:
-    """Constructor arguments to try, in order: none; a synthesized config dataclass for each
-    parameter that takes one (``GPT(GPTConfig(...))``, ``configs.py``); 16s, then 8s."""
+    """Constructor arguments to try, in order: none; 16s, then 8s; a synthesized config
+    dataclass for each parameter that may take one (``GPT(GPTConfig(...))``, ``configs.py``),
+    before the numbers when an annotation says so."""
     yield ()
     try:
         req = [
@@ -783,9 +784,13 @@ def _constructors(cls: type, namespace: dict[str, Any]) -> Iterator[tuple]:
         return
     if not req:
         return
-    yield from config_constructors(req, namespace, 16)
+    first = annotated_config(req, namespace)
+    if first:
+        yield from config_constructors(req, namespace, 16)
     yield tuple(16 for _ in req)
     yield tuple(8 for _ in req)
+    if not first:
+        yield from config_constructors(req, namespace, 16)
 
 
 def _probe_class(

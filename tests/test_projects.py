@@ -373,3 +373,61 @@ def test_small_sizes_keep_divisibility_and_the_label_rebuilds_the_same_config() 
     # Only dataclasses of the module and literals: a label naming anything else is refused.
     with pytest.raises(ValueError):
         constructor_args("(__import__('os').getcwd(),)", namespace)
+
+
+LLAMA_STYLE = """from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import torch.nn as nn
+
+
+@dataclass
+class ModelArgs:
+    dim: int = 4096
+    n_layers: int = 32
+    n_heads: int = 32
+    n_kv_heads: Optional[int] = None
+    vocab_size: int = -1  # set from the tokenizer
+    multiple_of: int = 256
+    norm_eps: float = 1e-5
+
+
+class Head(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.proj(x)
+
+
+class Transformer(nn.Module):
+    def __init__(self, params: ModelArgs):
+        super().__init__()
+        assert params.dim % params.n_heads == 0
+        self.tok = nn.Embedding(params.vocab_size, params.dim)
+        self.layers = nn.ModuleList([nn.Linear(params.dim, params.dim) for _ in range(params.n_layers)])
+
+    def forward(self, tokens):
+        h = self.tok(tokens)
+        for layer in self.layers:
+            h = layer(h)
+        return h
+"""
+
+
+def test_an_annotated_config_with_a_sentinel_is_made_and_a_plain_width_still_gets_numbers(
+    tmp_path: Path,
+) -> None:
+    from grist_lsp.dynamic.entries import probe_programs
+
+    path = tmp_path / "llama.py"
+    path.write_text(LLAMA_STYLE, encoding="utf-8")
+    labels = {p.label.split(":", 2)[2] for p in probe_programs(str(path), LLAMA_STYLE, 0)}
+    # vocab_size = -1 cannot build an Embedding: the second try gives it a size too.
+    assert labels == {
+        "Head(16,)",
+        "Transformer(ModelArgs(dim=32, n_layers=2, n_heads=2, vocab_size=32, multiple_of=32),)",
+    }
