@@ -29,6 +29,7 @@ from grist_lsp.model import Site, Status, Verdict, Witness, counted, file_error,
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
 from . import protocol
+from .failures import DISTRIBUTED_HINT, waited_in_distributed
 from .protocol import (
     BadEntry,
     Blocked,
@@ -55,6 +56,8 @@ class EngineOptions:
     seed: int = 0
     jobs: int = 1  # worker processes per file
     entries: list[str] = field(default_factory=list)  # "path.py:function" (--entry, [tool.grist] entries)
+    # Absolute script path -> the command-line arguments it runs with (--script-args, [tool.grist] script-args).
+    script_args: dict[str, list[str]] = field(default_factory=dict)
     project_root: str | None = None
     # Wall clock for starting the program and reaching its sites; a worker is killed after
     # timeout + budget * (its sites) + a small margin for shrinking and start-up.
@@ -393,7 +396,15 @@ def _worker_failure(path: str, res: WorkerResult, options: EngineOptions, second
     rc = res.returncode
     if res.finished and not res.timed_out:
         return None  # killed after its last result, or exited normally
-    if res.timed_out:
+    kind = "crash"
+    if res.timed_out and waited_in_distributed(res.stderr):
+        kind = "needs-distributed"
+        msg = (
+            f"{path}: the program needs torch.distributed: it waited for the other processes of its "
+            f"process group{where} until it was stopped after {seconds:.0f} s; {DISTRIBUTED_HINT}"
+        )
+    elif res.timed_out:
+        kind = "timeout"
         msg = (
             f"{path}: the program did not finish within {seconds:.0f} s{where} (a hang?): "
             "give a lighter entry with --entry file.py:function or raise the timeout"
@@ -403,18 +414,20 @@ def _worker_failure(path: str, res: WorkerResult, options: EngineOptions, second
         if sig == signal.SIGSEGV:
             msg = f"{path}: the program crashed with a segmentation fault{where}: fix the native call there"
         elif sig == signal.SIGKILL:
+            kind = "memory"
             msg = f"{path}: the program was killed{where} (out of memory? limit {options.memory_mb} MB)"
         else:
             name = signal.Signals(sig).name if sig in signal.Signals._value2member_map_ else str(sig)
             msg = f"{path}: the program was stopped by signal {name}{where}"
     elif "MemoryError" in res.stderr or "can't allocate memory" in res.stderr:
+        kind = "memory"
         msg = f"{path}: the program ran out of memory{where} (limit {options.memory_mb} MB): reduce what it allocates"
     elif not res.finished:
         last = [ln for ln in res.stderr.strip().splitlines() if ln.strip()]
         msg = f"{path}: the engine's worker stopped (exit status {rc}){where}: {last[-1] if last else 'no output'}"
     else:
         return None
-    return file_error(path, msg, line or 1)
+    return file_error(path, msg, line or 1, error_kind=kind)
 
 
 def _render_message(site: Site, witness: Witness, detail: str) -> str:
@@ -650,6 +663,7 @@ class _WorkerRun:
             "budget": options.budget,
             "seed": options.seed,
             "entries": list(options.entries or []),
+            "script_args": dict(options.script_args),
             "project_root": options.project_root,
             "via": options.via,
             "record_timeout": options.timeout,
@@ -673,7 +687,7 @@ def _worker_errors(path: str, workers: list[_WorkerRun], options: EngineOptions)
         for e in res.errors:
             if e.message not in seen:
                 seen.add(e.message)
-                errors.append(file_error(path, e.message, e.line or 1, e.col))
+                errors.append(file_error(path, e.message, e.line or 1, e.col, error_kind=e.kind))
         failure = _worker_failure(path, res, options, w.seconds)
         if failure is not None and failure.message not in seen:
             seen.add(failure.message)

@@ -41,6 +41,7 @@ from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import ENTRY_CONTRACT, has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 
+from .configs import annotated_config, config_constructors, constructor_args, constructor_text
 from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
 
 BATCH = 4  # batch size of synthesized inputs
@@ -170,6 +171,13 @@ class Program:
     produced: WeakTensorKeyDictionary = field(default_factory=WeakTensorKeyDictionary)
     # Input key -> the variable holding it, for inputs no factory call names (``Tracer.input_names``).
     input_names: dict[str, str] = field(default_factory=dict)
+    # Command-line arguments of a program run as ``__main__`` (``[tool.grist] script-args``).
+    argv: list[str] = field(default_factory=list)
+
+    @property
+    def script(self) -> str | None:
+        """The file this program runs as ``__main__`` (the one that reads ``sys.argv``), if any."""
+        return None
 
     def setup(self) -> None:
         """Once per worker: imports and anything else that must not repeat per run."""
@@ -342,12 +350,12 @@ def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple
     return out
 
 
-def _as_main(code: Any, file: str) -> Callable[[], None]:
-    """A body that runs compiled ``code`` as ``python file`` would: ``__main__``, its argv."""
+def _as_main(code: Any, file: str, argv: list[str]) -> Callable[[], None]:
+    """A body that runs compiled ``code`` as ``python file *argv`` would: ``__main__``, its argv."""
 
     def body() -> None:
         g = {"__name__": "__main__", "__file__": file, "__builtins__": builtins}
-        sys.argv = [file]
+        sys.argv = [file, *argv]
         exec(code, g)
 
     return body
@@ -361,7 +369,11 @@ class ScriptProgram(Program):
         self.code = compile(self.text, self.target_file, "exec", dont_inherit=True)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
-        return _as_main(self.code, self.target_file), []
+        return _as_main(self.code, self.target_file, self.argv), []
+
+    @property
+    def script(self) -> str | None:
+        return self.target_file
 
 
 @dataclass
@@ -376,7 +388,11 @@ class RunProgram(Program):
             self.code = compile(f.read(), self.script_file, "exec", dont_inherit=True)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
-        return _as_main(self.code, self.script_file), []
+        return _as_main(self.code, self.script_file, self.argv), []
+
+    @property
+    def script(self) -> str | None:
+        return self.script_file
 
 
 @dataclass
@@ -418,13 +434,15 @@ class EntryProgram(Program):
 
 @dataclass
 class TestProgram(Program):
-    """``test:tests/test_x.py::test_y``: an argument-less test function."""
+    """``test:tests/test_x.py::test_y``: an argument-less test function. The checked file's own
+    tests (``own_tests``) run from ``text``, the buffer being checked."""
 
     test_file: str = ""
     function: str = ""
+    text: str | None = None  # the test file's source when it is the checked file itself
 
     def setup(self) -> None:
-        self.fn = getattr(load_module_from_file(self.test_file), self.function)
+        self.fn = getattr(load_module_from_file(self.test_file, self.text), self.function)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
         return self.fn, []
@@ -436,12 +454,17 @@ class ProbeProgram(Program):
 
     qualname: str = ""
     ctor_args: tuple = ()
+    # The constructor arguments as a witness's label writes them (``configs.constructor_text``):
+    # a replay builds ``ctor_args`` from it, once the module is loaded.
+    ctor_text: str = ""
     text: str = ""
     inputs: list[tuple[str, Any, bool]] = field(default_factory=list)  # set by probing or by a witness
 
     def setup(self) -> None:
         mod = load_module_from_file(self.target_file, self.text)
         self.obj = getattr(mod, self.qualname)
+        if self.ctor_text and not self.ctor_args:
+            self.ctor_args = constructor_args(self.ctor_text, vars(mod))
         self.is_module = isinstance(self.obj, type) and issubclass(self.obj, torch.nn.Module)
         self._state: dict[str, torch.Tensor] | None = None
         self._instance: Any = None
@@ -604,6 +627,12 @@ def test_functions(file: str, src: str) -> list[tuple[str, str]]:
     return out
 
 
+def own_tests(path: str, text: str) -> list[tuple[str, str]]:
+    """The argument-less tests of the checked file itself, when pytest would collect the file
+    (``test_*.py``, ``*_test.py``): a test file is checked through its own tests first."""
+    return test_functions(path, text) if is_test_file(os.path.basename(path)) else []
+
+
 def test_entries(path: str, root: str) -> list[tuple[str, str]]:
     """(test file, test function) pairs for argument-less tests that import the file's module."""
     out = []
@@ -683,6 +712,10 @@ def synthesize(
                 args.append((p.name, 1, False))
             elif ann in (float, "float"):
                 args.append((p.name, 1.0, False))
+            elif dtype.startswith("long:") and not args:
+                # A module whose first layer is an Embedding takes token ids first, whatever the
+                # parameter is called (nanoGPT's ``idx`` is no class label).
+                args.append((p.name, torch.randint(0, int(dtype[5:]), shape, generator=g), False))
             elif name in LABEL_NAMES:
                 args.append((p.name, torch.randint(0, n_classes, shape[:1], generator=g), False))
             elif name in LENGTH_NAMES:
@@ -690,8 +723,6 @@ def synthesize(
                 args.append((p.name, torch.randint(1, longest + 1, shape[:1], generator=g), False))
             elif name in MASK_NAMES:
                 args.append((p.name, torch.ones(shape[:2], dtype=torch.bool), False))
-            elif dtype.startswith("long:") and not args:
-                args.append((p.name, torch.randint(0, int(dtype[5:]), shape, generator=g), False))
             else:
                 args.append((p.name, torch.randn(shape, generator=g), False))
         out.append(args)
@@ -711,7 +742,7 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
         if getattr(obj, "__module__", None) != mod.__name__ or name.startswith("_"):
             continue
         if isinstance(obj, type) and issubclass(obj, torch.nn.Module):
-            progs.extend(_probe_class(path, name, obj, base, seed))
+            progs.extend(_probe_class(path, name, obj, base, seed, vars(mod)))
         elif inspect.isfunction(obj) and not name.startswith("test"):
             try:
                 params = [
@@ -741,29 +772,49 @@ def probe_programs(path: str, text: str, seed: int) -> list[ProbeProgram]:
     return progs + funcs
 
 
-def _probe_class(path: str, name: str, cls: type, base: ProbeBase, seed: int) -> list[ProbeProgram]:
-    ctor: tuple = ()
+def _constructors(cls: type, namespace: dict[str, Any]) -> Iterator[tuple]:
+    """Constructor arguments to try, in order: none; 16s, then 8s; a synthesized config
+    dataclass for each parameter that may take one (``GPT(GPTConfig(...))``, ``configs.py``),
+    before the numbers when an annotation says so."""
+    yield ()
+    try:
+        req = [
+            p
+            for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
+            if p.default is inspect.Parameter.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return
+    if not req:
+        return
+    first = annotated_config(req, namespace)
+    if first:
+        yield from config_constructors(req, namespace, 16)
+    yield tuple(16 for _ in req)
+    yield tuple(8 for _ in req)
+    if not first:
+        yield from config_constructors(req, namespace, 16)
+
+
+def _probe_class(
+    path: str, name: str, cls: type, base: ProbeBase, seed: int, namespace: dict[str, Any]
+) -> list[ProbeProgram]:
     instance = None
-    for attempt in ((), "fill16", "fill8"):
+    ctor: tuple = ()
+    shown: str | None = ""
+    for ctor in _constructors(cls, namespace):
+        shown = constructor_text(ctor, namespace) if ctor else ""
+        if shown is None:  # a replay could not rebuild these arguments
+            continue
         try:
-            if attempt == ():
-                ctor = ()
-            else:
-                req = [
-                    p
-                    for p in list(inspect.signature(cls.__init__).parameters.values())[1:]
-                    if p.default is inspect.Parameter.empty
-                    and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-                ]
-                ctor = tuple(16 if attempt == "fill16" else 8 for _ in req)
             seed_everything(seed)
             instance = cls(*ctor)
             break
         except Exception:
             instance = None
-    if instance is None:
+    if instance is None or shown is None:
         return []
-    label = f"probe:{path}:{name}" + (repr(ctor) if ctor else "")
+    label = f"probe:{path}:{name}{shown}"
     out = []
     example = getattr(instance, "example_input_array", None)
     if isinstance(example, torch.Tensor) or (isinstance(example, (tuple, list)) and example):
@@ -803,15 +854,27 @@ def parse_entry(spec: str, root: str) -> tuple[str, str]:
 
 
 def program_from_label(
-    label: str, path: str, text: str, seed: int, inputs: dict[str, Any] | None = None
+    label: str,
+    path: str,
+    text: str,
+    seed: int,
+    inputs: dict[str, Any] | None = None,
+    argv: list[str] | None = None,
 ) -> Program:
-    """Rebuild the Program a witness names (for replay). ``inputs``: name -> value, for probes."""
+    """Rebuild the Program a witness names (for replay). ``inputs``: name -> value, for probes;
+    ``argv``: the command-line arguments a script ran with (``Witness.argv``)."""
     target = os.path.abspath(path)
     kind, _, rest = label.partition(":")
     texts = {target: text}
     if kind == "script":
         return ScriptProgram(
-            label=label, target_file=target, texts=texts, user_files=frozenset({target}), seed=seed, text=text
+            label=label,
+            target_file=target,
+            texts=texts,
+            user_files=frozenset({target}),
+            seed=seed,
+            text=text,
+            argv=list(argv or []),
         )
     if kind == "entry":
         file, _, func = rest.rpartition(":")
@@ -837,6 +900,7 @@ def program_from_label(
             seed=seed,
             test_file=file,
             function=func,
+            text=text if file == target else None,
         )
     if kind == "run":
         file = os.path.abspath(rest)
@@ -847,12 +911,12 @@ def program_from_label(
             user_files=frozenset({target, file}),
             seed=seed,
             script_file=file,
+            argv=list(argv or []),
         )
     if kind == "probe":
         m = re.fullmatch(r"(.*\.py):([\w.]+)(\(.*\))?", rest)
         if not m:
             raise EntryError(f"witness entry {label!r}: expected 'probe:file.py:Name'")
-        ctor = ast.literal_eval(m.group(3)) if m.group(3) else ()
         # By name: a flag passed by keyword during probing may not be the next positional parameter.
         # Tensors the probed code makes itself (``torch.randn_like`` in a forward) are substituted
         # by key, not passed.
@@ -866,7 +930,7 @@ def program_from_label(
             user_files=frozenset({target}),
             seed=seed,
             qualname=m.group(2),
-            ctor_args=tuple(ctor) if isinstance(ctor, tuple) else (ctor,),
+            ctor_text=m.group(3) or "",
             text=text,
             inputs=named,
         )

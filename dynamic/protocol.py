@@ -69,6 +69,7 @@ class RunError:
     message: str
     line: int = 1
     col: int = 0
+    kind: str = "other"  # the verdict's error_kind (``model.ERROR_KINDS``, ``failures.py``)
     TYPE: ClassVar[str] = "error"
 
 
@@ -154,6 +155,7 @@ class RunTask:
     out: str
     compare_with: str | None = None
     rtol: float = 1e-4  # how far the values may move (verify.output_rtol)
+    argv: list[str] = dataclasses.field(default_factory=list)  # a script's arguments (``Witness.argv``)
     TASK: ClassVar[str] = "run"
 
 

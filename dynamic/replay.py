@@ -78,7 +78,7 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
     # Drops what this replay imported on the way out, so the next one sees fresh text.
     with E.program_imports(target, text):
         torch.set_num_threads(1)
-        prog = E.program_from_label(witness.entry, site.file, text, witness.seed, inputs)
+        prog = E.program_from_label(witness.entry, site.file, text, witness.seed, inputs, witness.argv)
         try:
             prog.produce_only(prog.setup)
         except BaseException as e:  # the program cannot even be set up any more

@@ -40,6 +40,8 @@ from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.model import Site, TensorValue, Witness, counted, is_factory_key, to_json
 
+from .configs import constructor_source
+
 # Tensors with at most this many elements are written inline; larger ones go to the .pt file.
 INLINE_ELEMENTS = 64
 
@@ -434,12 +436,16 @@ def _entry_constants(site: Site, rest: str, directory: str | None, program_files
 
 
 def _probe_constants(probe: re.Match[str], witness: Witness) -> list[str]:
-    """PROBED, CONSTRUCTOR_ARGS and SEED of a ``probe:file.py:Name(args)`` witness."""
-    ctor = ast.literal_eval(probe.group(3)) if probe.group(3) else ()
+    """PROBED, constructor_args and SEED of a ``probe:file.py:Name(args)`` witness."""
+    ctor = constructor_source(probe.group(3), "program") if probe.group(3) else "()"
     return [
         f"PROBED = {probe.group(2)!r}",
-        f"CONSTRUCTOR_ARGS = {tuple(ctor) if isinstance(ctor, tuple) else (ctor,)!r}",
         f"SEED = {witness.seed}  # the module's initial weights come from this seed",
+        "",
+        "",
+        "def constructor_args(program):",
+        '    """What the probe built the module with (config dataclasses come from the program)."""',
+        f"    return {ctor}",
     ]
 
 
@@ -467,9 +473,10 @@ def run_program():
         numpy.random.seed(SEED % 2**32)
     except ImportError:
         pass
-    obj = getattr(load_program(PROGRAM), PROBED)
+    program = load_program(PROGRAM)
+    obj = getattr(program, PROBED)
     if isinstance(obj, type):
-        obj = obj(*CONSTRUCTOR_ARGS)
+        obj = obj(*constructor_args(program))
     names = parameter_names(obj, len(INPUTS))
     return obj(*[fresh(INPUTS[name]) for name in names if name in INPUTS])
 """

@@ -634,7 +634,9 @@ class _Originals:
         with self.lock:  # one run per entry even when two fixes ask at once
             if key not in self.runs:
                 out_file = os.path.join(self.directory, f"original-{len(self.runs)}.pt")
-                res = runs.run(RunTask(path, text, witness.entry, witness.seed, out_file))
+                res = runs.run(
+                    RunTask(path, text, witness.entry, witness.seed, out_file, argv=list(witness.argv))
+                )
                 self.runs[key] = (res, out_file)
             return self.runs[key]
 
@@ -649,7 +651,11 @@ def _compare_outputs(
         new_file = os.path.join(tmp, "fixed.pt")
         # The child compares the two runs' values itself: torch stays out of this process.
         compare_with = orig_file if "error" not in orig and orig.get("values") else None
-        new = runs.run(RunTask(path, fixed, witness.entry, witness.seed, new_file, compare_with, rtol))
+        new = runs.run(
+            RunTask(
+                path, fixed, witness.entry, witness.seed, new_file, compare_with, rtol, list(witness.argv)
+            )
+        )
         if "error" in orig:
             return "not compared"  # the original does not run on its own inputs: nothing to preserve
         if "error" in new:
@@ -794,7 +800,7 @@ def _run_program(task: RunTask) -> dict[str, Any]:
             return {"error": f"the probe {label} no longer exists"}
         program: Any = programs[0]
     else:
-        program = entries.program_from_label(label, path, text, seed)
+        program = entries.program_from_label(label, path, text, seed, argv=task.argv)
     program.setup()
     entries.seed_everything(seed)
     call, named = program.prepare()

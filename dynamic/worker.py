@@ -29,7 +29,6 @@ import re
 import signal
 import sys
 import time
-import traceback
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -42,6 +41,7 @@ from grist_lsp.model import FACTORY_KEY, Site, Witness, counted, site_from_json
 
 from . import entries as E
 from . import protocol
+from .failures import RunTimeout, describe_failure, user_location
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import BadEntry, Done, Message, RunError, SiteReport
 from .search import Found, Runner, Search, SearchReport, SearchSettings
@@ -70,62 +70,11 @@ PAUSED_ELEMENTS = 50_000_000
 RESEED = 2  # seed offset between one site's successive searches (seed + 1 is the second entry's)
 
 
-class RunTimeout(BaseException):
-    """Raised by the interval timer inside a run of the user's program that took too long."""
-
-
 @dataclass
 class Assignment:
     program: E.Program
     examples: dict[str, Any]
     outcome: SiteOutcome | None  # the site's first evaluation in the recording run, when known
-
-
-def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
-    """The innermost traceback frame in one of the user's files: (file, line)."""
-    loc = None
-    for fs in traceback.extract_tb(exc.__traceback__):
-        if os.path.abspath(fs.filename) in files:
-            loc = (fs.filename, fs.lineno or 1)
-    return loc
-
-
-def describe_failure(
-    exc: BaseException, files: set[str], label: str, memory_mb: int | None
-) -> tuple[str, int]:
-    """Words for an exception in the user's program, and the target-file line to attach them to."""
-    loc = user_location(exc, files)
-    where = f" at {loc[0]}:{loc[1]}" if loc else ""
-    line = loc[1] if loc else 1
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else ""
-    if isinstance(exc, RunTimeout):
-        return (
-            f"the program did not reach the checked operations in time ({label}); it was still running{where} "
-            "(a hang or a long loop?): give a lighter entry with --entry file.py:function or raise the timeout"
-        ), line
-    if isinstance(exc, MemoryError) or "can't allocate memory" in first or "not enough memory" in first:
-        limit = f" (limit {memory_mb} MB)" if memory_mb else ""
-        return f"the program ran out of memory{limit}{where} ({label}): reduce the sizes it allocates", line
-    if isinstance(exc, SyntaxError):
-        return f"the program does not compile: {exc.msg} at {exc.filename}:{exc.lineno}", exc.lineno or 1
-    if isinstance(exc, ImportError):
-        return (
-            f"the program cannot be imported: {type(exc).__name__}: {first}{where}: install the missing "
-            "module or give an entry with --entry file.py:function"
-        ), line
-    if isinstance(exc, SystemExit):
-        # Most often argparse: a script is run as ``python file.py``, with no arguments.
-        return (
-            f"the program exited with status {exc.code}{where} ({label}) before reaching the checked "
-            "operations (it is run with no command-line arguments): give an entry with "
-            "--entry file.py:function",
-            line,
-        )
-    return (
-        f"the program raised {type(exc).__name__}: {first}{where} ({label}) before reaching the checked "
-        "operations: fix the error or give an entry with --entry file.py:function"
-    ), line
 
 
 def candidates(path: str, text: str, req: dict) -> Iterator[E.Program | BaseException]:
@@ -140,6 +89,10 @@ def candidates(path: str, text: str, req: dict) -> Iterator[E.Program | BaseExce
     root = E.project_root_for(path, req.get("project_root"))
     seed = int(req.get("seed", 0))
     base = E.ProgramBase(target_file=target, texts={target: text}, seed=seed)
+    # Absolute script path -> its command-line arguments (``[tool.grist] script-args``).
+    script_args: dict[str, list[str]] = {
+        os.path.abspath(k): list(v) for k, v in (req.get("script_args") or {}).items()
+    }
     for spec in req.get("entries") or []:
         try:
             file, func = E.parse_entry(spec, root)
@@ -164,23 +117,35 @@ def candidates(path: str, text: str, req: dict) -> Iterator[E.Program | BaseExce
         tests = E.test_functions(via, src)
         scripts = [via] if not tests and E.is_script(src) else []
     else:
-        tests, scripts = E.test_entries(path, root), E.importer_scripts(path, root)
+        tests = E.own_tests(target, text) + E.test_entries(path, root)
+        scripts = E.importer_scripts(path, root)
     for file, func in tests:
         yield E.TestProgram(
             label=f"test:{file}::{func}",
             user_files=frozenset({target, file}),
             test_file=file,
             function=func,
+            text=text if file == target else None,
             **base,
         )
     for file in scripts:
         yield E.RunProgram(
-            label=f"run:{file}", user_files=frozenset({target, file}), script_file=file, **base
+            label=f"run:{file}",
+            user_files=frozenset({target, file}),
+            script_file=file,
+            argv=script_args.get(file, []),
+            **base,
         )
     if via:
         return
     if E.is_script(text):
-        yield E.ScriptProgram(label=f"script:{path}", user_files=frozenset({target}), text=text, **base)
+        yield E.ScriptProgram(
+            label=f"script:{path}",
+            user_files=frozenset({target}),
+            text=text,
+            argv=script_args.get(target, []),
+            **base,
+        )
         if E.import_runs_loops(text):
             return
     try:
@@ -207,7 +172,7 @@ class Worker:
         self.record_timeout = float(req.get("record_timeout", 20.0))
         # The parent kills this process ``worker_seconds`` after it said it was ready.
         self.t_end = time.monotonic() + float(req.get("worker_seconds", 1e9))
-        self.errors: list[tuple[str, int]] = []
+        self.errors: list[tuple[str, int, str]] = []  # (message, line, error kind)
         self.gen = candidates(self.path, self.text, req)
         # Explicit entries not yet pulled from ``gen``: each is run once even when an earlier one
         # reached every site, so that one that cannot be used is said, never skipped.
@@ -232,8 +197,8 @@ class Worker:
         # (site key, entry label) -> its search, stopped by the clock: the next slice goes on from there.
         self.paused: dict[tuple[str, str], Search] = {}
 
-    def emit_error(self, message: str, line: int) -> None:
-        self.errors.append((message, line))
+    def emit_error(self, message: str, line: int, kind: str = "other") -> None:
+        self.errors.append((message, line, kind))
 
     def _timed(self, seconds: float, fn: Callable[[], Any]) -> Any:
         def ring(signum: int, frame: Any) -> None:
@@ -255,7 +220,7 @@ class Worker:
         """
         todo = set(keys)
         assigned: dict[str, Assignment] = {}
-        failures: list[tuple[str, frozenset[str], BaseException]] = []
+        failures: list[tuple[str, frozenset[str], BaseException, str | None]] = []
         ran_any = False
         gen = self.gen
         while todo or self.entries_unpulled:
@@ -267,7 +232,7 @@ class Worker:
             try:
                 prog = self._timed(limit, lambda: next(gen, None))
             except RunTimeout as e:
-                failures.append((f"probe:{self.path}", frozenset({self.target}), e))
+                failures.append((f"probe:{self.path}", frozenset({self.target}), e, None))
                 break
             if prog is None:
                 break
@@ -277,7 +242,7 @@ class Worker:
                 self.entries_unpulled -= 1
             if isinstance(prog, BaseException):
                 if not ran_any:
-                    failures.append((f"probe:{self.path}", frozenset({self.target}), prog))
+                    failures.append((f"probe:{self.path}", frozenset({self.target}), prog, None))
                 break
             try:
                 self._timed(limit, lambda: prog.produce_only(prog.setup))
@@ -285,7 +250,7 @@ class Worker:
                 raise  # an explicit entry that cannot be used: a usage error, never a fallback
             except BaseException as e:
                 if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
-                    failures.append((prog.label, prog.user_files, e))
+                    failures.append((prog.label, prog.user_files, e, prog.script))
                 continue
             cfg = prog.tracer_config(
                 sites=self.sites,
@@ -311,17 +276,22 @@ class Worker:
             if error is None or reached:
                 ran_any = True
             elif isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
-                failures.append((prog.label, prog.user_files, error))
+                failures.append((prog.label, prog.user_files, error, prog.script))
         # An explicit entry that failed is said even when other programs reached every site: the
         # user named it, and a report from a probe instead would hide that it never ran.
         failed_entry = next((f for f in failures if f[0].startswith("entry:")), None)
         if (failed_entry or (todo and failures)) and report:
-            label, files, exc = failed_entry or failures[0]
-            msg, line = describe_failure(
-                exc, {os.path.abspath(f) for f in files}, label, self.req.get("memory_mb")
+            label, files, exc, script = failed_entry or failures[0]
+            failure = describe_failure(
+                exc,
+                {os.path.abspath(f) for f in files},
+                label,
+                self.req.get("memory_mb"),
+                script=script,
+                root=self.req.get("project_root"),
             )
             loc = user_location(exc, {self.target})
-            self.emit_error(f"{self.path}: {msg}", loc[1] if loc else line)
+            self.emit_error(f"{self.path}: {failure.message}", loc[1] if loc else failure.line, failure.kind)
         return assigned
 
     def run(self) -> None:
@@ -335,8 +305,8 @@ class Worker:
 
     def _run(self) -> None:
         assigned = self.assign({s.key for s in self.targets}, reserve=self.budget * len(self.targets) + 2.0)
-        for message, line in self.errors:
-            self.out(RunError(message, line))
+        for message, line, kind in self.errors:
+            self.out(RunError(message, line, kind=kind))
         trained = self.train(assigned)
         unfound: dict[str, E.Program] = {}
         for site in self.targets:
@@ -659,6 +629,7 @@ class Worker:
             weight_deltas=deltas,
             steps=steps,
             at_step=outcome.step,
+            argv=list(a.program.argv),
         )
         return witness, message(site, outcome, values, a.program, names, moved, steps)
 

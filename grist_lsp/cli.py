@@ -79,6 +79,7 @@ _FLAG_KINDS: dict[str, dict[str, Any]] = {
     "jobs": {"type": _positive_int, "metavar": "N"},
     "timeout": {"type": _positive_float, "metavar": "SECONDS"},
     "entries": {"action": "append", "metavar": "FILE:FUNC"},
+    "script_args": {"action": "append", "metavar": "FILE.py=ARGS"},
     "exclude": {"action": "append", "metavar": "PATTERN"},
     "fail_on": {"choices": FAIL_ON_CHOICES},
     "max_input_scale": {"type": _input_scale, "metavar": "X"},

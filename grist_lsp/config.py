@@ -9,6 +9,7 @@ the key and what to write instead, because a bad config is a usage error
 from __future__ import annotations
 
 import json
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ _KNOWN_KEYS = {
     "baseline",
     "max-input-scale",
     "sandbox",
+    "script-args",
 }
 SANDBOX_CHOICES = ("auto", "off")
 
@@ -70,6 +72,8 @@ class GristConfig:
         None  # witnesses beyond this factor of the program's inputs stay `possible`
     )
     sandbox: str | None = None  # "auto" | "off": isolation of the program under check
+    # Absolute script path -> the command-line arguments it is run with (`script-args`).
+    script_args: dict[str, list[str]] = field(default_factory=dict)
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -146,6 +150,7 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         baseline=read.baseline(),
         max_input_scale=read.number("max-input-scale", float, 1),
         sandbox=read.choice("sandbox", SANDBOX_CHOICES, '"auto" or "off"'),
+        script_args=read.script_args(root),
     )
 
 
@@ -225,6 +230,21 @@ class _TableReader:
             out[pattern] = validate_codes(codes, f'{self.where}: [tool.grist] `per-file-ignores` "{pattern}"')
         return out
 
+    def script_args(self, root: Path) -> dict[str, list[str]]:
+        """`script-args = {"train.py" = ["--epochs", "1"]}`: exact script paths, relative to the
+        pyproject's folder, each with a list of arguments (or one string, split as a shell would)."""
+        table = self.values.get("script-args", {})
+        example = 'script-args = {"train.py" = ["--epochs", "1"]}'
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{self.where}: [tool.grist] `script-args` must be a table of script = [arguments], like {example}"
+            )
+        out: dict[str, list[str]] = {}
+        for script, args in table.items():
+            where = f'{self.where}: [tool.grist] `script-args` "{script}"'
+            out[resolve_script(script, root, where)] = script_arguments(args, where, example)
+        return out
+
     def baseline(self) -> str | None:
         baseline = self.values.get("baseline")
         if baseline is not None and (not isinstance(baseline, str) or not baseline):
@@ -252,6 +272,31 @@ def validate_codes(codes: list[str], where: str) -> list[str]:
             raise ConfigError(f"{where} has an unknown rule code {code!r}; known codes: {', '.join(known)}")
         out.append(spelled)
     return out
+
+
+def resolve_script(script: str, base: Path, where: str) -> str:
+    """The absolute path of a `script-args` script (relative to ``base``); a usage error when
+    it is no Python file there: a misspelt name would silently pass nothing."""
+    path = (base / script).resolve()
+    if not script.endswith(".py") or not path.is_file():
+        raise ConfigError(
+            f'{where}: no Python file {path}; name a script by its path relative to {base}, like "train.py"'
+        )
+    return str(path)
+
+
+def script_arguments(args: Any, where: str, example: str) -> list[str]:
+    """A script's arguments: a list of strings, or one string split as a shell would split it."""
+    if isinstance(args, str):
+        try:
+            return shlex.split(args)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{where}: cannot split {args!r} into arguments ({exc}); write a list, like {example}"
+            ) from exc
+    if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"{where} must be a list of strings (numbers quoted), like {example}")
+    return list(args)
 
 
 def validate_entry(entry: str, where: str) -> None:

@@ -71,6 +71,15 @@ OPTIONS: tuple[Option, ...] = (
         toml="entries",
     ),
     Option(
+        "script_args",
+        "object",
+        (),
+        "command-line arguments of a script the check runs: FILE.py=ARGS, ARGS split as a shell would "
+        '(in [tool.grist]: script-args = {"train.py" = ["--epochs", "1"]})',
+        cli="--script-args",
+        toml="script-args",
+    ),
+    Option(
         "fail_on",
         "string",
         "confirmed",

@@ -143,6 +143,9 @@ class Witness:
     at_step: int = 0
     # Input key -> the name people read (the variable that held it), where the key is not one.
     names: dict[str, str] = field(default_factory=dict)
+    # The command-line arguments a script entry ran with (``[tool.grist] script-args``,
+    # ``--script-args``): replays and reproducers pass them again.
+    argv: list[str] = field(default_factory=list)
 
     def name_of(self, key: str) -> str:
         """The name people read for input ``key``."""
@@ -201,6 +204,8 @@ class Verdict:
     message: str = ""
     # What ``reason`` says of the operand's range, as data (fixes read it; words are for people).
     operand_range: OperandRange | None = None
+    # For ``error`` verdicts: what kept the file from being checked, one of ``ERROR_KINDS``.
+    error_kind: str | None = None
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:
@@ -209,10 +214,29 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
-def file_error(path: str, message: str, line: int = 1, col: int = 0, kind: str = "error") -> Verdict:
-    """A verdict for a whole file that could not be analysed or run."""
+# Why a file could not be checked, as the JSON finding's ``error_kind`` says it (a stable list:
+# tools read it; ``dynamic/failures.py`` decides which applies).
+ERROR_KINDS = (
+    "missing-data",  # a data file the program reads is absent
+    "needs-gpu",  # the program insists on CUDA
+    "needs-distributed",  # torch.distributed: a process group, its environment
+    "needs-network",  # a download (the check runs without network)
+    "needs-arguments",  # required command-line arguments
+    "import-error",  # a module the program imports is not installed (or fails to import)
+    "timeout",  # it did not reach its checked operations in time
+    "memory",  # out of memory
+    "crash",  # the process died (a signal, a native crash)
+    "other",  # any other error, a file that cannot be read or parsed included
+)
+
+
+def file_error(
+    path: str, message: str, line: int = 1, col: int = 0, kind: str = "error", error_kind: str = "other"
+) -> Verdict:
+    """A verdict for a whole file that could not be analysed or run (``error_kind``: why, one of
+    ``ERROR_KINDS``)."""
     site = Site(file=path, span=Span(line, col, line, col), op="", kind=kind, operand="", text="")
-    return Verdict(site=site, status=Status.ERROR, reason=message, message=message)
+    return Verdict(site=site, status=Status.ERROR, reason=message, message=message, error_kind=error_kind)
 
 
 # --- JSON round trip -------------------------------------------------------
@@ -289,4 +313,5 @@ def verdict_from_json(d: dict) -> Verdict:
         fixes=[fix_from_json(f) for f in d.get("fixes", [])],
         message=d.get("message", ""),
         operand_range=OperandRange(**d["operand_range"]) if d.get("operand_range") else None,
+        error_kind=d.get("error_kind"),
     )

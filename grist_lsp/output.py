@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +109,9 @@ def _tensor_brief(name: str, value: TensorValue) -> str:
 
 
 def _witness_line(witness: Witness, base: Path | None) -> str:
-    parts = [f"entry {display_entry(witness.entry, base)}"]
+    parts = [
+        f"entry {display_entry(witness.entry, base)}" + "".join(f" {shlex.quote(a)}" for a in witness.argv)
+    ]
     if witness.inputs:
         parts.append("inputs " + ", ".join(witness.input_words(_tensor_brief)))
     scale = input_scale_words(witness)
@@ -188,6 +191,8 @@ def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] 
         "weights_moved": to_json(witness.weights_moved),
         # Training steps that led to the witness's state (GRIST's training mode), else null.
         "steps": witness.steps,
+        # The command-line arguments a script entry ran with (`script-args`), else [].
+        "argv": list(witness.argv),
         "reproducer": display_path(witness.reproducer, base) if witness.reproducer else None,
     }
 
@@ -207,6 +212,8 @@ def finding_json(v: Verdict, base: Path | None = None) -> dict[str, Any]:
         "reason": display_entry(v.reason, base),
         "witness": _witness_json(v.witness, base),
         "fixes": [{"title": f.title, "verified": f.verified} for f in v.fixes],
+        # Why an `error` finding's file could not be checked (model.ERROR_KINDS), else null.
+        "error_kind": (v.error_kind or "other") if v.status is Status.ERROR else None,
     }
 
 

@@ -32,6 +32,8 @@ from grist_lsp.config import (
     GristConfig,
     find_pyproject,
     load_config,
+    resolve_script,
+    script_arguments,
     validate_entry,
 )
 from grist_lsp.defaults import MAX_DEFAULT_JOBS, default
@@ -57,6 +59,7 @@ class CheckOptions:
     seed: int | None = None
     jobs: int | None = None  # parallel worker processes (files, then sites within a file)
     entries: list[str] = field(default_factory=list)  # FILE:FUNCTION, relative to the cwd
+    script_args: list[str] = field(default_factory=list)  # FILE.py=ARGS, FILE relative to the cwd
     fail_on: str | None = None  # "confirmed" | "possible"
     write_reproducers: str | None = None  # folder for pytest reproducers of confirmed bugs
     fix: bool = False  # apply verified fixes to the files
@@ -106,6 +109,7 @@ class Settings:
     policy: Policy
     sandbox: str = "auto"
     exclude: list[str] = field(default_factory=list)  # `[tool.grist]` exclude + the caller's
+    script_args: dict[str, list[str]] = field(default_factory=dict)  # absolute script -> its arguments
 
 
 def _pick(explicit: Any, configured: Any, editor: EditorSettings, name: str) -> Any:
@@ -200,6 +204,21 @@ def _entries(options: CheckOptions, config: GristConfig, editor: EditorSettings)
     return entries
 
 
+def _script_args(options: CheckOptions, config: GristConfig) -> dict[str, list[str]]:
+    """Each script's arguments: `[tool.grist] script-args`, then `--script-args FILE.py=ARGS` (from
+    the cwd), which replaces the config's arguments of the same script."""
+    out = dict(config.script_args)
+    for given in options.script_args:
+        script, sep, args = given.partition("=")
+        where = f"--script-args {given!r}"
+        if not sep or not script.strip():
+            raise ConfigError(f"{where}: expected FILE.py=ARGS, like --script-args 'train.py=--epochs 1'")
+        out[resolve_script(script.strip(), Path.cwd(), where)] = script_arguments(
+            args, where, "--script-args 'train.py=--epochs 1'"
+        )
+    return out
+
+
 def _absolute_entry(entry: str, base: Path) -> str:
     file_part, _, func = entry.rpartition(":")
     return f"{(base / file_part).resolve()}:{func}"
@@ -251,6 +270,7 @@ def resolve_settings(
         policy=policy,
         sandbox=_pick(options.sandbox, config.sandbox, editor, "sandbox"),
         exclude=config.exclude + list(options.exclude),
+        script_args=_script_args(options, config),
     )
 
 
@@ -325,6 +345,7 @@ class Service:
             seed=s.seed,
             jobs=jobs or s.jobs,
             entries=list(s.entries),
+            script_args={k: list(v) for k, v in s.script_args.items()},
             project_root=str(s.root),
             timeout=s.timeout,
             memory_mb=s.memory_mb,

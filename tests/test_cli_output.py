@@ -38,6 +38,7 @@ JSON_KEYS = {
     "reason",
     "witness",
     "fixes",
+    "error_kind",
 }
 WITNESS_KEYS = {
     "entry",
@@ -49,6 +50,7 @@ WITNESS_KEYS = {
     "input_scale",
     "weights_moved",
     "steps",
+    "argv",
     "reproducer",
 }
 
@@ -173,6 +175,9 @@ def test_json_follows_the_v1_contract(tmp_path: Path) -> None:
     assert log["fixes"] == [{"title": "clamp the operand", "verified": True}]
     assert findings[1]["witness"] is None and findings[1]["reason"] == "divisor range unknown"
     assert (findings[2]["file"], findings[2]["line"], findings[2]["column"]) == ("broken.py", 4, 1)
+    # Only an error says why its file was not checked; a file that does not parse is "other".
+    assert [f["error_kind"] for f in findings] == [None, None, "other"]
+    assert log["witness"]["argv"] == []
 
 
 def _sarif_schema() -> dict:

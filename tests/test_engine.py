@@ -355,19 +355,30 @@ def test_same_seed_gives_the_same_witness(results):
 
 
 ERROR_CASES = [
-    ("hang.py", "did not", 5),
+    ("hang.py", "did not", 5, "timeout"),
     (
         "hang_native.py",
         "did not finish",
         7,
+        "timeout",
     ),  # deaf to the worker's timer: the parent's deadline, located by faulthandler
-    ("segfault.py", "segmentation fault", 6),
-    ("raises.py", "FileNotFoundError: data/train.pt", 5),
-    ("oom.py", "memory", 5),
-    ("importerr.py", "No module named 'not_a_real_module_grist'", 2),
-    # argparse and a required option: the status, and what to do about it
-    ("needs_arguments.py", "status 2 at", 7),
-    ("needs_arguments.py", "no command-line arguments): give an entry with --entry", 7),
+    ("segfault.py", "segmentation fault", 6, "crash"),
+    ("raises.py", "FileNotFoundError: data/train.pt", 5, "missing-data"),
+    ("oom.py", "memory", 5, "memory"),
+    ("importerr.py", "No module named 'not_a_real_module_grist'", 2, "import-error"),
+    # argparse and a required option: what argparse said, and how to give the arguments
+    (
+        "needs_arguments.py",
+        "needs command-line arguments (the following arguments are required: --data)",
+        7,
+        "needs-arguments",
+    ),
+    (
+        "needs_arguments.py",
+        '[tool.grist] script-args = {"needs_arguments.py" = ["--data", "..."]}',
+        7,
+        "needs-arguments",
+    ),
 ]
 
 
@@ -388,13 +399,14 @@ def broken() -> dict[str, list[Verdict]]:
         return dict(pool.map(one, sorted({c[0] for c in ERROR_CASES})))
 
 
-@pytest.mark.parametrize("name, words, line", ERROR_CASES)
-def test_programs_that_cannot_run_give_an_error_verdict(broken, name, words, line):
+@pytest.mark.parametrize("name, words, line, kind", ERROR_CASES)
+def test_programs_that_cannot_run_give_an_error_verdict(broken, name, words, line, kind):
     path = CORPUS / name
     out = broken[name]
     errors = [v for v in out if v.status is Status.ERROR]
     assert len(errors) == 1, [v.message for v in out]
     assert words in errors[0].message
+    assert errors[0].error_kind == kind
     assert errors[0].site.span.start_line == line
     assert str(path) in errors[0].message
     # The site itself stays possible: nothing was proved either way.
