@@ -136,21 +136,9 @@ class GPT(nn.Module):
 
 
 @pytest.fixture
-def cli(grist_script: str) -> Cli:
-    """The console script with this environment as it is: its checks run the user's programs in
-    children that must import the same grist_lsp as this test (a PYTHONPATH checkout included)."""
-
-    def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [grist_script, *args],
-            cwd=cwd,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            stdin=subprocess.DEVNULL,
-        )
-
-    return run
+def cli(grist_cli: Cli) -> Cli:
+    """The console script, as conftest runs it (the children import this checkout's grist_lsp)."""
+    return grist_cli
 
 
 def _findings(result: subprocess.CompletedProcess[str]) -> list[dict]:
