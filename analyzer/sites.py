@@ -37,6 +37,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from grist_lsp.analyzer.bindings import CONSTANTS
 from grist_lsp.analyzer.catalogue import (
     AUGMENTED_OPERATORS,
     BINARY_OPERATORS,
@@ -52,7 +53,7 @@ from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines
 from grist_lsp.analyzer.precision import Precision, spells_half
 from grist_lsp.analyzer.provenance import Provenance
-from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
+from grist_lsp.analyzer.ranges import RangeAnalysis
 from grist_lsp.model import Site
 
 _OPERATOR_NAMES = {
