@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from grist_lsp.analyzer.catalogue import dtype_limits
-from grist_lsp.analyzer.dataflow import Def
-from grist_lsp.analyzer.facts import INF, MACHINE_EPS, TOP, Fact, join
-from grist_lsp.analyzer.transfers import WITH_INDICES
+from grist_lsp.analyzer.dataflow import DataFlow, Def
+from grist_lsp.analyzer.facts import CYCLE, INF, MACHINE_EPS, TOP, Fact, join
+from grist_lsp.analyzer.transfers import WITH_INDICES, number_arguments
 
 if TYPE_CHECKING:
     from grist_lsp.analyzer.ranges import RangeAnalysis
@@ -42,6 +42,8 @@ class Bindings:
     """The facts of names, attributes and parameters for one ``RangeAnalysis``."""
 
     ranges: RangeAnalysis
+    _scalar_fields: dict[str, str] | None = field(default=None, repr=False)
+    _number_uses: dict[int, tuple[str, bool]] | None = field(default=None, repr=False)
 
     def name_fact(self, e: ast.Name) -> Fact:
         qn = self.ranges.resolver.qualified_name(e)
@@ -63,9 +65,13 @@ class Bindings:
             if isinstance(d.value, (ast.List, ast.Set, ast.Dict)):
                 # a named mutable container may be appended to anywhere: its elements are unknown
                 return Fact(pytype="object")
-            return self.ranges.fact(d.value)
+            f = self.ranges.fact(d.value)
+            used = self.number_uses().get(d.key) if f.pytype == "unknown" else None
+            return replace(f, pytype="num", why=f.why or used[0]) if used is not None else f
         if how == "unpack":
             v = d.value
+            if len(d.path) == 1 and _is_shape(v):
+                return Fact(0.0, INF, False, "num", "a size")  # B, T, C = x.size()
             for i in d.path:
                 if (
                     isinstance(v, (ast.Tuple, ast.List))
@@ -79,7 +85,9 @@ class Bindings:
         if how == "aug":
             s = d.value
             assert isinstance(s, ast.AugAssign)
-            prior = self.ranges.fact(s.target) if isinstance(s.target, ast.Name) else TOP
+            # self.n += 1: the attribute's other definitions are the prior, read optimistically
+            # for its type as a loop-carried name is (CYCLE), with no range
+            prior = self.ranges.fact(s.target) if isinstance(s.target, ast.Name) else CYCLE
             return self.ranges._binop(prior, s.op, self.ranges.fact(s.value), s)
         if how == "param":
             return self._param(d)
@@ -98,6 +106,52 @@ class Bindings:
         return TOP
 
     def _param(self, d: Def) -> Fact:
+        f = self._declared_param(d)
+        if f.pytype not in ("unknown", "num"):
+            return f
+        sources = self.ranges.flow.param_arguments(d)
+        if f.pytype == "unknown" and sources and all(self.ranges.fact(s).pytype == "num" for s in sources):
+            f = f.with_type("num")  # every call in this file passes a number (its range stays open)
+        used = self.number_uses().get(d.key)
+        if used is None:
+            return f
+        words, size = used
+        if size and not f.known:
+            return Fact(0.0, INF, False, "num", words)
+        return replace(f, pytype="num", why=f.why or words)
+
+    def number_uses(self) -> dict[int, tuple[str, bool]]:
+        """Parameters (by definition key) the function uses as a Python number: as an argument of
+        an ``nn`` layer's constructor, a tensor factory's size, ``range``, ``view``/``reshape``;
+        with True where the use is a size, which cannot be negative where the program goes on."""
+        if self._number_uses is None:
+            self._number_uses = {}
+            flow, resolver = self.ranges.flow, self.ranges.resolver
+            for node, _function in flow.operations:
+                if not isinstance(node, ast.Call):
+                    continue
+                use = number_arguments(node, resolver.qualified_name(node.func))
+                if use is None:
+                    continue
+                callee, size = use
+                for a in node.args:
+                    if not isinstance(a, (ast.Name, ast.Attribute)) or not flow.is_use(a):
+                        continue
+                    for d in flow.defs_reaching(a):
+                        if d.how in ("param", "attr", "assign"):
+                            words = f"{ast.unparse(a)}, a size of {callee}"
+                            self._number_uses.setdefault(d.key, (words, size and d.how == "param"))
+        return self._number_uses
+
+    def scalar_field(self, attr: str) -> str | None:
+        """Words for an attribute name this module declares a Python number: a class field
+        annotated ``int``/``float``/``bool`` (a config dataclass), or an argparse option's
+        destination with a numeric ``type``, a counting ``action`` or a numeric default."""
+        if self._scalar_fields is None:
+            self._scalar_fields = _declared_scalars(self.ranges.flow)
+        return self._scalar_fields.get(attr)
+
+    def _declared_param(self, d: Def) -> Fact:
         info = self.ranges.flow.function_info(d.owner)
         pytype = self._annotation_type(d.annotation)
         if info is None:
@@ -257,6 +311,9 @@ class Bindings:
             return Fact(pytype="object")
         if e.attr in ("ndim", "itemsize"):
             return Fact(0.0, INF, False, "num", e.attr)
+        declared = self.scalar_field(e.attr)
+        if declared is not None and self.ranges.fact(e.value).pytype not in ("tensor", "module", "str"):
+            return Fact(pytype="num", why=declared)
         return TOP
 
     def _dtype_arg(self, call: ast.Call) -> str:
@@ -279,3 +336,68 @@ def _imported_type(qualified: str) -> str:
     """torch/numpy/math names are modules or functions; other imports (``from config
     import EPS``) may be plain numbers, so nothing is known."""
     return "module" if qualified.split(".")[0] in ("torch", "numpy", "math") else "unknown"
+
+
+def _is_shape(e: ast.AST | None) -> bool:
+    """``x.shape`` or ``x.size()``: a tuple of sizes."""
+    if isinstance(e, ast.Attribute):
+        return e.attr == "shape"
+    return (
+        isinstance(e, ast.Call)
+        and isinstance(e.func, ast.Attribute)
+        and e.func.attr == "size"
+        and not e.args
+        and not e.keywords
+    )
+
+
+def _declared_scalars(flow: DataFlow) -> dict[str, str]:
+    """Attribute names declared Python numbers in this module (see ``Bindings.scalar_field``)."""
+    out: dict[str, str] = {}
+    for stmt in flow.tree.body:
+        if not isinstance(stmt, ast.ClassDef):
+            continue
+        for s in stmt.body:
+            if (
+                isinstance(s, ast.AnnAssign)
+                and isinstance(s.target, ast.Name)
+                and isinstance(s.annotation, ast.Name)
+                and s.annotation.id in INT_TYPES
+            ):
+                out.setdefault(s.target.id, f"{stmt.name}.{s.target.id}: {s.annotation.id}")
+    for node, _function in flow.operations:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
+            option = _numeric_option(node)
+            if option is not None:
+                out.setdefault(*option)
+    return out
+
+
+def _numeric_option(call: ast.Call) -> tuple[str, str] | None:
+    """(destination, words) of an argparse ``add_argument`` call whose value is a number."""
+    flags = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    kw = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    dest_kw = kw.get("dest")
+    if isinstance(dest_kw, ast.Constant) and isinstance(dest_kw.value, str):
+        dest = dest_kw.value
+    elif flags:
+        longs = [f for f in flags if f.startswith("--")]
+        dest = (longs[0] if longs else flags[0]).lstrip("-").replace("-", "_")
+    else:
+        return None
+    kind, action, default = kw.get("type"), kw.get("action"), kw.get("default")
+    numeric = (
+        (isinstance(kind, ast.Name) and kind.id in INT_TYPES)
+        or (isinstance(action, ast.Constant) and action.value in ("store_true", "store_false", "count"))
+        or (
+            kind is None
+            and isinstance(default, ast.Constant)
+            and isinstance(default.value, (int, float))
+            and "nargs" not in kw
+        )
+    )
+    return (dest, f"option {flags[0] if flags else dest}, a number") if numeric else None

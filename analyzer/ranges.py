@@ -64,7 +64,14 @@ from grist_lsp.analyzer.facts import (
 )
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.sizes import SizeProofs
-from grist_lsp.analyzer.transfers import NUM_RESULT, TRANSFERS, WITH_INDICES, CallSite
+from grist_lsp.analyzer.transfers import (
+    ELEMENTWISE_VIEWS,
+    NUM_RESULT,
+    TRANSFERS,
+    WITH_INDICES,
+    CallSite,
+    arange_bounds,
+)
 
 if TYPE_CHECKING:
     from grist_lsp.analyzer.provenance import Provenance
@@ -241,7 +248,12 @@ class RangeAnalysis:
                 return Fact(0.0, 1.0, False, "num", "bool")
             return Fact(pytype=f.pytype)
         if isinstance(e, ast.BinOp):
-            return self._binop(self.fact(e.left), e.op, self.fact(e.right), e)
+            if isinstance(e.op, ast.Div):
+                quotient = self._arange_fraction(e)
+                if quotient is not None:
+                    return quotient
+            right = self.divisor(e) if isinstance(e.op, ast.Div) else self.fact(e.right)
+            return self._binop(self.fact(e.left), e.op, right, e)
         if isinstance(e, ast.BoolOp):
             return join([self.fact(v) for v in e.values])
         if isinstance(e, ast.Compare):
@@ -345,6 +357,58 @@ class RangeAnalysis:
             return Fact(pytype=ptype)
         return Fact(pytype=ptype)
 
+    def divisor(self, node: ast.BinOp) -> Fact:
+        """The range of ``node.right`` where ``node`` divides by it: above the start of an
+        ``arange(start, d)`` the dividend is made of when ``d`` is the divisor (every element e has
+        start <= e < d, so where there is an element to divide, d > start; none, no division)."""
+        b = self.fact(node.right)
+        found = self._arange_in(node.left, node.right, True)
+        if found is None:
+            return b
+        start = found[0]
+        if start.lo < 0 or b.pytype == "bottom":
+            return b
+        return Fact(
+            max(b.lo, start.lo), b.hi, True, b.pytype, f"{self._text(node.right)} > its arange's elements"
+        )
+
+    def _arange_fraction(self, node: ast.BinOp) -> Fact | None:
+        """``arange(s, d) / d`` (through casts, views and slices) with s >= 0: in [0, 1)."""
+        found = self._arange_in(node.left, node.right, False)
+        if found is None or found[0].lo < 0:
+            return None
+        return Fact(
+            0.0, 1.0, False, "tensor", f"arange(..., {self._text(node.right)}) / {self._text(node.right)}"
+        )
+
+    def _arange_in(self, e: ast.AST, end: ast.AST, scaled: bool, depth: int = 0) -> tuple[Fact] | None:
+        """(the start's range,) of the ``arange(start, end)`` whose elements make up ``e``
+        one for one (views, casts, slices, and with ``scaled`` elementwise arithmetic), or None."""
+        if depth > 12:
+            return None
+        if isinstance(e, ast.Subscript):
+            return self._arange_in(e.value, end, scaled, depth + 1)
+        if scaled and isinstance(e, ast.UnaryOp):
+            return self._arange_in(e.operand, end, scaled, depth + 1)
+        if scaled and isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Mult, ast.Add, ast.Sub, ast.Div)):
+            return self._arange_in(e.left, end, scaled, depth + 1) or self._arange_in(
+                e.right, end, scaled, depth + 1
+            )
+        if not isinstance(e, ast.Call):
+            return None
+        if self.resolver.qualified_name(e.func) == "torch.arange":
+            start, stop, _step = arange_bounds(e)
+            if stop is None or not self.same(stop, end):
+                return None
+            return (self.fact(start) if start is not None else self._num(0.0),)
+        if (
+            isinstance(e.func, ast.Attribute)
+            and e.func.attr in ELEMENTWISE_VIEWS
+            and self.method_receiver(e) is not None
+        ):
+            return self._arange_in(e.func.value, end, scaled, depth + 1)
+        return None
+
     def _bounds_above(self, r: ast.AST, x: ast.AST) -> bool:
         """``r`` is at least every element of ``x`` it broadcasts against: x.amax(d, keepdim=True),
         x.max(d, keepdim=True).values / [0], x.max(), x.logsumexp(d, keepdim=True), and
@@ -394,6 +458,8 @@ class RangeAnalysis:
             return self._iv(lo, hi, why, ptype)
         if a.lo >= 0 and b.lo >= 0:
             return self._iv(0.0, INF, why, ptype)
+        if b.lo >= 0 and (b.nonzero or ptype == "num") and a.hi <= 0:
+            return self._iv(-INF, 0.0, why, ptype)  # b > 0 (Python raises at b == 0): a's sign
         return Fact(pytype=ptype)
 
     @staticmethod
@@ -666,6 +732,8 @@ class RangeAnalysis:
             recv = self.fact(e.func.value)
             if recv.pytype == "str":
                 return Fact(pytype="str")
+            if e.func.attr == "item" and not e.args and recv.pytype == "num":
+                return recv  # np.finfo(np.float32).eps.item(): the number itself
             if self.method_receiver(e) is None:
                 # Not a Tensor method: sizes and counts (x.shape.numel()) are numbers on
                 # any object; anything else (self.var(h) with self.var an nn.Linear) is unknown.

@@ -26,6 +26,11 @@ squeeze_ unsqueeze_ detach_ max min amax amin median nanmedian mean nanmean quan
 sort msort topk kthvalue cummax cummin mode take take_along_dim diagonal tile broadcast_to
 expand_copy chunk split unbind tensor_split hsplit vsplit""".split()
 )
+# Methods that keep a tensor's elements one for one (an empty tensor stays empty).
+ELEMENTWISE_VIEWS = frozenset(
+    """float double half bfloat16 to type type_as view reshape flatten unsqueeze squeeze contiguous
+clone detach t transpose permute expand repeat""".split()
+)
 _STACK = frozenset({"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack", "column_stack"})
 _MEANS = frozenset({"mean", "nanmean", "quantile", "nanquantile"})
 WITH_INDICES = frozenset(
@@ -284,12 +289,16 @@ def _factory(c: CallSite) -> Fact:
         v = r._arg(call, 1, "fill_value") if not c.method else c.arg(1, "fill_value")
         return replace(r.fact(v), pytype="tensor", why="full") if v is not None else Fact(pytype=c.T)
     if name == "arange" and not c.method:
-        nums = [r.fact(a) for a in call.args[:2]]
-        if len(nums) == 1:
-            return Fact(min(0.0, nums[0].lo), max(nums[0].hi, 0.0), False, "tensor", "arange")
-        if len(nums) == 2:
-            return Fact(min(nums[0].lo, nums[1].lo), max(nums[0].hi, nums[1].hi), False, "tensor", "arange")
-        return Fact(pytype="tensor")
+        start, end, step = arange_bounds(call)
+        if end is None:
+            return Fact(pytype="tensor")
+        lo_f = r.fact(start) if start is not None else r._num(0.0)
+        hi_f = r.fact(end)
+        step_f = r.fact(step) if step is not None else r._num(1.0)
+        if step_f.lo > 0:
+            # start <= every element < end (torch raises when end < start with a positive step)
+            return Fact(lo_f.lo, max(hi_f.hi, lo_f.hi), False, "tensor", "arange")
+        return Fact(min(lo_f.lo, hi_f.lo), max(lo_f.hi, hi_f.hi), False, "tensor", "arange")
     if name == "linspace" and not c.method and len(call.args) >= 2:
         a, b = r.fact(call.args[0]), r.fact(call.args[1])
         return Fact(min(a.lo, b.lo), max(a.hi, b.hi), False, "tensor", "linspace")
@@ -540,3 +549,48 @@ TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
     **dict.fromkeys(_NONNEG_LOSSES, _loss),
     **dict.fromkeys(("dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"), _dropout),
 }
+
+
+# Calls whose arguments are Python numbers, the evidence for an unannotated parameter passed to
+# them: torch.nn classes (sizes, rates, eps) but not the containers and losses, which take
+# modules and weight tensors; the sizes of tensor factories; range; a tensor's new shape.
+_NOT_NUMBER_CLASSES = frozenset(
+    {"Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict", "Parameter", "Buffer"}
+)
+_SIZED_FACTORIES = frozenset({"zeros", "ones", "empty", "randn", "rand", "eye"})
+_SHAPE_METHODS = frozenset({"view", "reshape", "expand", "repeat", "unflatten", "new_zeros", "new_ones"})
+
+
+def number_arguments(call: ast.Call, qualified: str | None) -> tuple[str, bool] | None:
+    """(the callee's words, whether its arguments are sizes) when the positional Name arguments
+    of ``call`` are Python numbers, else None."""
+    if qualified is None:
+        if isinstance(call.func, ast.Attribute) and call.func.attr in _SHAPE_METHODS:
+            return f".{call.func.attr}()", False
+        return None
+    short = qualified.rsplit(".", 1)[-1]
+    if qualified == "builtins.range":
+        return "range()", False
+    if qualified.startswith("torch.nn.") and short[:1].isupper():
+        if short in _NOT_NUMBER_CLASSES or short.endswith("Loss"):
+            return None
+        return f"nn.{short}()", True
+    if qualified.startswith("torch.") and short in _SIZED_FACTORIES:
+        return f"torch.{short}()", True
+    return None
+
+
+def arange_bounds(call: ast.Call) -> tuple[ast.expr | None, ast.expr | None, ast.expr | None]:
+    """(start, end, step) of a ``torch.arange`` call, positional or by keyword (None: absent)."""
+    kw = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    pos = [a for a in call.args if not isinstance(a, ast.Starred)]
+    if len(pos) != len(call.args):
+        return None, None, None
+    if len(pos) == 1 and "end" not in kw:
+        return kw.get("start"), pos[0], kw.get("step")
+    names = ("start", "end", "step")
+    got = dict(zip(names, pos, strict=False))
+    for n in names:
+        if n in kw:
+            got[n] = kw[n]
+    return got.get("start"), got.get("end"), got.get("step")
