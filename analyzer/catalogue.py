@@ -693,6 +693,10 @@ SCALAR_OPERATORS: dict[str, Op] = {
     "FloorDivide": Op("builtins.float.__floordiv__", "div", **_DIVISOR),
     "Modulo": Op("builtins.float.__mod__", "div", **_DIVISOR),
     "Power": Op("builtins.float.__pow__", "pow", **_POW),
+    # silent in Python too: inf - inf and 0 * inf are nan (a site where an operand may be inf)
+    "Multiply": Op("builtins.float.__mul__", "inf_arith"),
+    "Add": Op("builtins.float.__add__", "inf_arith", inf_pair="opposite"),
+    "Subtract": Op("builtins.float.__sub__", "inf_arith", inf_pair="same"),
 }
 _SCALAR_NAMES = frozenset(o.name for o in SCALAR_OPERATORS.values())
 LOUD_ERRORS: dict[str, str] = {

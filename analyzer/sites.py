@@ -453,14 +453,12 @@ class SiteFinder:
         """``left OP right`` on Python numbers: a division or power raises instead of making NaN/INF
         (a safe site under a Python name); ``inf - inf`` and ``0 * inf`` are NaN in Python too."""
         op = SCALAR_OPERATORS.get(name.removesuffix("Assign"))
-        if op is not None:
-            if op.kind != "pow" or not _nonneg_int_literal(right):
-                self._add(node, op, left if op.kind == "pow" else right, scalar=words)
+        if op is None or not self._kind_possible(op.kind):
             return
-        table = AUGMENTED_OPERATORS if name.endswith("Assign") else BINARY_OPERATORS
-        for op in self._rows(table[name]):
-            if KINDS[op.kind].region.inf_operands:
-                self._operator(node, op, left, right)
+        if KINDS[op.kind].region.inf_operands:
+            self._operator(node, op, left, right)
+        elif op.kind != "pow" or not _nonneg_int_literal(right):
+            self._add(node, op, left if op.kind == "pow" else right, scalar=words)
 
     def _operator(self, node: ast.AST, op: Op, left: ast.AST, right: ast.AST) -> None:
         """The site of ``left OP right`` (or ``left OP= right``): which side is the operand."""
