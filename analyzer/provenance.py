@@ -515,18 +515,7 @@ class Provenance:
             return self._ones(inner)
         if receiver is None:
             return None
-        if name in (
-            "float",
-            "bool",
-            "to",
-            "detach",
-            "contiguous",
-            "type_as",
-            "half",
-            "double",
-            "int",
-            "long",
-        ):
+        if name in _SAME_ROWS:
             return self._causal_base(receiver, depth + 1)
         if name in ("view", "reshape") and args:
             base = self._causal_base(receiver, depth + 1)
@@ -763,21 +752,7 @@ class Provenance:
         name, receiver, args = self._tensor_call(e)
         if receiver is None:
             return None
-        if name in (
-            "float",
-            "bool",
-            "to",
-            "detach",
-            "contiguous",
-            "expand",
-            "expand_as",
-            "type_as",
-            "half",
-            "double",
-            "int",
-            "long",
-            "byte",
-        ):
+        if name in _SAME_ROWS:
             return receiver
         at = int_literal(args[0]) if name == "unsqueeze" and len(args) == 1 else None
         if at is not None and (at == 0 or at < dim):  # a new dimension in front of the rows
@@ -860,6 +835,13 @@ class Provenance:
             and self.ranges.method_receiver(call) is not None
             and call.func.attr in MASK_PRODUCERS
         )
+
+
+# Tensor methods that keep every row of their receiver (conversions, copies, broadcasts).
+_SAME_ROWS = frozenset(
+    ("float", "bool", "to", "detach", "contiguous", "expand", "expand_as", "type_as", "half", "double")
+    + ("int", "long", "byte")
+)
 
 
 def _full_slice(e: ast.AST) -> bool:
