@@ -129,6 +129,16 @@ def dynamic_report(root: Path, jobs: int | None) -> None:
     print(f"  findings: {dict(sorted(statuses.items()))}")
     print(f"  confirmed: {statuses.get('confirmed', 0)}")
     print(f"  errors by kind: {dict(sorted(errors.items())) or 'none'}")
+    for f in findings:
+        if f.get("status") == "error":
+            where = (
+                Path(f.get("file", "?")).relative_to(root)
+                if f.get("file", "").startswith(str(root))
+                else f.get("file")
+            )
+            print(
+                f"    error ({f.get('error_kind') or 'other'}): {where}: {f.get('message', '').splitlines()[0][:110]}"
+            )
     print(f"  crashes of the check: {1 if crashed else 0}")
     if crashed:
         print("  stderr (last lines):")
