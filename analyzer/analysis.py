@@ -19,7 +19,7 @@ import re
 import tokenize
 import warnings
 
-from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
+from grist_lsp.analyzer.catalogue import KINDS, loud_error, pow_region_applies
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.parsing import parse
@@ -155,6 +155,15 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
     if c.safe_keyword is not None:
         reason = f"{c.safe_keyword} is passed, so a single element gives 0, not NaN"
         return _safe(site, reason)
+    if site.kind == "log" and c.operand is not None and ranges.provenance.causal(c.operand):
+        reason = (
+            f"{label} is a 0/1 lower triangle: the -inf above its diagonal is an intended additive "
+            "causal mask, and every row keeps log(1) = 0 on and below the diagonal"
+        )
+        return _safe(site, reason)
+    if c.scalar is not None:
+        loud = loud_error(site.op, site.kind)
+        return _safe(site, f"Python numbers ({c.scalar}): raises {loud}, not NaN/INF")
     if kind.region.beyond_max:
         return _overflow_verdict(c, ranges)
     if c.why is not None:
@@ -175,6 +184,8 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
         return _possible(site, reason)
     try:
         fact = ranges.fact(c.operand) if c.operand is not None else TOP
+        if isinstance(c.node, ast.BinOp) and isinstance(c.node.op, ast.Div) and c.operand is c.node.right:
+            fact = ranges.divisor(c.node)
         if c.clamp is not None:
             fact = _clamped(fact, ranges.fact(c.clamp), dtype)
     except RecursionError:

@@ -684,6 +684,43 @@ REFLECTED_OPERATORS: dict[str, str] = {
     "Power": "torch.Tensor.__rpow__",
 }
 
+# Operators on Python numbers only (literals, len(), loop indices, .item(), sizes, int/float
+# options): reported under these names, never a tensor's, and proved safe, because Python raises
+# where a tensor would silently give NaN/INF. ``LOUD_ERRORS`` says what it raises, per kind; math.*
+# functions on Python numbers raise the same way.
+SCALAR_OPERATORS: dict[str, Op] = {
+    "Divide": Op("builtins.float.__truediv__", "div", **_DIVISOR),
+    "FloorDivide": Op("builtins.float.__floordiv__", "div", **_DIVISOR),
+    "Modulo": Op("builtins.float.__mod__", "div", **_DIVISOR),
+    "Power": Op("builtins.float.__pow__", "pow", **_POW),
+    # silent in Python too: inf - inf and 0 * inf are nan (a site where an operand may be inf)
+    "Multiply": Op("builtins.float.__mul__", "inf_arith"),
+    "Add": Op("builtins.float.__add__", "inf_arith", inf_pair="opposite"),
+    "Subtract": Op("builtins.float.__sub__", "inf_arith", inf_pair="same"),
+}
+_SCALAR_NAMES = frozenset(o.name for o in SCALAR_OPERATORS.values())
+LOUD_ERRORS: dict[str, str] = {
+    "div": "ZeroDivisionError",
+    "pow": "ZeroDivisionError or OverflowError (or a complex result)",
+    "exp": "OverflowError",
+    "log": "ValueError (math domain error)",
+    "log1p": "ValueError (math domain error)",
+    "sqrt": "ValueError (math domain error)",
+    "acos": "ValueError (math domain error)",
+    "atanh": "ValueError (math domain error)",
+    "acosh": "ValueError (math domain error)",
+    "lgamma": "ValueError (math domain error)",
+}
+
+
+def loud_error(op: str, kind: str) -> str | None:
+    """What Python raises where ``op`` on Python numbers would otherwise give NaN/INF, or None when
+    the op has no loud form (a tensor op, numpy's ufuncs, which warn and return NaN/INF)."""
+    if op in _SCALAR_NAMES or op.startswith("math."):
+        return LOUD_ERRORS.get(kind)
+    return None
+
+
 # Library forms that are numerically safe by construction: never candidates,
 # and, as producers, the analyzer may use their ranges. (log_softmax is safe from
 # log(0) but not from a fully masked row: it is the "softmax" kind's row.)

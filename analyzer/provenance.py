@@ -423,12 +423,24 @@ class Provenance:
         if isinstance(e, ast.Name) and self.flow.is_use(e):
             defs = self.flow.defs_reaching(e)
             return bool(defs) and all(self._def_rows_keep_finite(d, dim, depth + 1) for d in defs)
+        if isinstance(e, ast.Subscript) and dim == -1 and self._additive_causal(e, depth + 1):
+            return True
         if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Div, ast.Mult)):
             # scaling by a positive number keeps finite entries finite and -inf entries -inf
             return self.ranges.fact(e.right).lo > 0 and self._rows_keep_finite(e.left, dim, depth + 1)
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Add):
+            # scores + mask with finite scores: the mask's finite entries stay finite
+            return any(
+                self.may_hold_neg_inf(a) is None and self._rows_keep_finite(b, dim, depth + 1)
+                for a, b in ((e.left, e.right), (e.right, e.left))
+            )
         if not isinstance(e, ast.Call):
             return False
         name, receiver, args = self._tensor_call(e)
+        if name == "log" and dim == -1:
+            inner = receiver if receiver is not None else (args[0] if args else None)
+            if inner is not None and self.causal(inner):
+                return True  # log of a 0/1 lower triangle: log(1) = 0 at column 0 of every row
         kw = {k.arg: k.value for k in e.keywords}
         if name in ("masked_fill", "masked_fill_"):
             parts = ([receiver] if receiver is not None else []) + args
@@ -444,6 +456,123 @@ class Provenance:
             if a_inf is None and b is not None and self._has_true_per_row(cond, dim, depth + 1):
                 return True  # where(keep, scores, -inf): each row takes one score
             return b_inf is None and self._spares_row(cond, dim, depth + 1)
+        return False
+
+    def causal(self, e: ast.AST) -> bool:
+        """``e`` is a 0/1 lower triangle (``tril(ones(n, n))``, sliced to ``[:T, :T]``, viewed,
+        converted, registered as a buffer): every row along the last dimension has a 1 in
+        column 0, so a mask made from it never masks a whole row."""
+        return self._causal_base(e, 0) is not None
+
+    def _causal_base(self, e: ast.AST, depth: int) -> ast.Call | None:
+        """The ``ones(...)`` call the lower triangle ``e`` is made of (its last size is the rows'
+        length), or None."""
+        if depth > _DEPTH:
+            return None
+        if isinstance(e, ast.Subscript):
+            elts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            kept = all(
+                isinstance(x, ast.Slice)
+                or int_literal(x) is not None
+                or (isinstance(x, ast.Constant) and x.value in (None, Ellipsis))
+                for x in elts
+            )
+            last = elts[-1]
+            keeps_column_0 = not isinstance(e.slice, ast.Tuple) or (
+                isinstance(last, ast.Slice)
+                and (last.lower is None or int_literal(last.lower) == 0)
+                and last.step is None
+            )
+            return self._causal_base(e.value, depth + 1) if kept and keeps_column_0 else None
+        if isinstance(e, (ast.Name, ast.Attribute)):
+            value = self._buffer(e) if isinstance(e, ast.Attribute) else None
+            if value is not None:
+                return self._causal_base(value, depth + 1)
+            if not self.flow.is_use(e):
+                return None
+            defs = self.flow.defs_reaching(e)
+            bases = [
+                self._causal_base(d.value, depth + 1)
+                if d.how in ("assign", "walrus", "attr") and d.value
+                else None
+                for d in defs
+            ]
+            return bases[0] if defs and all(b is not None for b in bases) else None
+        if not isinstance(e, ast.Call):
+            return None
+        callee = self.flow.callee(e)
+        if callee is not None:
+            rets = [self._causal_base(r, depth + 1) for r in self.flow.returns_of(callee)]
+            return rets[0] if rets and all(r is not None for r in rets) else None
+        name, receiver, args = self._tensor_call(e)
+        if name == "tril":
+            inner = receiver if receiver is not None else (args[0] if args else None)
+            diagonal = next((k.value for k in e.keywords if k.arg == "diagonal"), None)
+            rest = args if receiver is not None else args[1:]
+            diagonal = diagonal if diagonal is not None else (rest[0] if rest else None)
+            if diagonal is not None and (int_literal(diagonal) is None or (int_literal(diagonal) or 0) < 0):
+                return None
+            return self._ones(inner)
+        if receiver is None:
+            return None
+        if name in _SAME_ROWS:
+            return self._causal_base(receiver, depth + 1)
+        if name in ("view", "reshape") and args:
+            base = self._causal_base(receiver, depth + 1)
+            sizes = [a for a in base.args if not isinstance(a, ast.Starred)] if base is not None else []
+            return base if base is not None and sizes and self.ranges.same(args[-1], sizes[-1]) else None
+        if name == "unsqueeze" and len(args) == 1 and (int_literal(args[0]) or 0) >= 0:
+            return self._causal_base(receiver, depth + 1)
+        return None
+
+    def _ones(self, e: ast.AST | None) -> ast.Call | None:
+        """``e`` when it is ``torch.ones(rows, cols)`` (a literal size list), else None."""
+        if not isinstance(e, ast.Call) or self.resolver.qualified_name(e.func) != "torch.ones":
+            return None
+        sizes = [a for a in e.args if not isinstance(a, ast.Starred)]
+        return e if len(sizes) >= 2 and len(sizes) == len(e.args) else None
+
+    def _buffer(self, e: ast.Attribute) -> ast.expr | None:
+        """The value ``self.register_buffer("name", value)`` gives ``self.name``, when the file
+        registers that name exactly once."""
+        if not isinstance(e.value, ast.Name):
+            return None
+        found = [
+            node.args[1]
+            for node, _ in self.flow.operations
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "register_buffer"
+            and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == e.attr
+        ]
+        return found[0] if len(found) == 1 else None
+
+    def _additive_causal(self, e: ast.AST, depth: int) -> bool:
+        """``e`` is ``log(C)`` of a lower triangle ``C``, read through slices that keep column 0 and
+        through a registered buffer or an in-file function (``self.mask[:T, :T]``)."""
+        if depth > _DEPTH:
+            return False
+        if isinstance(e, ast.Subscript):
+            elts = e.slice.elts if isinstance(e.slice, ast.Tuple) else [e.slice]
+            last = elts[-1]
+            if isinstance(e.slice, ast.Tuple) and not (
+                isinstance(last, ast.Slice) and (last.lower is None or int_literal(last.lower) == 0)
+            ):
+                return False
+            return self._additive_causal(e.value, depth + 1)
+        if isinstance(e, ast.Attribute):
+            value = self._buffer(e)
+            return value is not None and self._additive_causal(value, depth + 1)
+        if isinstance(e, ast.Call):
+            callee = self.flow.callee(e)
+            if callee is not None:
+                rets = self.flow.returns_of(callee)
+                return bool(rets) and all(self._additive_causal(r, depth + 1) for r in rets)
+            name, receiver, args = self._tensor_call(e)
+            inner = receiver if receiver is not None else (args[0] if args else None)
+            return name == "log" and inner is not None and self.causal(inner)
         return False
 
     def _def_rows_keep_finite(self, d: Def, dim: int, depth: int) -> bool:
@@ -471,6 +600,16 @@ class Provenance:
         """Every row of the boolean ``mask`` along ``dim`` has a False entry (a fill there leaves one)."""
         if depth > _DEPTH:
             return False
+        if (
+            dim == -1
+            and isinstance(mask, ast.Compare)
+            and len(mask.ops) == 1
+            and isinstance(mask.ops[0], ast.Eq)
+            and isinstance(mask.comparators[0], ast.Constant)
+            and mask.comparators[0].value in (0, False)
+            and self.causal(mask.left)
+        ):
+            return True  # tril == 0 is False on and below the diagonal: column 0 of every row
         if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, (ast.Invert, ast.Not)):
             return self._has_true_per_row(mask.operand, dim, depth + 1)
         if isinstance(mask, ast.Call):
@@ -495,6 +634,8 @@ class Provenance:
         """Every row of the boolean ``mask`` along ``dim`` has a True entry."""
         if depth > _DEPTH:
             return False
+        if dim == -1 and self.causal(mask):
+            return True
         if isinstance(mask, ast.BinOp) and isinstance(mask.op, ast.BitOr):
             return self._or_keeps_row(mask.left, mask.right, dim, depth)
         if isinstance(mask, ast.Call):
@@ -611,21 +752,7 @@ class Provenance:
         name, receiver, args = self._tensor_call(e)
         if receiver is None:
             return None
-        if name in (
-            "float",
-            "bool",
-            "to",
-            "detach",
-            "contiguous",
-            "expand",
-            "expand_as",
-            "type_as",
-            "half",
-            "double",
-            "int",
-            "long",
-            "byte",
-        ):
+        if name in _SAME_ROWS:
             return receiver
         at = int_literal(args[0]) if name == "unsqueeze" and len(args) == 1 else None
         if at is not None and (at == 0 or at < dim):  # a new dimension in front of the rows
@@ -708,6 +835,13 @@ class Provenance:
             and self.ranges.method_receiver(call) is not None
             and call.func.attr in MASK_PRODUCERS
         )
+
+
+# Tensor methods that keep every row of their receiver (conversions, copies, broadcasts).
+_SAME_ROWS = frozenset(
+    ("float", "bool", "to", "detach", "contiguous", "expand", "expand_as", "type_as", "half", "double")
+    + ("int", "long", "byte")
+)
 
 
 def _full_slice(e: ast.AST) -> bool:

@@ -37,6 +37,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from grist_lsp.analyzer.bindings import CONSTANTS
 from grist_lsp.analyzer.catalogue import (
     AUGMENTED_OPERATORS,
     BINARY_OPERATORS,
@@ -45,14 +46,16 @@ from grist_lsp.analyzer.catalogue import (
     OP_TABLE,
     REFLECTED_OPERATORS,
     SAFE_FORMS,
+    SCALAR_OPERATORS,
     Op,
+    loud_error,
 )
 from grist_lsp.analyzer.dataflow import DataFlow
 from grist_lsp.analyzer.names import Resolver
-from grist_lsp.analyzer.positions import SourceLines
+from grist_lsp.analyzer.positions import SourceLines, node_words
 from grist_lsp.analyzer.precision import Precision, spells_half
 from grist_lsp.analyzer.provenance import Provenance
-from grist_lsp.analyzer.ranges import CONSTANTS, RangeAnalysis
+from grist_lsp.analyzer.ranges import RangeAnalysis
 from grist_lsp.model import Site
 
 _OPERATOR_NAMES = {
@@ -109,6 +112,8 @@ class Candidate:
     safe_keyword: str | None = None  # e.g. "correction=0"
     clamp: ast.AST | None = None  # torch.logit's eps: the op clamps the operand to [eps, 1 - eps]
     why: str | None = None  # how the operand may reach a shape region (zero elements, -inf rows)
+    # Words for an op on Python numbers only: Python raises there (catalogue.loud_error), no NaN.
+    scalar: str | None = None
 
 
 def _is_const(e: ast.AST) -> bool:
@@ -192,11 +197,16 @@ class SiteFinder:
         safe_keyword: str | None = None,
         clamp: ast.AST | None = None,
         others: tuple[ast.AST | None, ...] = (),
+        scalar: str | None = None,
     ) -> None:
-        """``others``: the tensors besides ``operand`` that a product or sum combines with it."""
+        """``others``: the tensors besides ``operand`` that a product or sum combines with it;
+        ``scalar``: words on the Python numbers an op that raises on them is made of."""
         why = None
         label = op.operand_label
         region = KINDS[op.kind].region
+        if scalar is not None:
+            self._append(node, op, label, None, operand, scalar=scalar)
+            return
         # Kinds that are NaN only for operands programs make on purpose are sites only
         # when such an operand may reach them (reporting every mean and every softmax
         # buried the real findings): zero elements for a mean, -inf entries for a softmax.
@@ -219,6 +229,21 @@ class SiteFinder:
             if why is None:
                 return
         half = why if region.beyond_max else self.precision.half(operand) if self.precision else None
+        self._append(node, op, label, half, operand, exponent, safe_keyword, clamp, why)
+
+    def _append(
+        self,
+        node: ast.AST,
+        op: Op,
+        label: str,
+        half: str | None,
+        operand: ast.AST | None,
+        exponent: ast.AST | None = None,
+        safe_keyword: str | None = None,
+        clamp: ast.AST | None = None,
+        why: str | None = None,
+        scalar: str | None = None,
+    ) -> None:
         span = self.lines.span(node)
         site = Site(
             file=self.path,
@@ -230,7 +255,7 @@ class SiteFinder:
             function=self.function,
             dtype="float16" if half is not None else None,
         )
-        self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp, why))
+        self.found.append(Candidate(site, node, operand, exponent, safe_keyword, clamp, why, scalar))
 
     def _infinity_meets(
         self, op: Op, left: ast.AST | None, others: tuple[ast.AST | None, ...]
@@ -335,7 +360,10 @@ class SiteFinder:
             return
         clamp = self._arg(node, op.clamp_index, op.clamp_keyword) if op.clamp_index is not None else None
         others = tuple(a for a in node.args[op.operand_index + 1 :] if not isinstance(a, ast.Starred))
-        self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp, others)
+        scalar = None
+        if loud_error(op.name, op.kind) is not None and operand is not None:
+            scalar = self._scalar_words([operand, *([exponent] if exponent is not None else [])])
+        self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp, others, scalar)
 
     def _method_call(self, node: ast.Call, op: Op, receiver: ast.expr) -> None:
         if self._elementwise(op) and (node.args or any(k.arg != "out" for k in node.keywords)):
@@ -388,12 +416,16 @@ class SiteFinder:
             return bool(qn and qn.startswith("math.")) and all(self._constant(a) for a in e.args)
         return False
 
+    def _scalar_words(self, operands: list[ast.AST]) -> str | None:
+        """``a, b`` when every operand is a Python number, else None."""
+        if all(self.ranges.fact(e).pytype == "num" for e in operands):
+            return ", ".join(node_words(e, "a number") for e in operands)
+        return None
+
     def _skip_operator(self, left: ast.AST, right: ast.AST) -> bool:
         if self._constant(left) and self._constant(right):
             return True
         lf, rf = self.ranges.fact(left), self.ranges.fact(right)
-        if lf.pytype == "num" and rf.pytype == "num":
-            return True
         if "str" in (lf.pytype, rf.pytype) or isinstance(left, ast.JoinedStr):
             return True  # "%d" % n, path / "name"
         if lf.pytype in ("object", "module", "none"):
@@ -407,11 +439,26 @@ class SiteFinder:
         rows = self._rows(BINARY_OPERATORS[name])
         if not rows or self._skip_operator(node.left, node.right):
             return
+        scalar = self._scalar_words([node.left, node.right])
+        if scalar is not None:
+            self._scalar_operator(node, name, node.left, node.right, scalar)
+            return
         left = self.ranges.fact(node.left)
         if self._constant(node.left) or left.pytype == "num":
             rows = self._rows(REFLECTED_OPERATORS[name])
         for op in rows:
             self._operator(node, op, node.left, node.right)
+
+    def _scalar_operator(self, node: ast.AST, name: str, left: ast.AST, right: ast.AST, words: str) -> None:
+        """``left OP right`` on Python numbers: a division or power raises instead of making NaN/INF
+        (a safe site under a Python name); ``inf - inf`` and ``0 * inf`` are NaN in Python too."""
+        op = SCALAR_OPERATORS.get(name.removesuffix("Assign"))
+        if op is None or not self._kind_possible(op.kind):
+            return
+        if KINDS[op.kind].region.inf_operands:
+            self._operator(node, op, left, right)
+        elif op.kind != "pow" or not _nonneg_int_literal(right):
+            self._add(node, op, left if op.kind == "pow" else right, scalar=words)
 
     def _operator(self, node: ast.AST, op: Op, left: ast.AST, right: ast.AST) -> None:
         """The site of ``left OP right`` (or ``left OP= right``): which side is the operand."""
@@ -452,6 +499,10 @@ class SiteFinder:
         if isinstance(node.target, ast.Name) and not self.flow.is_use(node.target):
             target_read = None
         if target_read is not None and self._skip_operator(target_read, node.value):
+            return
+        scalar = self._scalar_words([target_read, node.value]) if target_read is not None else None
+        if scalar is not None:
+            self._scalar_operator(node, name, node.target, node.value, scalar)
             return
         for op in rows:
             self._operator(node, op, node.target, node.value)

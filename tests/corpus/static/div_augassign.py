@@ -8,7 +8,7 @@ def average(x, n, m, loss, counts):
     x //= 2  # expect: torch.Tensor.__ifloordiv__@4 safe
     x %= m  # expect: torch.Tensor.__imod__@4 possible
     total = 0
-    total //= 4
+    total //= 4  # expect: builtins.float.__floordiv__@4 safe
     return x, loss, total
 
 

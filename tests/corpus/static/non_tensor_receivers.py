@@ -12,7 +12,7 @@ class Trainer:
         logger.log(logging.INFO, "step")
         path = Path(root) / "ckpt"
         n = len(batch)
-        half = n // 2
+        half = n // 2  # expect: builtins.float.__floordiv__@15 safe
         msg = "%d of %d" % (half, n)
         return loss, path, msg
 
