@@ -52,8 +52,8 @@ class TrainingStopped(RunStopped):
 
 @dataclass
 class TrainingSettings:
-    seconds: float  # wall clock for the whole run
-    max_steps: int = 1_000_000
+    seconds: float  # the safety cap: wall clock for the whole run
+    max_steps: int = 1_000_000  # the budget: a run stops after this many training steps
     bound_factor: float = 100.0  # inputs stay within this times max(1, max|x|) of the program's own
 
 
@@ -96,11 +96,12 @@ class TrainingReport:
     note: str
     error: BaseException | None = None
     reached: set[str] = field(default_factory=set)
-    # A run is deterministic (seeded, steps taken between iterations): one the clock did not stop
+    # A run is deterministic (seeded, steps taken between iterations): one its budget did not stop
     # ends the same way when run again for the same targets, and one that steered nothing ends the
     # same way for any targets (its targets only choose what is steered).
-    timed_out: bool = False
+    timed_out: bool = False  # the clock (the safety cap) stopped it
     steered: bool = False
+    out_of_steps: bool = False  # its budget of steps stopped it
 
 
 class TrainingTracer(Tracer):
@@ -122,6 +123,7 @@ class TrainingTracer(Tracer):
         self.found: TrainingFound | None = None
         self.stop_note = ""
         self.timed_out = False
+        self.out_of_steps = False
         self.steered = False  # an input took a step
         # Inside a step of one of torch's own optimizers: its ops touch weights, gradients and
         # optimizer state only, with nothing to watch or steer, and half a training step's
@@ -317,11 +319,12 @@ class TrainingTracer(Tracer):
 
     def _check_limits(self) -> None:
         if self.steps >= self.settings.max_steps:
-            self.stop_note = f"stopped after {self.steps} training steps (the cap)"
+            self.out_of_steps = True
+            self.stop_note = f"stopped after {self.steps} training steps (its budget)"
             raise TrainingStopped()
         if time.monotonic() > self.deadline:
             self.timed_out = True
-            self.stop_note = f"stopped after {self.steps} training steps ({self.settings.seconds:.1f} s)"
+            self.stop_note = f"stopped by the clock after {self.steps} training steps"
             raise TrainingStopped()
 
     def _state(self, outcome: SiteOutcome) -> TrainingFound:
@@ -377,4 +380,5 @@ def train_search(
         set(tracer.reached),
         timed_out=tracer.timed_out,
         steered=tracer.steered,
+        out_of_steps=tracer.out_of_steps,
     )

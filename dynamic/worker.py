@@ -40,6 +40,7 @@ from grist_lsp.model import FACTORY_KEY, Site, Witness, site_from_json
 
 from . import entries as E
 from . import protocol
+from .budget import CLOCK_CAP, RUNS_PER_SECOND, STEPS_PER_SECOND, runs_for, seconds_of_runs, steps_for
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import Done, Message, RunError, SiteReport
 from .search import Found, Runner, Search, SearchReport, SearchSettings
@@ -49,6 +50,9 @@ from .witness import describe, shrink, to_value
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
 RECORD_STEPS = 20  # training steps a recording run watches for the sites a training loop reaches
+# Every budget below is counted in runs of the program (a search's) and training steps (a
+# training run's), bought at fixed rates (``search.runs_for``, ``training.STEPS_PER_SECOND``), so
+# that what the worker reports depends on the seed and the options, never on the machine's load.
 # A training program's sites get GRIST's training runs and short per-site searches in turns, in
 # slices of one site's budget that grow: a bug either kind reaches quickly costs the file little,
 # whichever kind it is, and neither waits long behind the other. Training runs get 0.5 of a
@@ -61,7 +65,7 @@ TURNS: tuple[tuple[str, float], ...] = (
     ("search", 0.10),
     ("train", 0.35),
 )
-MIN_SEARCH = 0.2  # seconds: a share of a site's budget smaller than this is not worth a run of its own
+MIN_RUNS = 20  # a share of a site's budget smaller than this many runs is not worth a search of its own
 # Tensor elements all paused searches may keep (float32: 200 MB); past it a search starts afresh
 # next time, as it did before searches paused (a large model's parameter moves, many sites).
 PAUSED_ELEMENTS = 50_000_000
@@ -202,6 +206,7 @@ class Worker:
         self.targets = [site_from_json(s) for s in req["targets"]]
         self.sites = [site_from_json(s) for s in req.get("sites") or req["targets"]]
         self.budget = float(req.get("budget", 5.0))
+        self.runs = runs_for(self.budget)  # what one site may cost in all, in runs
         self.seed = int(req.get("seed", 0))
         self.record_timeout = float(req.get("record_timeout", 20.0))
         # The parent kills this process ``worker_seconds`` after it said it was ready.
@@ -218,14 +223,15 @@ class Worker:
         self.harvest: dict[str, Found] = {}
         self.harvested_by: dict[str, Assignment] = {}
         self.turns: dict[str, int] = {}  # how many short searches (TURNS) each site already had
-        # Seconds each site has had so far: its own searches, and its share of every training run
-        # that watched it while it was open. ``--budget`` is what a site may cost in all.
+        # Runs each site has had so far: its own searches, and its share of every training run that
+        # watched it while it was open (a step at the rate of a run's worth of ``--budget``).
         self.spent: defaultdict[str, float] = defaultdict(float)
         self.last_note: dict[str, str] = {}  # why the site's latest attempt found nothing
         # Entry label -> the targets of its last training run that ended before its time, or None
         # when that run steered nothing: running it again would only repeat it (``TrainingReport``).
         self.trained_out: dict[str, frozenset[str] | None] = {}
-        # (site key, entry label) -> its search, stopped by the clock: the next slice goes on from there.
+        # (site key, entry label) -> its search, stopped at the end of its slice of runs: the next
+        # slice goes on from there.
         self.paused: dict[tuple[str, str], Search] = {}
 
     def emit_error(self, message: str, line: int) -> None:
@@ -310,7 +316,9 @@ class Worker:
         return assigned
 
     def run(self) -> None:
-        assigned = self.assign({s.key for s in self.targets}, reserve=self.budget * len(self.targets) + 2.0)
+        assigned = self.assign(
+            {s.key for s in self.targets}, reserve=CLOCK_CAP * self.budget * len(self.targets) + 2.0
+        )
         for message, line in self.errors:
             self.out(RunError(message, line))
         trained = self.train(assigned)
@@ -333,13 +341,13 @@ class Worker:
             # on another entry (a probe of the function itself reaches shapes the script never makes).
             seed = self.seed + RESEED * self.turns.get(site.key, 0)
             left = self.left(site.key)
-            if left < MIN_SEARCH:
+            if left < MIN_RUNS:
                 self.out_unfound(site, a.program.label)
                 continue
             # One search gets all that is left when another entry would get too little. (When no
             # other entry reaches the site, the second slice resumes this search: nothing is lost.)
-            last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH
-            found = self.search_one(site, a, left if last else left * PRIMARY_SHARE, seed, final=last)
+            last = left * (1 - PRIMARY_SHARE) < MIN_RUNS
+            found = self.search_one(site, a, left if last else round(left * PRIMARY_SHARE), seed, final=last)
             if not found and not last:
                 unfound[site.key] = a.program
         if unfound:
@@ -353,7 +361,7 @@ class Worker:
                     self.assign(
                         set(unfound) - set(more),
                         report=False,
-                        reserve=sum(self.left(k) for k in unfound) + 2.0,
+                        reserve=CLOCK_CAP * seconds_of_runs(sum(self.left(k) for k in unfound)) + 2.0,
                     )
                 )
             except RunTimeout:
@@ -366,7 +374,7 @@ class Worker:
                 self.search_one(
                     site,
                     a,
-                    max(self.left(site.key), MIN_SEARCH),
+                    max(self.left(site.key), MIN_RUNS),
                     seed,
                     final=True,
                     tried=unfound[site.key].label,
@@ -390,23 +398,21 @@ class Worker:
             for turn, share in TURNS:
                 open_keys = todo - found - set(self.harvest)
                 if turn == "train":
-                    found |= self.training_runs(a, open_keys, by_key, self.budget * share)
+                    found |= self.training_runs(a, open_keys, by_key, steps_for(self.budget * share))
                 else:
                     found |= self.quick_searches(a, [by_key[k] for k in sorted(open_keys)], share)
         return found
 
-    def training_runs(
-        self, a: Assignment, todo: set[str], by_key: dict[str, Site], seconds: float
-    ) -> set[str]:
-        """Training runs of ``a``'s program for ``seconds``, one per finding; the keys found."""
+    def training_runs(self, a: Assignment, todo: set[str], by_key: dict[str, Site], steps: int) -> set[str]:
+        """Training runs of ``a``'s program for ``steps`` training steps in all, one run per
+        finding; the keys found. The clock caps each run at ``CLOCK_CAP`` times what its steps
+        are worth (a program whose steps are slow)."""
         found: set[str] = set()
         todo = set(todo)
-        end = time.monotonic() + seconds
         label = a.program.label
-        while todo and end - time.monotonic() > 0.2 and not self.would_repeat(label, todo):
-            settings = TrainingSettings(seconds=end - time.monotonic())
+        while todo and steps > 0 and not self.would_repeat(label, todo):
+            settings = TrainingSettings(seconds=CLOCK_CAP * steps / STEPS_PER_SECOND, max_steps=steps)
             targets = frozenset(todo)
-            started = time.monotonic()
             try:
                 report = self._timed(
                     settings.seconds + self.record_timeout,
@@ -414,13 +420,14 @@ class Worker:
                 )
             except RunTimeout:
                 report = None
-            # The run watched every open site at once: each pays its share.
-            share = (time.monotonic() - started) / len(todo)
+            # The run watched every open site at once: each pays its share, in runs.
+            used = report.steps + 1 if report is not None else steps
+            steps -= used
             for key in todo:
-                self.spent[key] += share
+                self.spent[key] += used * RUNS_PER_SECOND / STEPS_PER_SECOND / len(todo)
             if report is None:
                 break
-            if not report.timed_out:
+            if not (report.timed_out or report.out_of_steps):
                 self.trained_out[label] = targets if report.steered else None
             if report.found is None:
                 for key in todo:
@@ -450,7 +457,7 @@ class Worker:
         return targets is None or targets == todo
 
     def quick_searches(self, a: Assignment, sites: list[Site], share: float) -> set[str]:
-        """A short search (``share`` of a budget) of each of ``sites``, each from a seed of its
+        """A short search (``share`` of a site's runs) of each of ``sites``, each from a seed of its
         own; returns the keys found."""
         found = set()
         for site in sites:
@@ -458,13 +465,13 @@ class Worker:
                 continue
             rounds = self.turns.get(site.key, 0)
             self.turns[site.key] = rounds + 1
-            if self.search_one(site, a, self.budget * share, self.seed + RESEED * rounds):
+            if self.search_one(site, a, round(self.runs * share), self.seed + RESEED * rounds):
                 found.add(site.key)
         return found
 
-    def left(self, key: str) -> float:
-        """Seconds of the budget ``key`` has not used yet."""
-        return max(self.budget - self.spent[key], 0.0)
+    def left(self, key: str) -> int:
+        """Runs of its budget ``key`` has not used yet."""
+        return max(round(self.runs - self.spent[key]), 0)
 
     def out_unfound(self, site: Site, entry: str) -> None:
         """Report ``site`` as searched and not broken, with why its latest attempt stopped."""
@@ -484,23 +491,21 @@ class Worker:
         self,
         site: Site,
         a: Assignment,
-        budget: float,
+        runs: int,
         seed: int,
         final: bool = False,
         tried: str | None = None,
     ) -> bool:
-        """Search one site from one entry; report it when found or when this was the last try."""
-        settings = SearchSettings(budget=budget, seed=seed, harvest=self.harvest)
+        """Search one site from one entry for ``runs`` runs; report it when found or when this was
+        the last try."""
+        settings = SearchSettings(budget=seconds_of_runs(runs), seed=seed, harvest=self.harvest)
         before = set(self.harvest)
         program = a.program
         if isinstance(program, E.ProbeProgram) and site.key in self.real_reached:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(program.qualname)
-        started = time.monotonic()
-        try:
-            report = self._search(site, a, budget, settings, final)
-        finally:
-            self.spent[site.key] += time.monotonic() - started
+        report, used = self._search(site, a, settings, final)
+        self.spent[site.key] += used
         for key in set(self.harvest) - before:
             self.harvested_by[key] = a
         if report.found is None and settings.supports:
@@ -518,21 +523,26 @@ class Worker:
         return True
 
     def _search(
-        self, site: Site, a: Assignment, budget: float, settings: SearchSettings, final: bool
-    ) -> SearchReport:
-        """``budget`` seconds of search of ``site`` from ``a``'s entry; a search of the same pair
-        that an earlier slice stopped goes on (keeping its own seed and settings) rather than
-        restarting from the recording. The ``final`` slice keeps nothing."""
+        self, site: Site, a: Assignment, settings: SearchSettings, final: bool
+    ) -> tuple[SearchReport, int]:
+        """A search of ``site`` from ``a``'s entry for ``settings.budget`` (in runs), and the runs
+        it used; a search of the same pair that an earlier slice stopped goes on (keeping its own
+        seed and settings) rather than restarting from the recording. The ``final`` slice keeps
+        nothing."""
         key = (site.key, a.program.label)
         paused = self.paused.pop(key, None)
         s = paused or Search(a.program, site, self.sites, a.examples, settings, None)
+        before = s.runner.iterations
+        budget = settings.budget
         report = self._timed(
-            budget + self.record_timeout, (lambda: s.resume(budget)) if paused is not None else s.run
+            CLOCK_CAP * budget + self.record_timeout,
+            (lambda: s.resume(budget)) if paused is not None else s.run,
         )
+        used = s.runner.iterations - before
         held = sum(p.held() for p in self.paused.values())
         if report.found is None and s.resumable and not final and held + s.held() <= PAUSED_ELEMENTS:
             self.paused[key] = s
-        return report
+        return report, used
 
     def report_found(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
@@ -563,7 +573,7 @@ class Worker:
             stop_after_steps=step + 1,
         )
         try:  # the mode catches the timer's exception too: it comes back as ``error``
-            _, _, error = self._timed(min(2.0, self.budget), lambda: a.program.run(cfg))
+            _, _, error = self._timed(CLOCK_CAP * min(2.0, self.budget), lambda: a.program.run(cfg))
         except RunTimeout:
             return False
         return error is None
@@ -580,7 +590,8 @@ class Worker:
         values = found.values
         outcome = found.outcome
         try:
-            values = self._timed(min(2.0, self.budget) + 1.0, lambda: shrink(values, fails))
+            # Shrinking is bounded by its tries (``shrink``); the timer is a safety cap only.
+            values = self._timed(CLOCK_CAP * min(2.0, self.budget) + 1.0, lambda: shrink(values, fails))
             if not self._shapes_kept(values, found.values) and not self._runs_past_site(
                 a, values, found.deltas, outcome.step
             ):
