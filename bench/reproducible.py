@@ -79,7 +79,10 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5, help="runs at each of -j 1 and -j 2")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--budget", type=float, default=None, help="--budget for the checks (default: theirs)")
+    ap.add_argument("--save", type=Path, help="write each report here as run<N>.json")
     args = ap.parse_args()
+    if args.save:
+        args.save.mkdir(parents=True, exist_ok=True)
 
     plan = []  # (jobs, busy): alternating -j 1 / -j 2, a busy process beside every other run
     for i in range(2 * args.runs):
@@ -95,6 +98,8 @@ def main() -> int:
             if burner is not None:
                 burner.kill()
                 burner.wait()
+        if args.save:
+            (args.save / f"run{i}.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
         now = comparable(report)
         stats = report.get("stats", {})
         if first is None:

@@ -421,7 +421,7 @@ class Worker:
             except RunTimeout:
                 report = None
             # The run watched every open site at once: each pays its share, in runs.
-            used = report.steps + 1 if report is not None else steps
+            used = max(report.steps, 1) if report is not None else steps
             steps -= used
             for key in todo:
                 self.spent[key] += used * RUNS_PER_SECOND / STEPS_PER_SECOND / len(todo)
