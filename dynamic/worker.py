@@ -49,7 +49,11 @@ from .training import TrainingSettings, train_search
 from .witness import describe, shrink, to_value
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
-RECORD_STEPS = 20  # training steps a recording run watches for the sites a training loop reaches
+# Training steps (``backward`` calls) a recording run watches for the sites a program reaches: a
+# script that trains until it is solved would otherwise run to the timeout, whether or not its
+# loop calls ``backward`` where the static pass sees it (a reinforcement-learning script calls it
+# in a function once per episode). A run cut short here says so in its sites' notes.
+RECORD_STEPS = 20
 # Every budget below is counted in runs of the program (a search's) and training steps (a
 # training run's), bought at fixed rates (``search.runs_for``, ``training.STEPS_PER_SECOND``), so
 # that what the worker reports depends on the seed and the options, never on the machine's load.
@@ -230,6 +234,9 @@ class Worker:
         # Entry label -> the targets of its last training run that ended before its time, or None
         # when that run steered nothing: running it again would only repeat it (``TrainingReport``).
         self.trained_out: dict[str, frozenset[str] | None] = {}
+        # Entry label -> how its recording run was cut short (steps, or the clock) before it reached
+        # every site it was watching for: said in the note of the sites no entry reached.
+        self.cut_short: dict[str, str] = {}
         # (site key, entry label) -> its search, stopped at the end of its slice of runs: the next
         # slice goes on from there.
         self.paused: dict[tuple[str, str], Search] = {}
@@ -288,7 +295,7 @@ class Worker:
                 record=True,
                 stop_when_all_reached=True,
                 watch=frozenset(todo),
-                stop_after_steps=RECORD_STEPS if prog.trains else None,
+                stop_after_steps=RECORD_STEPS,
             )
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
@@ -296,6 +303,11 @@ class Worker:
                 with self.callers.watching():
                     tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
                 self.real_reached.update(tracer.reached)
+            if not todo <= set(tracer.reached):
+                if isinstance(error, RunTimeout):
+                    self.cut_short[prog.label] = f"stopped by the clock after {limit:.0f} s"
+                elif tracer.steps >= RECORD_STEPS:
+                    self.cut_short[prog.label] = f"stopped after {RECORD_STEPS} training steps"
             self.pool.append((prog, set(tracer.reached), dict(tracer.recorded)))
             prog.input_names.update(tracer.input_names)
             reached = [k for k in tracer.reached if k in todo]
@@ -328,14 +340,7 @@ class Worker:
                 continue
             a = assigned.get(site.key)
             if a is None:
-                self.out(
-                    SiteReport(
-                        key=site.key,
-                        witness=None,
-                        entry=None,
-                        note="not reached by any entry (explicit entries, tests, script, probes)",
-                    )
-                )
+                self.out(SiteReport(key=site.key, witness=None, entry=None, note=self.unreached_note()))
                 continue
             # Most of what is left of the budget on the first entry that reaches the site; the rest
             # on another entry (a probe of the function itself reaches shapes the script never makes).
@@ -380,6 +385,14 @@ class Worker:
                     tried=unfound[site.key].label,
                 )
         self.out(Done())
+
+    def unreached_note(self) -> str:
+        """Why a site has no witness when no entry reached it, and which recording runs were cut short."""
+        note = "not reached by any entry (explicit entries, tests, script, probes)"
+        cuts = "; ".join(
+            f"the recording run of {label} was cut short ({how})" for label, how in self.cut_short.items()
+        )
+        return f"{note}; {cuts}" if cuts else note
 
     def train(self, assigned: dict[str, Assignment]) -> set[str]:
         """GRIST's own setting first: a program that trains runs as written, watching every site
