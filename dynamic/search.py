@@ -51,7 +51,7 @@ import torch
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import FACTORY_KEY, Site
 
-from .budget import CLOCK_CAP, RUNS_PER_SECOND, runs_for
+from .budget import CLOCK_CAP, RUNS_PER_SECOND, cap_clock, runs_for
 from .entries import Program
 from .tracing import SiteOutcome
 
@@ -444,7 +444,7 @@ class Search:
         self.spent_before = 0.0  # seconds searched in earlier stretches (``resume``)
         self.paused_at: float | None = None
         self.resumable = False  # in the gradient loop: ``resume`` goes on from here
-        clock_end = self.t0 + CLOCK_CAP * settings.budget
+        clock_end = cap_clock() + CLOCK_CAP * settings.budget
         self.end = clock_end if deadline is None else min(deadline, clock_end)  # the safety cap
         self.run_end = runs_for(settings.budget)  # the budget: the run count this stretch stops at
         self.clock_stopped = False  # the clock, not the run budget, ended the latest stretch
@@ -491,7 +491,7 @@ class Search:
         adds them up as one search would."""
         self.spent_before, self.paused_at = self.seconds(), None
         self.t0 = time.monotonic()
-        self.end = self.t0 + CLOCK_CAP * seconds
+        self.end = cap_clock() + CLOCK_CAP * seconds
         self.run_end = self.runner.iterations + runs_for(seconds)
         return self._loop()
 
@@ -499,7 +499,7 @@ class Search:
         """Whether this stretch has used its runs, or (the safety cap) its time."""
         if self.runner.iterations >= self.run_end:
             return True
-        if time.monotonic() >= self.end:
+        if cap_clock() >= self.end:
             self.clock_stopped = True
             return True
         return False

@@ -37,6 +37,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
 
+from .budget import cap_clock
 from .tracing import BACKWARD, RunStopped, SiteOutcome, TargetReached, Tracer, TracerConfig, trace_call
 
 STEP_START = 0.01  # first signed step, as a share of an input's bound / 10 (the per-site search's scale)
@@ -52,7 +53,7 @@ class TrainingStopped(RunStopped):
 
 @dataclass
 class TrainingSettings:
-    seconds: float  # the safety cap: wall clock for the whole run
+    seconds: float  # the safety cap: CPU seconds for the whole run (``budget.cap_clock``)
     max_steps: int = 1_000_000  # the budget: a run stops after this many training steps
     bound_factor: float = 100.0  # inputs stay within this times max(1, max|x|) of the program's own
 
@@ -111,7 +112,7 @@ class TrainingTracer(Tracer):
         super().__init__(cfg)
         self.settings = settings
         self.targets = set(targets)
-        self.deadline = time.monotonic() + settings.seconds
+        self.deadline = cap_clock() + settings.seconds  # CPU seconds: see ``budget.cap_clock``
         self.t0 = time.monotonic()
         self.inputs: dict[str, Movable] = {}
         self._first_step: dict[str, int] = {}  # the line an input was made at -> the step it first was
@@ -322,7 +323,7 @@ class TrainingTracer(Tracer):
             self.out_of_steps = True
             self.stop_note = f"stopped after {self.steps} training steps (its budget)"
             raise TrainingStopped()
-        if time.monotonic() > self.deadline:
+        if cap_clock() > self.deadline:
             self.timed_out = True
             self.stop_note = f"stopped by the clock after {self.steps} training steps"
             raise TrainingStopped()
