@@ -73,6 +73,9 @@ class WorkerResult:
 
 WORKER_MODULE = "grist_lsp.dynamic.worker"
 STARTUP_SECONDS = 60.0  # importing torch in a child, on a machine that may be busy
+# Wall seconds per CPU second of search the parent waits for before it kills a worker: searches are
+# capped in CPU time (``budget.cap_clock``), and a busy machine stretches those into more wall time.
+LOAD_ROOM = 3.0
 
 
 def apply_memory_limit() -> None:
@@ -604,9 +607,11 @@ class _WorkerRun:
 
     @property
     def seconds(self) -> float:
-        """The worker's wall clock: each site's searches (at most ``CLOCK_CAP`` times its budget,
-        the clock's cap on a search), shrinking and start-up about one more plus a few seconds."""
-        return self.options.timeout + CLOCK_CAP * self.options.budget * (len(self.group) + 1) + 10.0
+        """The worker's wall clock: each site's searches (at most ``CLOCK_CAP`` times its budget in
+        CPU seconds, the cap on a search), shrinking and start-up about one more, and room for a
+        machine that gives the worker a share of a core only (``LOAD_ROOM``): a hang's last net."""
+        searches = CLOCK_CAP * self.options.budget * (len(self.group) + 1)
+        return self.options.timeout + LOAD_ROOM * searches + 10.0
 
     def run(
         self,

@@ -244,17 +244,23 @@ class Worker:
     def emit_error(self, message: str, line: int) -> None:
         self.errors.append((message, line))
 
-    def _timed(self, seconds: float, fn: Callable[[], Any]) -> Any:
+    def _timed(self, seconds: float, fn: Callable[[], Any], cpu: bool = False) -> Any:
+        """``fn()``, stopped by ``RunTimeout`` after ``seconds``: of the wall clock (a recording
+        run: the user's ``timeout``), or with ``cpu`` of this process's CPU time, the clock of the
+        engine's safety caps (``budget.cap_clock``), which a busy machine does not stretch. A run
+        that waits rather than works is left to the parent's wall-clock deadline."""
+
         def ring(signum: int, frame: Any) -> None:
             raise RunTimeout()
 
-        old = signal.signal(signal.SIGALRM, ring)
-        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.05))
+        which, sig = (signal.ITIMER_PROF, signal.SIGPROF) if cpu else (signal.ITIMER_REAL, signal.SIGALRM)
+        old = signal.signal(sig, ring)
+        signal.setitimer(which, max(seconds, 0.05))
         try:
             return fn()
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+            signal.setitimer(which, 0)
+            signal.signal(sig, old)
 
     def assign(self, keys: set[str], report: bool = True, reserve: float = 0.0) -> dict[str, Assignment]:
         """Record runs, entry by entry, until every key is reached by some entry.
@@ -430,6 +436,7 @@ class Worker:
                 report = self._timed(
                     settings.seconds + self.record_timeout,
                     lambda: train_search(a.program, self.sites, todo, settings),
+                    cpu=True,
                 )
             except RunTimeout:
                 report = None
@@ -550,6 +557,7 @@ class Worker:
         report = self._timed(
             CLOCK_CAP * budget + self.record_timeout,
             (lambda: s.resume(budget)) if paused is not None else s.run,
+            cpu=True,
         )
         used = s.runner.iterations - before
         held = sum(p.held() for p in self.paused.values())
@@ -586,7 +594,7 @@ class Worker:
             stop_after_steps=step + 1,
         )
         try:  # the mode catches the timer's exception too: it comes back as ``error``
-            _, _, error = self._timed(CLOCK_CAP * min(2.0, self.budget), lambda: a.program.run(cfg))
+            _, _, error = self._timed(CLOCK_CAP * min(2.0, self.budget), lambda: a.program.run(cfg), cpu=True)
         except RunTimeout:
             return False
         return error is None
@@ -604,7 +612,9 @@ class Worker:
         outcome = found.outcome
         try:
             # Shrinking is bounded by its tries (``shrink``); the timer is a safety cap only.
-            values = self._timed(CLOCK_CAP * min(2.0, self.budget) + 1.0, lambda: shrink(values, fails))
+            values = self._timed(
+                CLOCK_CAP * min(2.0, self.budget) + 1.0, lambda: shrink(values, fails), cpu=True
+            )
             if not self._shapes_kept(values, found.values) and not self._runs_past_site(
                 a, values, found.deltas, outcome.step
             ):
