@@ -24,11 +24,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from grist_lsp.analyzer.programs import has_training_loop
 from grist_lsp.model import Site, Status, Verdict, Witness, counted, file_error, to_json
 
 # blocked_in: re-exported for the CLI, which reaches the engine through this module only.
 from . import protocol
+from .budget import CLOCK_CAP
 from .failures import DISTRIBUTED_HINT, waited_in_distributed
 from .protocol import (
     BadEntry,
@@ -94,6 +94,9 @@ class UnusableEntry(Exception):
 
 WORKER_MODULE = "grist_lsp.dynamic.worker"
 STARTUP_SECONDS = 60.0  # importing torch in a child, on a machine that may be busy
+# Wall seconds per CPU second of search the parent waits for before it kills a worker: searches are
+# capped in CPU time (``budget.cap_clock``), and a busy machine stretches those into more wall time.
+LOAD_ROOM = 3.0
 
 
 def apply_memory_limit() -> None:
@@ -538,12 +541,14 @@ def confirm(
     if not targets or (cancel is not None and cancel.is_set()):
         return list(verdicts)
     sites = [v.site for v in verdicts if v.site.op]
-    jobs = max(1, min(int(options.jobs or 1), len(targets)))
-    if has_training_loop(text):
-        # One training run watches every site (``training.py``): splitting the sites over
-        # workers would train the same program once per worker.
-        jobs = 1
-    groups = [targets[i::jobs] for i in range(jobs)]
+    # One worker searches all of a file's sites, whatever ``jobs`` says (``jobs`` runs files, and
+    # a file's fix checks, side by side). A site's result then depends on the seed and the options
+    # only: in one worker the sites are searched in one fixed order, every recording run watches
+    # them all, and a site broken by another site's search (``harvest``) is broken by the same run
+    # at any ``--jobs``, where workers splitting the sites made each one's report depend on which
+    # sites shared its worker. It also imports torch once per file, and a site no run reaches
+    # holds no worker of its own; one training run already watched every site.
+    groups = [targets]
     confinement = child_confinement(options, path)  # the sandbox: one per file, for all its children
     by_key = {v.site.key: v for v in targets}
     on_line = _SiteLines({k: v.site for k, v in by_key.items()}, len(targets), progress)
@@ -643,8 +648,11 @@ class _WorkerRun:
 
     @property
     def seconds(self) -> float:
-        """The worker's wall clock: shrinking and start-up cost about one more budget plus a few seconds."""
-        return self.options.timeout + self.options.budget * (len(self.group) + 1) + 10.0
+        """The worker's wall clock: each site's searches (at most ``CLOCK_CAP`` times its budget in
+        CPU seconds, the cap on a search), shrinking and start-up about one more, and room for a
+        machine that gives the worker a share of a core only (``LOAD_ROOM``): a hang's last net."""
+        searches = CLOCK_CAP * self.options.budget * (len(self.group) + 1)
+        return self.options.timeout + LOAD_ROOM * searches + 10.0
 
     def run(
         self,
@@ -719,7 +727,9 @@ def _after_search(v: Verdict, line: SiteReport, replay: ReplayAnswer | None) -> 
         status=Status.CONFIRMED,
         witness=witness,
         message=message,
-        reason=f"{message} [{line.note}, {counted(witness.iterations, 'run')}, {witness.seconds:.2f} s, {entry}]",
+        # No seconds here: the reason is the report's, which one seed makes the same on any machine
+        # (the witness's own ``seconds`` field keeps the time).
+        reason=f"{message} [{line.note}, {counted(witness.iterations, 'run')}, {entry}]",
     )
 
 

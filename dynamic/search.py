@@ -19,9 +19,13 @@ miss:
   either side of 0.
 
 Each move is a method of ``Search``, whose docstring says when it is tried. A search ends
-when it breaks the site, when its budget runs out, or when every move has had its turn and
-none has come closer for a long while (``GIVE_UP_AFTER``): the rest of the budget goes to the
+when it breaks the site, when its budget of runs runs out, or when every move has had its turn
+and none has come closer for a long while (``GIVE_UP_AFTER``): the rest of the budget goes to the
 file's other sites and entries.
+
+Budgets are runs, not seconds (``budget.runs_for``), so one seed gives one witness on any
+machine and under any load; the clock is only a safety cap for programs whose runs are slow,
+and a search it stops says so ("stopped by the clock after N runs").
 
 Domain (stated in the witness): every float input stays within
 ``bound_factor * max(1, max|example|)`` elementwise in absolute value (100x the
@@ -47,13 +51,16 @@ import torch
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import FACTORY_KEY, Site
 
+from .budget import CLOCK_CAP, RUNS_PER_SECOND, cap_clock, runs_for
 from .entries import Program
 from .tracing import SiteOutcome
 
 
 @dataclass
 class SearchSettings:
-    budget: float = 5.0  # seconds for this site
+    # This site's budget, in seconds of ``--budget``: it buys ``runs_for(budget)`` runs, and the
+    # clock stops the search at ``CLOCK_CAP * budget`` seconds whatever the runs.
+    budget: float = 5.0
     seed: int = 0
     bound_factor: float = 100.0
     weight_factor: float = 10.0
@@ -437,8 +444,10 @@ class Search:
         self.spent_before = 0.0  # seconds searched in earlier stretches (``resume``)
         self.paused_at: float | None = None
         self.resumable = False  # in the gradient loop: ``resume`` goes on from here
-        budget_end = self.t0 + settings.budget
-        self.end = budget_end if deadline is None else min(deadline, budget_end)
+        clock_end = cap_clock() + CLOCK_CAP * settings.budget
+        self.end = clock_end if deadline is None else min(deadline, clock_end)  # the safety cap
+        self.run_end = runs_for(settings.budget)  # the budget: the run count this stretch stops at
+        self.clock_stopped = False  # the clock, not the run budget, ended the latest stretch
         self.runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
         seed = (settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63)
         self.gen = torch.Generator().manual_seed(seed)
@@ -477,12 +486,23 @@ class Search:
         return self._loop()
 
     def resume(self, seconds: float) -> SearchReport:
-        """Go on for ``seconds`` more from where the gradient loop stopped (``resumable``): a site
-        searched in several slices (between training runs) adds them up as one search would."""
+        """Go on for a budget of ``seconds`` more (in runs, ``runs_for``) from where the gradient
+        loop stopped (``resumable``): a site searched in several slices (between training runs)
+        adds them up as one search would."""
         self.spent_before, self.paused_at = self.seconds(), None
         self.t0 = time.monotonic()
-        self.end = self.t0 + seconds
+        self.end = cap_clock() + CLOCK_CAP * seconds
+        self.run_end = self.runner.iterations + runs_for(seconds)
         return self._loop()
+
+    def out_of_budget(self) -> bool:
+        """Whether this stretch has used its runs, or (the safety cap) its time."""
+        if self.runner.iterations >= self.run_end:
+            return True
+        if cap_clock() >= self.end:
+            self.clock_stopped = True
+            return True
+        return False
 
     def seconds(self) -> float:
         """Seconds spent searching, over every stretch."""
@@ -498,7 +518,8 @@ class Search:
 
     def _loop(self) -> SearchReport:
         self.resumable = False  # until the loop stops, with its state intact
-        while time.monotonic() < self.end:
+        self.clock_stopped = False
+        while not self.out_of_budget():
             self._note_progress()
             if self.stalled():
                 break
@@ -590,7 +611,7 @@ class Search:
     def try_mutations(self) -> SearchReport | None:
         """The early mutations; the start moves to the one closest to the region."""
         for how, values in mutations(self.examples, self.site.kind, self.bounds):
-            if time.monotonic() > self.end:
+            if self.out_of_budget():
                 break
             if how in LATE_MUTATIONS or how.startswith(LABEL_MUTATION):
                 # The domain's extremes make less believable witnesses: gradient steps go first.
@@ -635,7 +656,7 @@ class Search:
         for how, cand_d in _weight_mutations(
             self.deltas, runner.param_values, self.cur_ev.param_names, self.settings.weight_factor
         ):
-            if time.monotonic() > self.end:
+            if self.out_of_budget():
                 break
             mev = runner.evaluate(self.cur, cand_d)
             if mev.found:
@@ -828,7 +849,14 @@ class Search:
             closest = f"no input shape tried gave {region.text}"
         else:
             closest = f"closest distance to the region ({region.text}) {self.best:.3g}"
-        note = f"searched {runner.iterations} runs in {self.seconds():.1f} s; {closest}"
+        # Runs, not seconds: the note is part of the report, which one seed must make the same.
+        if self.clock_stopped:
+            note = (
+                f"stopped by the clock after {runner.iterations} runs (its runs were slower than "
+                f"{RUNS_PER_SECOND} a second); {closest}"
+            )
+        else:
+            note = f"searched {runner.iterations} runs; {closest}"
         stalled = self.stalled()
         if stalled:
             note += (

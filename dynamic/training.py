@@ -37,6 +37,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
 
+from .budget import cap_clock
 from .tracing import BACKWARD, RunStopped, SiteOutcome, TargetReached, Tracer, TracerConfig, trace_call
 
 STEP_START = 0.01  # first signed step, as a share of an input's bound / 10 (the per-site search's scale)
@@ -52,8 +53,8 @@ class TrainingStopped(RunStopped):
 
 @dataclass
 class TrainingSettings:
-    seconds: float  # wall clock for the whole run
-    max_steps: int = 1_000_000
+    seconds: float  # the safety cap: CPU seconds for the whole run (``budget.cap_clock``)
+    max_steps: int = 1_000_000  # the budget: a run stops after this many training steps
     bound_factor: float = 100.0  # inputs stay within this times max(1, max|x|) of the program's own
 
 
@@ -96,11 +97,12 @@ class TrainingReport:
     note: str
     error: BaseException | None = None
     reached: set[str] = field(default_factory=set)
-    # A run is deterministic (seeded, steps taken between iterations): one the clock did not stop
+    # A run is deterministic (seeded, steps taken between iterations): one its budget did not stop
     # ends the same way when run again for the same targets, and one that steered nothing ends the
     # same way for any targets (its targets only choose what is steered).
-    timed_out: bool = False
+    timed_out: bool = False  # the clock (the safety cap) stopped it
     steered: bool = False
+    out_of_steps: bool = False  # its budget of steps stopped it
 
 
 class TrainingTracer(Tracer):
@@ -110,7 +112,7 @@ class TrainingTracer(Tracer):
         super().__init__(cfg)
         self.settings = settings
         self.targets = set(targets)
-        self.deadline = time.monotonic() + settings.seconds
+        self.deadline = cap_clock() + settings.seconds  # CPU seconds: see ``budget.cap_clock``
         self.t0 = time.monotonic()
         self.inputs: dict[str, Movable] = {}
         self._first_step: dict[str, int] = {}  # the line an input was made at -> the step it first was
@@ -122,6 +124,7 @@ class TrainingTracer(Tracer):
         self.found: TrainingFound | None = None
         self.stop_note = ""
         self.timed_out = False
+        self.out_of_steps = False
         self.steered = False  # an input took a step
         # Inside a step of one of torch's own optimizers: its ops touch weights, gradients and
         # optimizer state only, with nothing to watch or steer, and half a training step's
@@ -317,11 +320,12 @@ class TrainingTracer(Tracer):
 
     def _check_limits(self) -> None:
         if self.steps >= self.settings.max_steps:
-            self.stop_note = f"stopped after {self.steps} training steps (the cap)"
+            self.out_of_steps = True
+            self.stop_note = f"stopped after {self.steps} training steps (its budget)"
             raise TrainingStopped()
-        if time.monotonic() > self.deadline:
+        if cap_clock() > self.deadline:
             self.timed_out = True
-            self.stop_note = f"stopped after {self.steps} training steps ({self.settings.seconds:.1f} s)"
+            self.stop_note = f"stopped by the clock after {self.steps} training steps"
             raise TrainingStopped()
 
     def _state(self, outcome: SiteOutcome) -> TrainingFound:
@@ -377,4 +381,5 @@ def train_search(
         set(tracer.reached),
         timed_out=tracer.timed_out,
         steered=tracer.steered,
+        out_of_steps=tracer.out_of_steps,
     )

@@ -46,6 +46,7 @@ from grist_lsp.model import (
 )
 
 from . import protocol
+from .budget import seconds_of_runs
 from .protocol import Done, Message, ReplayTask, RunTask, Task, TaskResult, decode_task, task_line
 
 if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
@@ -66,8 +67,8 @@ def output_rtol(site_dtype: str | None) -> float:
 
 
 DEFAULT_TIMEOUT = 120.0
-FIX_SEARCH_FACTOR = 5.0  # a fix's fresh search: this many times the seconds the original search took
-FIX_SEARCH_FLOOR = 1.0  # ... and at least this many seconds
+FIX_SEARCH_FACTOR = 5.0  # a fix's fresh search: this many times the runs the original search took
+FIX_SEARCH_FLOOR = 1.0  # ... and at least this many seconds of budget (``budget.runs_for``)
 STARTUP_ALLOWANCE = 60.0
 MAX_PRINTED_NUMBERS = 10000
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)\b")
@@ -392,9 +393,10 @@ def _engine_check(
     if any(v.status is Status.ERROR for v in static):
         check.engine_at_site = "error: the static pass failed on the fixed text"
         return
-    # The search that found the bug took the witness's seconds: a fresh search of the fixed
-    # site gets several times that (at least a second), not a whole budget per fix.
-    found_in = verdict.witness.seconds if verdict.witness is not None else options.budget
+    # The search that found the bug took the witness's runs: a fresh search of the fixed site gets
+    # several times that (at least a second's worth), not a whole budget per fix. Runs, not the
+    # witness's seconds, so that a fix is verified the same way under any load.
+    found_in = seconds_of_runs(verdict.witness.iterations) if verdict.witness is not None else options.budget
     budget = min(options.budget, max(FIX_SEARCH_FLOOR, FIX_SEARCH_FACTOR * found_in))
     opts = dataclasses.replace(options, write_reproducers=None, budget=budget)
     before = _keys_before(text, fix, verdicts, verdict, Status.CONFIRMED)

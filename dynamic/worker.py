@@ -41,6 +41,7 @@ from grist_lsp.model import FACTORY_KEY, Site, Witness, counted, site_from_json
 
 from . import entries as E
 from . import protocol
+from .budget import CLOCK_CAP, RUNS_PER_SECOND, STEPS_PER_SECOND, runs_for, seconds_of_runs, steps_for
 from .failures import RunTimeout, describe_failure, user_location
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import BadEntry, Done, Message, RunError, SiteReport
@@ -50,7 +51,14 @@ from .training import TrainingSettings, train_search
 from .witness import describe, shrink, to_value
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
-RECORD_STEPS = 20  # training steps a recording run watches for the sites a training loop reaches
+# Training steps (``backward`` calls) a recording run watches for the sites a program reaches: a
+# script that trains until it is solved would otherwise run to the timeout, whether or not its
+# loop calls ``backward`` where the static pass sees it (a reinforcement-learning script calls it
+# in a function once per episode). A run cut short here says so in its sites' notes.
+RECORD_STEPS = 20
+# Every budget below is counted in runs of the program (a search's) and training steps (a
+# training run's), bought at fixed rates (``search.runs_for``, ``training.STEPS_PER_SECOND``), so
+# that what the worker reports depends on the seed and the options, never on the machine's load.
 # A training program's sites get GRIST's training runs and short per-site searches in turns, in
 # slices of one site's budget that grow: a bug either kind reaches quickly costs the file little,
 # whichever kind it is, and neither waits long behind the other. Training runs get 0.5 of a
@@ -63,7 +71,7 @@ TURNS: tuple[tuple[str, float], ...] = (
     ("search", 0.10),
     ("train", 0.35),
 )
-MIN_SEARCH = 0.2  # seconds: a share of a site's budget smaller than this is not worth a run of its own
+MIN_RUNS = 20  # a share of a site's budget smaller than this many runs is not worth a search of its own
 # Tensor elements all paused searches may keep (float32: 200 MB); past it a search starts afresh
 # next time, as it did before searches paused (a large model's parameter moves, many sites).
 PAUSED_ELEMENTS = 50_000_000
@@ -168,6 +176,7 @@ class Worker:
         self.targets = [site_from_json(s) for s in req["targets"]]
         self.sites = [site_from_json(s) for s in req.get("sites") or req["targets"]]
         self.budget = float(req.get("budget", 5.0))
+        self.runs = runs_for(self.budget)  # what one site may cost in all, in runs
         self.seed = int(req.get("seed", 0))
         self.record_timeout = float(req.get("record_timeout", 20.0))
         # The parent kills this process ``worker_seconds`` after it said it was ready.
@@ -187,30 +196,40 @@ class Worker:
         self.harvest: dict[str, Found] = {}
         self.harvested_by: dict[str, Assignment] = {}
         self.turns: dict[str, int] = {}  # how many short searches (TURNS) each site already had
-        # Seconds each site has had so far: its own searches, and its share of every training run
-        # that watched it while it was open. ``--budget`` is what a site may cost in all.
+        # Runs each site has had so far: its own searches, and its share of every training run that
+        # watched it while it was open (a step at the rate of a run's worth of ``--budget``).
         self.spent: defaultdict[str, float] = defaultdict(float)
         self.last_note: dict[str, str] = {}  # why the site's latest attempt found nothing
         # Entry label -> the targets of its last training run that ended before its time, or None
         # when that run steered nothing: running it again would only repeat it (``TrainingReport``).
         self.trained_out: dict[str, frozenset[str] | None] = {}
-        # (site key, entry label) -> its search, stopped by the clock: the next slice goes on from there.
+        # Entry label -> how its recording run was cut short (steps, or the clock) before it reached
+        # every site it was watching for: said in the note of the sites no entry reached.
+        self.cut_short: dict[str, str] = {}
+        # (site key, entry label) -> its search, stopped at the end of its slice of runs: the next
+        # slice goes on from there.
         self.paused: dict[tuple[str, str], Search] = {}
 
     def emit_error(self, message: str, line: int, kind: str = "other") -> None:
         self.errors.append((message, line, kind))
 
-    def _timed(self, seconds: float, fn: Callable[[], Any]) -> Any:
+    def _timed(self, seconds: float, fn: Callable[[], Any], cpu: bool = False) -> Any:
+        """``fn()``, stopped by ``RunTimeout`` after ``seconds``: of the wall clock (a recording
+        run: the user's ``timeout``), or with ``cpu`` of this process's CPU time, the clock of the
+        engine's safety caps (``budget.cap_clock``), which a busy machine does not stretch. A run
+        that waits rather than works is left to the parent's wall-clock deadline."""
+
         def ring(signum: int, frame: Any) -> None:
             raise RunTimeout()
 
-        old = signal.signal(signal.SIGALRM, ring)
-        signal.setitimer(signal.ITIMER_REAL, max(seconds, 0.05))
+        which, sig = (signal.ITIMER_PROF, signal.SIGPROF) if cpu else (signal.ITIMER_REAL, signal.SIGALRM)
+        old = signal.signal(sig, ring)
+        signal.setitimer(which, max(seconds, 0.05))
         try:
             return fn()
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, old)
+            signal.setitimer(which, 0)
+            signal.signal(sig, old)
 
     def assign(self, keys: set[str], report: bool = True, reserve: float = 0.0) -> dict[str, Assignment]:
         """Record runs, entry by entry, until every key is reached by some entry.
@@ -257,7 +276,7 @@ class Worker:
                 record=True,
                 stop_when_all_reached=True,
                 watch=frozenset(todo),
-                stop_after_steps=RECORD_STEPS if prog.trains else None,
+                stop_after_steps=RECORD_STEPS,
             )
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
@@ -267,6 +286,11 @@ class Worker:
                 if isinstance(error, E.EntryError):
                     raise error  # the entry returned the wrong thing (``EntryProgram.prepare``)
                 self.real_reached.update(tracer.reached)
+            if not todo <= set(tracer.reached):
+                if isinstance(error, RunTimeout):
+                    self.cut_short[prog.label] = f"stopped by the clock after {limit:.0f} s"
+                elif tracer.steps >= RECORD_STEPS:
+                    self.cut_short[prog.label] = f"stopped after {RECORD_STEPS} training steps"
             self.pool.append((prog, set(tracer.reached), dict(tracer.recorded)))
             prog.input_names.update(tracer.input_names)
             reached = [k for k in tracer.reached if k in todo]
@@ -304,7 +328,9 @@ class Worker:
             self.out(Done())
 
     def _run(self) -> None:
-        assigned = self.assign({s.key for s in self.targets}, reserve=self.budget * len(self.targets) + 2.0)
+        assigned = self.assign(
+            {s.key for s in self.targets}, reserve=CLOCK_CAP * self.budget * len(self.targets) + 2.0
+        )
         for message, line, kind in self.errors:
             self.out(RunError(message, line, kind=kind))
         trained = self.train(assigned)
@@ -314,26 +340,19 @@ class Worker:
                 continue
             a = assigned.get(site.key)
             if a is None:
-                self.out(
-                    SiteReport(
-                        key=site.key,
-                        witness=None,
-                        entry=None,
-                        note="not reached by any entry (explicit entries, tests, script, probes)",
-                    )
-                )
+                self.out(SiteReport(key=site.key, witness=None, entry=None, note=self.unreached_note()))
                 continue
             # Most of what is left of the budget on the first entry that reaches the site; the rest
             # on another entry (a probe of the function itself reaches shapes the script never makes).
             seed = self.seed + RESEED * self.turns.get(site.key, 0)
             left = self.left(site.key)
-            if left < MIN_SEARCH:
+            if left < MIN_RUNS:
                 self.out_unfound(site, a.program.label)
                 continue
             # One search gets all that is left when another entry would get too little. (When no
             # other entry reaches the site, the second slice resumes this search: nothing is lost.)
-            last = left * (1 - PRIMARY_SHARE) < MIN_SEARCH
-            found = self.search_one(site, a, left if last else left * PRIMARY_SHARE, seed, final=last)
+            last = left * (1 - PRIMARY_SHARE) < MIN_RUNS
+            found = self.search_one(site, a, left if last else round(left * PRIMARY_SHARE), seed, final=last)
             if not found and not last:
                 unfound[site.key] = a.program
         if unfound:
@@ -347,7 +366,7 @@ class Worker:
                     self.assign(
                         set(unfound) - set(more),
                         report=False,
-                        reserve=sum(self.left(k) for k in unfound) + 2.0,
+                        reserve=CLOCK_CAP * seconds_of_runs(sum(self.left(k) for k in unfound)) + 2.0,
                     )
                 )
             except RunTimeout:
@@ -360,12 +379,20 @@ class Worker:
                 self.search_one(
                     site,
                     a,
-                    max(self.left(site.key), MIN_SEARCH),
+                    max(self.left(site.key), MIN_RUNS),
                     seed,
                     final=True,
                     tried=unfound[site.key].label,
                 )
         self.out(Done())
+
+    def unreached_note(self) -> str:
+        """Why a site has no witness when no entry reached it, and which recording runs were cut short."""
+        note = "not reached by any entry (explicit entries, tests, script, probes)"
+        cuts = "; ".join(
+            f"the recording run of {label} was cut short ({how})" for label, how in self.cut_short.items()
+        )
+        return f"{note}; {cuts}" if cuts else note
 
     def train(self, assigned: dict[str, Assignment]) -> set[str]:
         """GRIST's own setting first: a program that trains runs as written, watching every site
@@ -384,37 +411,37 @@ class Worker:
             for turn, share in TURNS:
                 open_keys = todo - found - set(self.harvest)
                 if turn == "train":
-                    found |= self.training_runs(a, open_keys, by_key, self.budget * share)
+                    found |= self.training_runs(a, open_keys, by_key, steps_for(self.budget * share))
                 else:
                     found |= self.quick_searches(a, [by_key[k] for k in sorted(open_keys)], share)
         return found
 
-    def training_runs(
-        self, a: Assignment, todo: set[str], by_key: dict[str, Site], seconds: float
-    ) -> set[str]:
-        """Training runs of ``a``'s program for ``seconds``, one per finding; the keys found."""
+    def training_runs(self, a: Assignment, todo: set[str], by_key: dict[str, Site], steps: int) -> set[str]:
+        """Training runs of ``a``'s program for ``steps`` training steps in all, one run per
+        finding; the keys found. The clock caps each run at ``CLOCK_CAP`` times what its steps
+        are worth (a program whose steps are slow)."""
         found: set[str] = set()
         todo = set(todo)
-        end = time.monotonic() + seconds
         label = a.program.label
-        while todo and end - time.monotonic() > 0.2 and not self.would_repeat(label, todo):
-            settings = TrainingSettings(seconds=end - time.monotonic())
+        while todo and steps > 0 and not self.would_repeat(label, todo):
+            settings = TrainingSettings(seconds=CLOCK_CAP * steps / STEPS_PER_SECOND, max_steps=steps)
             targets = frozenset(todo)
-            started = time.monotonic()
             try:
                 report = self._timed(
                     settings.seconds + self.record_timeout,
                     lambda: train_search(a.program, self.sites, todo, settings),
+                    cpu=True,
                 )
             except RunTimeout:
                 report = None
-            # The run watched every open site at once: each pays its share.
-            share = (time.monotonic() - started) / len(todo)
+            # The run watched every open site at once: each pays its share, in runs.
+            used = max(report.steps, 1) if report is not None else steps
+            steps -= used
             for key in todo:
-                self.spent[key] += share
+                self.spent[key] += used * RUNS_PER_SECOND / STEPS_PER_SECOND / len(todo)
             if report is None:
                 break
-            if not report.timed_out:
+            if not (report.timed_out or report.out_of_steps):
                 self.trained_out[label] = targets if report.steered else None
             if report.found is None:
                 for key in todo:
@@ -444,7 +471,7 @@ class Worker:
         return targets is None or targets == todo
 
     def quick_searches(self, a: Assignment, sites: list[Site], share: float) -> set[str]:
-        """A short search (``share`` of a budget) of each of ``sites``, each from a seed of its
+        """A short search (``share`` of a site's runs) of each of ``sites``, each from a seed of its
         own; returns the keys found."""
         found = set()
         for site in sites:
@@ -452,13 +479,13 @@ class Worker:
                 continue
             rounds = self.turns.get(site.key, 0)
             self.turns[site.key] = rounds + 1
-            if self.search_one(site, a, self.budget * share, self.seed + RESEED * rounds):
+            if self.search_one(site, a, round(self.runs * share), self.seed + RESEED * rounds):
                 found.add(site.key)
         return found
 
-    def left(self, key: str) -> float:
-        """Seconds of the budget ``key`` has not used yet."""
-        return max(self.budget - self.spent[key], 0.0)
+    def left(self, key: str) -> int:
+        """Runs of its budget ``key`` has not used yet."""
+        return max(round(self.runs - self.spent[key]), 0)
 
     def out_unfound(self, site: Site, entry: str) -> None:
         """Report ``site`` as searched and not broken, with why its latest attempt stopped."""
@@ -478,23 +505,21 @@ class Worker:
         self,
         site: Site,
         a: Assignment,
-        budget: float,
+        runs: int,
         seed: int,
         final: bool = False,
         tried: str | None = None,
     ) -> bool:
-        """Search one site from one entry; report it when found or when this was the last try."""
-        settings = SearchSettings(budget=budget, seed=seed, harvest=self.harvest)
+        """Search one site from one entry for ``runs`` runs; report it when found or when this was
+        the last try."""
+        settings = SearchSettings(budget=seconds_of_runs(runs), seed=seed, harvest=self.harvest)
         before = set(self.harvest)
         program = a.program
         if isinstance(program, E.ProbeProgram) and site.key in self.real_reached:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(program.qualname)
-        started = time.monotonic()
-        try:
-            report = self._search(site, a, budget, settings, final)
-        finally:
-            self.spent[site.key] += time.monotonic() - started
+        report, used = self._search(site, a, settings, final)
+        self.spent[site.key] += used
         for key in set(self.harvest) - before:
             self.harvested_by[key] = a
         if report.found is None and settings.supports:
@@ -512,21 +537,27 @@ class Worker:
         return True
 
     def _search(
-        self, site: Site, a: Assignment, budget: float, settings: SearchSettings, final: bool
-    ) -> SearchReport:
-        """``budget`` seconds of search of ``site`` from ``a``'s entry; a search of the same pair
-        that an earlier slice stopped goes on (keeping its own seed and settings) rather than
-        restarting from the recording. The ``final`` slice keeps nothing."""
+        self, site: Site, a: Assignment, settings: SearchSettings, final: bool
+    ) -> tuple[SearchReport, int]:
+        """A search of ``site`` from ``a``'s entry for ``settings.budget`` (in runs), and the runs
+        it used; a search of the same pair that an earlier slice stopped goes on (keeping its own
+        seed and settings) rather than restarting from the recording. The ``final`` slice keeps
+        nothing."""
         key = (site.key, a.program.label)
         paused = self.paused.pop(key, None)
         s = paused or Search(a.program, site, self.sites, a.examples, settings, None)
+        before = s.runner.iterations
+        budget = settings.budget
         report = self._timed(
-            budget + self.record_timeout, (lambda: s.resume(budget)) if paused is not None else s.run
+            CLOCK_CAP * budget + self.record_timeout,
+            (lambda: s.resume(budget)) if paused is not None else s.run,
+            cpu=True,
         )
+        used = s.runner.iterations - before
         held = sum(p.held() for p in self.paused.values())
         if report.found is None and s.resumable and not final and held + s.held() <= PAUSED_ELEMENTS:
             self.paused[key] = s
-        return report
+        return report, used
 
     def report_found(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
@@ -557,7 +588,7 @@ class Worker:
             stop_after_steps=step + 1,
         )
         try:  # the mode catches the timer's exception too: it comes back as ``error``
-            _, _, error = self._timed(min(2.0, self.budget), lambda: a.program.run(cfg))
+            _, _, error = self._timed(CLOCK_CAP * min(2.0, self.budget), lambda: a.program.run(cfg), cpu=True)
         except RunTimeout:
             return False
         return error is None
@@ -574,7 +605,10 @@ class Worker:
         values = found.values
         outcome = found.outcome
         try:
-            values = self._timed(min(2.0, self.budget) + 1.0, lambda: shrink(values, fails))
+            # Shrinking is bounded by its tries (``shrink``); the timer is a safety cap only.
+            values = self._timed(
+                CLOCK_CAP * min(2.0, self.budget) + 1.0, lambda: shrink(values, fails), cpu=True
+            )
             if not self._shapes_kept(values, found.values) and not self._runs_past_site(
                 a, values, found.deltas, outcome.step
             ):

@@ -415,39 +415,41 @@ def test_explicit_entry_with_kwargs_names_every_argument(tmp_path):
 
 
 class _FakeClockWorker:
-    """A worker for one site of a training program, on a faked clock, with training runs and
-    searches replaced: ``train_report(seconds)`` says how each training run ends (it takes all
-    the time it is given), and each search slice takes all of its seconds and breaks nothing (a
-    paused one goes on, unless what it keeps, ``held``, is too large)."""
+    """A worker for one site of a training program, with training runs and searches replaced:
+    ``train_report(steps)`` says how each training run ends (it takes all the steps it is given),
+    and each search slice takes all of its runs and breaks nothing (a paused one goes on, unless
+    what it keeps, ``held``, is too large). ``cost`` adds up what they used, in runs (a training
+    step at the rate of ``budget``)."""
 
     def __init__(self, tmp_path: Path, monkeypatch, train_report, held: int = 0) -> None:
         from grist_lsp.dynamic import worker as W
+        from grist_lsp.dynamic.budget import RUNS_PER_SECOND, STEPS_PER_SECOND, runs_for
         from grist_lsp.dynamic.search import SearchReport
 
         text = "import torch\nx = torch.rand(3)\nfor _ in range(10):\n    y = torch.log(x + 1)\n"
         path = tmp_path / "prog.py"
         path.write_text(text, encoding="utf-8")
         self.site = site_at(path, text, "torch.log(x + 1)", "torch.log")
-        self.now = 0.0
+        self.cost = 0.0
         self.training_runs = 0
         self.searches_made = 0
         fake = self
 
-        class Clock:
-            @staticmethod
-            def monotonic() -> float:
-                return fake.now
-
         def train_search(program, sites, todo, settings):
-            fake.now += settings.seconds
             fake.training_runs += 1
-            return train_report(settings.seconds)
+            report = train_report(settings.max_steps)
+            fake.cost += report.steps * RUNS_PER_SECOND / STEPS_PER_SECOND
+            return report
+
+        class Runner:
+            iterations = 0
 
         class Search:
             resumable = True
 
             def __init__(self, program, site, sites, examples, settings, deadline):
                 self.budget = settings.budget
+                self.runner = Runner()
                 fake.searches_made += 1
 
             def held(self):
@@ -457,10 +459,10 @@ class _FakeClockWorker:
                 return self.resume(self.budget)
 
             def resume(self, seconds):
-                fake.now += seconds
-                return SearchReport(None, 5, seconds, 1.0, "searched 5 runs")
+                self.runner.iterations += runs_for(seconds)
+                fake.cost += runs_for(seconds)
+                return SearchReport(None, self.runner.iterations, seconds, 1.0, "searched 5 runs")
 
-        monkeypatch.setattr(W, "time", Clock)
         monkeypatch.setattr(W, "train_search", train_search)
         monkeypatch.setattr(W, "Search", Search)
         self.sent: list = []
@@ -483,19 +485,20 @@ class _FakeClockWorker:
 @pytest.mark.parametrize("held", [0, 10**9])
 def test_a_site_nothing_breaks_costs_one_budget_however_it_was_spent(tmp_path, monkeypatch, held):
     """Training runs, the short searches between them and the per-site searches after them
-    together stay within ``--budget`` for a site none of them breaks (on the worker's clock,
-    faked here: each run takes all the time it is given). The site's search pauses between its
-    slices and goes on, unless what it would keep is too large: then each slice starts afresh."""
+    together stay within ``--budget`` (in runs: ``budget.runs_for``) for a site none of them
+    breaks (each run takes all the steps or runs it is given). The site's search pauses between
+    its slices and goes on, unless what it would keep is too large: then each slice starts afresh."""
     from grist_lsp.dynamic import worker as W
+    from grist_lsp.dynamic.budget import runs_for
     from grist_lsp.dynamic.training import TrainingReport
 
-    def stopped_by_the_clock(seconds: float) -> TrainingReport:
-        return TrainingReport(None, 10, seconds, "stopped after 10 training steps", timed_out=True)
+    def stopped_by_its_budget(steps: int) -> TrainingReport:
+        return TrainingReport(None, steps, 0.0, f"stopped after {steps} training steps", out_of_steps=True)
 
-    fake = _FakeClockWorker(tmp_path, monkeypatch, stopped_by_the_clock, held)
+    fake = _FakeClockWorker(tmp_path, monkeypatch, stopped_by_its_budget, held)
     reports = fake.run()
 
-    assert fake.now <= 5.0 + 1e-9, f"the site cost {fake.now:.2f} s of a 5 s budget"
+    assert runs_for(5.0) - W.MIN_RUNS <= fake.cost <= runs_for(5.0), f"the site cost {fake.cost} runs"
     assert [(r.key, r.witness) for r in reports] == [(fake.site.key, None)]
     assert "searched 5 runs" in reports[0].note
     assert fake.training_runs == sum(turn == "train" for turn, _ in W.TURNS)
@@ -511,9 +514,10 @@ def test_a_training_run_that_ended_before_its_time_is_not_run_again_for_the_same
     """A training run is seeded and deterministic: one that ended on its own (the program
     ended, or a site found before failed first) would end the same way in every later turn, so
     its turns go to the site's search instead."""
+    from grist_lsp.dynamic.budget import runs_for
     from grist_lsp.dynamic.training import TrainingReport
 
-    def ended(seconds: float) -> TrainingReport:
+    def ended(steps: int) -> TrainingReport:
         return TrainingReport(None, 356, 0.0, "line 9 (torch.log) failed first", steered=steered)
 
     fake = _FakeClockWorker(tmp_path, monkeypatch, ended)
@@ -521,7 +525,7 @@ def test_a_training_run_that_ended_before_its_time_is_not_run_again_for_the_same
 
     assert fake.training_runs == 1
     assert [(r.key, r.witness) for r in reports] == [(fake.site.key, None)]
-    assert fake.now <= 5.0 + 1e-9
+    assert fake.cost <= runs_for(5.0)
 
 
 def test_the_progress_line_names_a_site_by_its_one_based_column_as_the_report_does(tmp_path):
