@@ -49,6 +49,9 @@ from .witness import describe, shrink, to_value
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
 RECORD_STEPS = 20  # training steps a recording run watches for the sites a training loop reaches
+# ... and, in a loop that does not train, how often it meets a site again without reaching a new
+# one: an endless evaluation loop whose other sites wait for a NaN would run to the timeout.
+RECORD_ROUNDS = 200
 # A training program's sites get GRIST's training runs and short per-site searches in turns, in
 # slices of one site's budget that grow: a bug either kind reaches quickly costs the file little,
 # whichever kind it is, and neither waits long behind the other. Training runs get 0.5 of a
@@ -283,6 +286,7 @@ class Worker:
                 stop_when_all_reached=True,
                 watch=frozenset(todo),
                 stop_after_steps=RECORD_STEPS if prog.trains else None,
+                stop_after_rounds=RECORD_ROUNDS,
             )
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
