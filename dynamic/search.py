@@ -115,6 +115,7 @@ class Runner:
     sites: list[Site]
     iterations: int = 0
     param_values: dict[str, torch.Tensor] = field(default_factory=dict)
+    free_params: set[str] = field(default_factory=set)  # keys of param_values that are free (tracing)
     # Gradients through the user's no_grad blocks; switched off when the program cannot take it
     # (in-place updates of leaves in a no_grad block).
     grad_everywhere: bool = True
@@ -143,6 +144,7 @@ class Runner:
             key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values
         }
         self.param_values.update(params)
+        self.free_params |= tracer.free_params()
         if outcome is None and error is not None:
             wall = _raised_at(error, self.program.user_files)
             if wall is not None:
@@ -440,6 +442,8 @@ class Search:
         budget_end = self.t0 + settings.budget
         self.end = budget_end if deadline is None else min(deadline, budget_end)
         self.runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
+        # Shares the runner's set: a free parameter is known once a run has met it.
+        self.limits = WeightLimits(settings.weight_factor, settings.bound_factor, self.runner.free_params)
         seed = (settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63)
         self.gen = torch.Generator().manual_seed(seed)
         self.examples = examples
@@ -633,7 +637,7 @@ class Search:
         if self.cur_ev.found:
             return self.done(self.cur_ev, self.cur, self.deltas, "gradient with weights")
         for how, cand_d in _weight_mutations(
-            self.deltas, runner.param_values, self.cur_ev.param_names, self.settings.weight_factor
+            self.deltas, runner.param_values, self.cur_ev.param_names, self.limits
         ):
             if time.monotonic() > self.end:
                 break
@@ -666,7 +670,7 @@ class Search:
             self.cur_ev,
             self.bounds,
             self.runner.param_values,
-            self.settings.weight_factor,
+            self.limits,
         ):
             tev = self.runner.evaluate(cand, self._run_deltas(cand_d))
             if tev.found:
@@ -747,7 +751,7 @@ class Search:
             self.cur_ev,
             self.bounds,
             self.runner.param_values,
-            self.settings.weight_factor,
+            self.limits,
         )
         return self._evaluate_step(values, deltas, "Newton step")
 
@@ -760,7 +764,7 @@ class Search:
             self.bounds,
             self.step_size,
             self.runner.param_values,
-            self.settings.weight_factor,
+            self.limits,
         )
         return self._evaluate_step(values, deltas, "gradient step")
 
@@ -778,9 +782,7 @@ class Search:
         """Signed steps move every weight at once; a step along the gradient, scaled to each
         tensor's size, moves the few that matter (a temperature, a scale) without wrecking the
         rest of the network. Each finds bugs the other misses: the caller keeps the better."""
-        deltas = _relative(
-            self.deltas, self.cur_ev, self.step_size, self.runner.param_values, self.settings.weight_factor
-        )
+        deltas = _relative(self.deltas, self.cur_ev, self.step_size, self.runner.param_values, self.limits)
         ev = self.runner.evaluate(values, deltas)
         if ev.found:
             return self.done(ev, values, deltas, "gradient step (weights along the gradient)")
@@ -883,7 +885,7 @@ def _landing_moves(
     ev: Evaluation,
     bounds: dict[str, float],
     params: dict[str, torch.Tensor],
-    wfactor: float,
+    wfactor: WeightLimits,
 ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
     """Moves for an operand a hair's breadth from the region: (how, inputs, deltas).
 
@@ -923,7 +925,7 @@ class _LandingPoint:
         ev: Evaluation,
         bounds: dict[str, float],
         params: dict[str, torch.Tensor],
-        wfactor: float,
+        wfactor: WeightLimits,
     ) -> None:
         self.cur, self.deltas, self.ev = cur, deltas, ev
         self.bounds, self.params, self.wfactor = bounds, params, wfactor
@@ -955,7 +957,7 @@ class _LandingPoint:
 
     def clipped(self, k: str, v: torch.Tensor) -> torch.Tensor:
         if k.startswith("w:"):
-            return _clip_delta(v, self.params[k[2:]], self.wfactor)
+            return self.wfactor.clip(k[2:], v, self.params[k[2:]])
         return _clip(v, self.bounds[k])
 
     def apply(self, changes: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -1022,9 +1024,23 @@ def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:
     return v.clamp(-bound, bound)
 
 
-def _clip_delta(d: torch.Tensor, p: torch.Tensor, factor: float) -> torch.Tensor:
-    limit = (p.abs() * factor).clamp_min(1.0)
-    return torch.maximum(torch.minimum(d, limit), -limit)
+@dataclass
+class WeightLimits:
+    """How far the search may move each weight from its value at entry: ``factor`` times each
+    element's magnitude (at least 1). A free parameter (``Tracer.free_params``: free logits) may go
+    as far as an input may, ``free_factor`` times its largest magnitude (at least 1): softmax needs
+    a logit gap of ~104 to underflow in float32, and the witness says how far it went."""
+
+    factor: float
+    free_factor: float
+    free: set[str] = field(default_factory=set)
+
+    def clip(self, key: str, d: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        if key in self.free:
+            bound = self.free_factor * max(1.0, float(p.abs().max()) if p.numel() else 1.0)
+            return d.clamp(-bound, bound)
+        limit = (p.abs() * self.factor).clamp_min(1.0)
+        return torch.maximum(torch.minimum(d, limit), -limit)
 
 
 def _signed(
@@ -1034,7 +1050,7 @@ def _signed(
     bounds: dict[str, float],
     a: float,
     params: dict[str, torch.Tensor],
-    wfactor: float,
+    wfactor: WeightLimits,
 ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     out = dict(cur)
     for k, g in ev.grads.items():
@@ -1048,7 +1064,7 @@ def _signed(
         g = ev.grads.get("w:" + k)
         if g is not None and k in params:
             step = a * params[k].abs().clamp_min(1.0)
-            nd[k] = _clip_delta(d - step * torch.sign(g), params[k], wfactor)
+            nd[k] = wfactor.clip(k, d - step * torch.sign(g), params[k])
     return out, nd
 
 
@@ -1056,7 +1072,11 @@ WEIGHT_SCALE_FLOOR = 1e-2  # the step scale of a tensor of zeros (a bias at init
 
 
 def _relative(
-    deltas: dict[str, torch.Tensor], ev: Evaluation, a: float, params: dict[str, torch.Tensor], wfactor: float
+    deltas: dict[str, torch.Tensor],
+    ev: Evaluation,
+    a: float,
+    params: dict[str, torch.Tensor],
+    wfactor: WeightLimits,
 ) -> dict[str, torch.Tensor]:
     """Weight deltas moved along the gradient taken relative to each tensor's size: the weight
     whose relative change matters most moves by ``a`` times its tensor's largest magnitude."""
@@ -1072,12 +1092,15 @@ def _relative(
         return nd
     for k, r in rel.items():
         step = (a * scale[k] / top) * r
-        nd[k] = _clip_delta((deltas[k].double() - step).to(deltas[k].dtype), params[k], wfactor)
+        nd[k] = wfactor.clip(k, (deltas[k].double() - step).to(deltas[k].dtype), params[k])
     return nd
 
 
 def _weight_mutations(
-    deltas: dict[str, torch.Tensor], params: dict[str, torch.Tensor], names: dict[str, str], wfactor: float
+    deltas: dict[str, torch.Tensor],
+    params: dict[str, torch.Tensor],
+    names: dict[str, str],
+    wfactor: WeightLimits,
 ) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
     """Single-number parameters (a learned temperature, scale or log-variance) moved to the
     values training can carry them to: across zero, to zero, a hair either side of it."""
@@ -1095,7 +1118,7 @@ def _weight_mutations(
         ):
             if target == v:
                 continue
-            yield how, {**deltas, k: _clip_delta(torch.full_like(d, target - v), p, wfactor)}
+            yield how, {**deltas, k: wfactor.clip(k, torch.full_like(d, target - v), p)}
 
 
 def _newton(
@@ -1104,7 +1127,7 @@ def _newton(
     ev: Evaluation,
     bounds: dict[str, float],
     params: dict[str, torch.Tensor],
-    wfactor: float,
+    wfactor: WeightLimits,
 ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     norm2 = sum(float((g.double() ** 2).sum()) for g in ev.grads.values())
     if norm2 == 0.0:
@@ -1118,5 +1141,5 @@ def _newton(
     for k, d in deltas.items():
         g = ev.grads.get("w:" + k)
         if g is not None and k in params:
-            nd[k] = _clip_delta((d.double() - f * g.double() / norm2).to(d.dtype), params[k], wfactor)
+            nd[k] = wfactor.clip(k, (d.double() - f * g.double() / norm2).to(d.dtype), params[k])
     return out, nd

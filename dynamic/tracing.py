@@ -372,6 +372,7 @@ class Tracer(RunHere):
         self.steps = 0  # backward calls seen (training steps)
         self.branch: PendingBranch | None = None  # a where-branch target waiting for its discarding op
         self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
+        self.optimised: set[int] = set()  # ids of tensors some optimizer updates
         self._met_again: dict[str, int] = {}  # site key -> times met since a new site was last reached
 
     # --- frames ---------------------------------------------------------------
@@ -530,9 +531,11 @@ class Tracer(RunHere):
     @contextlib.contextmanager
     def parameters_noted(self) -> Iterator[None]:
         """For one run: ``nn.Parameter(0.1 * torch.randn(3, 2))`` notes the inputs behind it as
-        weight initialisers (see ``_make_trainable``). Its constructor is no torch call the mode
-        sees, so it is wrapped while the run lasts."""
+        weight initialisers (see ``_make_trainable``), and every tensor an optimizer is given is
+        noted as one the program trains (the others it made trainable are free: ``free_params``).
+        Neither call is one the mode sees, so both are wrapped while the run lasts."""
         saved = torch.nn.Parameter.__dict__["__new__"]
+        saved_group = torch.optim.Optimizer.add_param_group
         tracer = self
 
         def new(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
@@ -540,11 +543,33 @@ class Tracer(RunHere):
                 tracer.weight_inputs.update(tracer._search_inputs_behind(data))
             return saved.__func__(cls, data, requires_grad)
 
+        # Named as torch names them, so the stand-in has the method's exact signature.
+        def add_param_group(self: torch.optim.Optimizer, param_group: dict[str, Any]) -> None:
+            params = param_group.get("params")
+            for p in [params] if isinstance(params, torch.Tensor) else list(params or []):
+                tracer.optimised.add(id(p))
+            saved_group(self, param_group)
+
         torch.nn.Parameter.__new__ = staticmethod(new)
+        torch.optim.Optimizer.add_param_group = add_param_group
         try:
             yield
         finally:
             torch.nn.Parameter.__new__ = saved
+            torch.optim.Optimizer.add_param_group = saved_group
+
+    def free_params(self) -> set[str]:
+        """Keys of the tensors the program made trainable itself that no optimizer is given and no
+        module owns (free logits, re-wrapped each step by ``Variable(z, requires_grad=True)``):
+        the program's free parameters, which the search may take as far as an op needs."""
+        return {
+            key
+            for p, key in self._params.values()
+            if id(p) not in self.optimised
+            and not isinstance(p, torch.nn.Parameter)
+            and torch.is_floating_point(p)
+            and p.is_leaf
+        }
 
     def _search_inputs_behind(self, t: torch.Tensor, limit: int = 10000) -> set[str]:
         """Keys of the search inputs among the leaves of ``t``'s graph; empty when any other leaf

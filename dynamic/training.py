@@ -115,7 +115,6 @@ class TrainingTracer(Tracer):
         self.inputs: dict[str, Movable] = {}
         self._first_step: dict[str, int] = {}  # the line an input was made at -> the step it first was
         self.initial: dict[str, torch.Tensor] = {}  # parameter key -> value at first sight
-        self.optimised: set[int] = set()  # ids of tensors some optimizer updates
         self.progress: dict[str, Progress] = {}
         self.target: str | None = None
         self.a = STEP_START
@@ -161,27 +160,13 @@ class TrainingTracer(Tracer):
 
     def _free_leaves(self) -> dict[str, torch.Tensor]:
         """Tensors the program made trainable that no optimizer updates: data (free logits), moved as inputs."""
-        return {
-            key: p
-            for p, key in self._params.values()
-            if id(p) not in self.optimised
-            and not isinstance(p, torch.nn.Parameter)
-            and torch.is_floating_point(p)
-            and p.is_leaf
-        }
+        free = self.free_params()
+        return {key: p for p, key in self._params.values() if key in free}
 
     @contextlib.contextmanager
     def optimizers_noted(self) -> Iterator[None]:
-        """For the run: note every tensor an optimizer is given (those are weights, trained by the program)."""
-        saved = torch.optim.Optimizer.add_param_group
+        """For the run: know when one of torch's own optimizers steps (its ops are not traced)."""
         tracer = self
-
-        # Named as torch names them, so the stand-in has the method's exact signature.
-        def add_param_group(self: torch.optim.Optimizer, param_group: dict[str, Any]) -> None:
-            params = param_group.get("params")
-            for p in [params] if isinstance(params, torch.Tensor) else list(params or []):
-                tracer.optimised.add(id(p))
-            saved(self, param_group)
 
         def step_begins(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
             # A user's own optimizer class may hold sites of the checked file: it stays traced.
@@ -190,7 +175,6 @@ class TrainingTracer(Tracer):
         def step_ends(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
             tracer.in_library_step = False
 
-        torch.optim.Optimizer.add_param_group = add_param_group
         hooks = [
             register_optimizer_step_pre_hook(step_begins),
             register_optimizer_step_post_hook(step_ends),
@@ -198,7 +182,6 @@ class TrainingTracer(Tracer):
         try:
             yield
         finally:
-            torch.optim.Optimizer.add_param_group = saved
             for hook in hooks:
                 hook.remove()
 

@@ -613,6 +613,13 @@ class Worker:
                 bounds[k] = settings.bound_factor * m
                 if v.numel():
                     beyond = max(beyond, float(v.abs().max()) / max(float(ex.abs().max()), 1e-30))
+        for k, d in found.deltas.items():
+            p = runner.param_values.get(k)
+            if k in runner.free_params and p is not None and p.numel() and d.shape == p.shape:
+                # A free parameter (free logits) may go as far as an input: graded as one, so
+                # that max-input-scale can turn its witness down.
+                bounds[k] = settings.bound_factor * max(1.0, float(p.abs().max()))
+                beyond = max(beyond, float((p + d).abs().max()) / max(float(p.abs().max()), 1e-30))
         moved = {}
         deltas = {}
         for k, d in found.deltas.items():
