@@ -618,8 +618,10 @@ class Worker:
             if k in runner.free_params and p is not None and p.numel() and d.shape == p.shape:
                 # A free parameter (free logits) may go as far as an input: graded as one, so
                 # that max-input-scale can turn its witness down.
-                bounds[k] = settings.bound_factor * max(1.0, float(p.abs().max()))
-                beyond = max(beyond, float((p + d).abs().max()) / max(float(p.abs().max()), 1e-30))
+                # Measured against the magnitude its bound is made from: weights start at zeros.
+                base = max(1.0, float(p.abs().max()))
+                bounds[k] = settings.bound_factor * base
+                beyond = max(beyond, float((p + d).abs().max()) / base)
         moved = {}
         deltas = {}
         for k, d in found.deltas.items():
