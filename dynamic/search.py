@@ -364,6 +364,37 @@ def _value_mutations(
     yield "one large value per row", every_float(_one_hot_large)
 
 
+def _partial_mutations(
+    how: str, values: dict[str, Any], examples: dict[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``values`` (a mutation of ``examples``) applied to part of each row (the last dimension)
+    of every tensor it changed, the examples' own values elsewhere."""
+    changed = [
+        k
+        for k, v in values.items()
+        if isinstance(v, torch.Tensor)
+        and isinstance(examples.get(k), torch.Tensor)
+        and v.shape == examples[k].shape
+        and v.dim() >= 1
+        and v.shape[-1] > 1
+        and not torch.equal(v, examples[k])
+    ]
+    if not changed:
+        return
+    for part, cut in (
+        ("the first half of each row", "half"),
+        ("all but the first element of each row", "tail"),
+    ):
+        out = dict(values)
+        for k in changed:
+            mixed = examples[k].clone()
+            n = values[k].shape[-1]
+            sl = slice(0, n // 2) if cut == "half" else slice(1, n)
+            mixed[..., sl] = values[k][..., sl]
+            out[k] = mixed
+        yield f"{how}, on {part}", out
+
+
 LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
 WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
 STALL_AFTER = 12  # iterations without progress after which parameters move anyway
@@ -603,6 +634,7 @@ class Search:
             mev = self.runner.evaluate(values)
             if mev.found:
                 return self.done(mev, values, {}, f"mutation: {how}")
+            self._shadowed(how, values, mev)
             if mev.outcome is not None and mev.d < self.start_ev.d and mev.grads:
                 self.start, self.start_ev = values, mev
             self.best = min(self.best, mev.d)
@@ -650,12 +682,22 @@ class Search:
         self.step_size = 0.05
         return None
 
+    def _shadowed(self, how: str, values: dict[str, Any], ev: Evaluation) -> None:
+        """A mutation that broke a site upstream of the target first (every element of a row
+        masked makes its ``log_softmax`` NaN, before the target's ``exp(logp) * logp``) hides
+        whether it breaks the target too: it is tried next on part of each row only, which may
+        keep the upstream site valid (a row partly masked)."""
+        if ev.outcome is None or ev.outcome.result != "upstream":
+            return
+        self.late[:0] = list(_partial_mutations(how, values, self.examples))
+
     def try_late_mutation(self) -> SearchReport | None:
         """The next mutation kept for later (the domain's extremes, integer labels)."""
         how, values = self.late.pop(0)
         lev = self.runner.evaluate(values, self._run_deltas(self.deltas))
         if lev.found:
             return self.done(lev, values, self._witness_deltas(self.deltas), f"mutation: {how}")
+        self._shadowed(how, values, lev)
         if lev.outcome is not None and lev.grads and lev.d < self.cur_ev.d:
             self.cur, self.cur_ev = values, lev
         return None
