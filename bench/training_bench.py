@@ -14,8 +14,9 @@ Per program, in a scratch copy of it (programs write result files); a folder of
 * **check**: the wall clock of ``grist-lsp --check prog.py --format json --seed S``, everything
   a user waits for: interpreter and torch start-up, the static pass, every site, the replay of
   each witness in a fresh process and the re-check of every fix;
-* **floor**: the same machine's ``python -c "import torch"`` (median of 3, measured by the bench
-  before the programs, on one thread as above), and **check - floor**;
+* **floor**: the same machine's ``python -c "import torch"`` on one thread as above, run by the
+  bench right before each program's checks (on a shared machine the load moves between
+  programs), and **check - floor** (seed 0's check against its own program's floor);
 * **peak MiB**: the check's peak memory over all its processes: the sum of the resident set
   sizes of the ``grist-lsp`` process and all its descendants (workers, the verify child, the
   sandbox's processes), sampled from ``/proc`` every 50 ms while it runs (seed 0);
@@ -73,6 +74,7 @@ class Result:
     own_steps: int | None
     check_seconds: list[float] = field(default_factory=list)  # per seed
     peak_bytes: int = 0  # seed 0's check, all its processes
+    floor: float = 0.0  # python -c "import torch", right before this program's checks
     confirmed_labelled: list[int] = field(default_factory=list)  # per seed: how many labelled lines confirmed
     false_confirmed: list[list[tuple[str, int]]] = field(
         default_factory=list
@@ -134,7 +136,7 @@ def tree_rss(root: int) -> int:
     return total
 
 
-def import_torch_floor(runs: int = 3) -> float:
+def import_torch_floor(runs: int = 1) -> float:
     """The median wall clock of ``python -c "import torch"`` here: what any check pays first."""
     times = []
     for _ in range(runs):
@@ -204,6 +206,7 @@ def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: boo
             own_seconds, line = time_to_nan_on_its_own(copy, cap, cwd=Path(tmp)) if own else (None, "")
         m = _STEP.search(line)
         result = Result(path.name, labelled, own_seconds, int(m.group(1)) if m else None)
+        result.floor = round(import_torch_floor(), 2)
         for seed in range(seeds):
             seconds, report, code, peak = check(target, cwd, seed, budget)
             confirmed = {
@@ -242,11 +245,9 @@ def main(argv: list[str] | None = None) -> int:
         print("grist-lsp is not on PATH: pip install -e . first", file=sys.stderr)
         return 2
     compile_like_an_install()
-    floor = import_torch_floor()
-    print(f'floor: python -c "import torch" here, median of 3: {floor:.2f} s')
     rows = []
     print(
-        f"{'program':36} {'own s':>7} {'steps':>7} {'check s':>8} {'-floor':>7} {'peak MiB':>9} {'ratio':>7}"
+        f"{'program':36} {'own s':>7} {'steps':>7} {'check s':>8} {'floor':>6} {'-floor':>7} {'peak MiB':>9} {'ratio':>7}"
         "  labelled confirmed per seed"
     )
     for path in files:
@@ -264,12 +265,13 @@ def main(argv: list[str] | None = None) -> int:
         bad = [x for x in r.false_confirmed if x]
         print(
             f"{r.program:36} {own:>7} {r.own_steps or '-':>7} {r.check_seconds[0]:>8.2f} "
-            f"{r.check_seconds[0] - floor:>7.2f} {r.peak_bytes / 2**20:>9.0f} {ratio:>7}  {per_seed}"
+            f"{r.floor:>6.2f} {r.check_seconds[0] - r.floor:>7.2f} {r.peak_bytes / 2**20:>9.0f} {ratio:>7}  {per_seed}"
             + (f"  FALSE CONFIRMED {bad}" if bad else ""),
             flush=True,
         )
     checks = [r.check_seconds[0] for r in rows]
-    beyond = [c - floor for c in checks]
+    floors = [r.floor for r in rows]
+    beyond = [r.check_seconds[0] - r.floor for r in rows]
     ratios = [r.ratio for r in rows if r.ratio is not None]
     owns = [r.own_seconds if r.own_seconds is not None else args.cap for r in rows if not args.no_own]
     every = sum(1 for r in rows if all(c == len(r.labelled) for c in r.confirmed_labelled))
@@ -281,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"own time to NaN, median (capped at {args.cap:.0f} s): {statistics.median(owns):.1f} s")
     print(
         f"whole-file check, median: {statistics.median(checks):.2f} s (min {min(checks):.2f}, max {max(checks):.2f}); "
-        f"floor {floor:.2f} s; check - floor, median: {statistics.median(beyond):.2f} s"
+        f"floor, median: {statistics.median(floors):.2f} s; check - floor, median: {statistics.median(beyond):.2f} s"
     )
     over = [r.program for r, b in zip(rows, beyond) if b > 3.0]
     heavy = [r.program for r in rows if r.peak_bytes >= GIB]
