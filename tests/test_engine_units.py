@@ -518,3 +518,27 @@ def test_a_training_run_that_ended_before_its_time_is_not_run_again_for_the_same
     assert fake.training_runs == 1
     assert [(r.key, r.witness) for r in reports] == [(fake.site.key, None)]
     assert fake.now <= 5.0 + 1e-9
+
+
+NUMPY_LOOP = """\
+import numpy as np
+import torch
+
+rng = np.random.default_rng(0)
+for step in range(500):
+    batch = torch.from_numpy(rng.normal(size=(64, 8)).astype(np.float32))
+    score = torch.log(torch.sigmoid(batch)).mean()
+"""
+
+
+def test_what_a_recording_run_keeps_of_a_loop_without_backward_does_not_grow_with_its_iterations(tmp_path):
+    """A batch made anew in each of 500 iterations: only the first MAX_OCCURRENCES are inputs."""
+    from grist_lsp.dynamic.tracing import MAX_OCCURRENCES
+
+    prog = script(tmp_path, "score.py", NUMPY_LOOP)
+    site = site_at(tmp_path / "score.py", NUMPY_LOOP, "torch.log(torch.sigmoid(batch))", "torch.log")
+    tracer, _, error = prog.run(prog.tracer_config(sites=[site], record=True))
+    assert error is None, error
+    assert site.key in tracer.reached
+    assert 1 <= len(tracer.recorded) <= MAX_OCCURRENCES, len(tracer.recorded)
+    assert len(tracer.used_inputs) <= MAX_OCCURRENCES

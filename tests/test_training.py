@@ -524,35 +524,3 @@ def test_a_site_shadowed_by_an_upstream_one_is_searched_with_the_upstream_kept_v
     assert _at(findings, "softmax") == [(8, "confirmed")], findings
     assert _at(findings, "inf_arith") == [(9, "confirmed")], findings
     _reproducers_fail(cwd / "repro", cwd, 2)
-
-
-NUMPY_LOOP = """\
-import numpy as np
-import torch
-
-rng = np.random.default_rng(0)
-for step in range(500):
-    batch = torch.from_numpy(rng.normal(size=(64, 8)).astype(np.float32))
-    score = torch.log(torch.sigmoid(batch)).mean()
-"""
-
-
-def test_what_a_recording_run_keeps_of_a_loop_without_backward_does_not_grow_with_its_iterations(
-    tmp_path: Path, monkeypatch
-):
-    """A batch made anew in each of 500 iterations: only the first MAX_OCCURRENCES are inputs."""
-    monkeypatch.chdir(tmp_path)
-    from grist_lsp.analyzer.analysis import analyze_source
-    from grist_lsp.dynamic import entries as E
-    from grist_lsp.dynamic.tracing import MAX_OCCURRENCES
-
-    path = tmp_path / "score.py"
-    path.write_text(NUMPY_LOOP)
-    sites = [v.site for v in analyze_source(str(path), NUMPY_LOOP) if v.site.op]
-    with E.program_imports(str(path), NUMPY_LOOP):
-        program = E.program_from_label(f"script:{path}", str(path), NUMPY_LOOP, 0, {})
-        program.produce_only(program.setup)
-        tracer, _, error = program.run(program.tracer_config(sites=sites, record=True))
-    assert error is None, error
-    assert 1 <= len(tracer.recorded) <= MAX_OCCURRENCES, len(tracer.recorded)
-    assert len(tracer.used_inputs) <= MAX_OCCURRENCES
