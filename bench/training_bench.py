@@ -4,18 +4,29 @@
     python bench/training_bench.py --seeds 10       # stability: confirmed at the labelled lines on seeds 0..9
     python bench/training_bench.py --cap 60 bench/training/logreg_variable_while.py
 
-Per program, in a scratch copy of it (programs write result files):
+Per program, in a scratch copy of it (programs write result files); a folder of
+``bench/training/`` is a project (a package and its tests), copied whole and checked as
+``grist-lsp --check .`` from its root, its labels read from every file in it:
 
 * **own**: ``python prog.py`` on one thread (as the engine's workers run), wall clock from
-  launch until it prints its ``non-finite loss ... at step N`` line, capped at ``--cap``;
+  launch until it prints its ``non-finite loss ... at step N`` line, capped at ``--cap``
+  (a project has no own run);
 * **check**: the wall clock of ``grist-lsp --check prog.py --format json --seed S``, everything
   a user waits for: interpreter and torch start-up, the static pass, every site, the replay of
   each witness in a fresh process and the re-check of every fix;
+* **floor**: the same machine's ``python -c "import torch"`` on one thread as above, run by the
+  bench right before each program's checks (on a shared machine the load moves between
+  programs), and **check - floor** (seed 0's check against its own program's floor);
+* **peak MiB**: the check's peak memory over all its processes: the sum of the resident set
+  sizes of the ``grist-lsp`` process and all its descendants (workers, the verify child, the
+  sandbox's processes), sampled from ``/proc`` every 50 ms while it runs (seed 0);
 * **labelled**: the lines marked ``# expect: confirmed <kind>`` that the check confirmed, per seed;
 * **ratio**: own / check (seed 0), for the programs that reach NaN by themselves within the cap.
 
-Medians are printed last: the check time over all programs and the ratio over those that
-fail by themselves. Runs are sequential so that the two sides see the same machine.
+Medians are printed last: check, floor, check - floor over all programs, and the ratio over
+those that fail by themselves; then the goals of issue 23 (median check - floor under 1.0 s, no
+program more than 3 s beyond the floor, peak memory under 1 GiB on every program). Runs are
+sequential so that the two sides see the same machine.
 
 grist-lsp's modules are compiled to bytecode first, as ``pip install`` does for a user's install
 (torch's always are): an editable install run with ``PYTHONDONTWRITEBYTECODE`` set (as CI and
@@ -28,12 +39,14 @@ from __future__ import annotations
 import argparse
 import compileall
 import json
+import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -49,15 +62,21 @@ PROGRAMS = REPO / "bench" / "training"
 _STEP = re.compile(r"at step (\d+)")
 
 
+GIB = 2**30
+SAMPLE_SECONDS = 0.05
+
+
 @dataclass
 class Result:
     program: str
-    labelled: list[int]  # lines marked confirmed
+    labelled: list[tuple[str, int]]  # (file in the program, line) marked confirmed
     own_seconds: float | None  # None: no NaN within the cap
     own_steps: int | None
     check_seconds: list[float] = field(default_factory=list)  # per seed
+    peak_bytes: int = 0  # seed 0's check, all its processes
+    floor: float = 0.0  # python -c "import torch", right before this program's checks
     confirmed_labelled: list[int] = field(default_factory=list)  # per seed: how many labelled lines confirmed
-    false_confirmed: list[list[int]] = field(
+    false_confirmed: list[list[tuple[str, int]]] = field(
         default_factory=list
     )  # per seed: confirmed lines marked safe/unproven
     exit_codes: list[int] = field(default_factory=list)
@@ -87,35 +106,117 @@ def compile_like_an_install() -> None:
         compileall.compile_dir(folder, quiet=1)
 
 
-def check(path: Path, seed: int, budget: float | None) -> tuple[float, dict, int]:
-    """Wall seconds of one whole-file check, its JSON report and its exit status."""
-    cmd = [_console_script(), "--check", path.name, "--format", "json", "--seed", str(seed)]
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from ``/proc`` (Linux)."""
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        kids.setdefault(ppid, []).append(int(entry))
+    return kids
+
+
+def tree_rss(root: int) -> int:
+    """Bytes resident in ``root`` and all its descendants now."""
+    kids, total, todo = _children(), 0, [root]
+    page = os.sysconf("SC_PAGE_SIZE")
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * page
+        except (OSError, IndexError, ValueError):
+            pass
+        todo.extend(kids.get(pid, []))
+    return total
+
+
+def import_torch_floor(runs: int = 1) -> float:
+    """The median wall clock of ``python -c "import torch"`` here: what any check pays first."""
+    times = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        subprocess.run([sys.executable, "-c", "import torch"], check=True, env=_one_thread_env())
+        times.append(time.monotonic() - t0)
+    return statistics.median(times)
+
+
+def check(target: str, cwd: Path, seed: int, budget: float | None) -> tuple[float, dict, int, int]:
+    """Wall seconds of one whole check of ``target``, its JSON report, exit status and peak memory."""
+    cmd = [_console_script(), "--check", target, "--format", "json", "--seed", str(seed)]
     if budget is not None:
         cmd += ["--budget", str(budget)]
     t0 = time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True, cwd=path.parent, env=_one_thread_env())
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=_one_thread_env()
+    )
+    peak = 0
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.wait(SAMPLE_SECONDS):
+            peak = max(peak, tree_rss(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stdout, stderr = proc.communicate()
     seconds = time.monotonic() - t0
+    done.set()
+    sampler.join()
     try:
-        report = json.loads(out.stdout)
+        report = json.loads(stdout)
     except json.JSONDecodeError:
-        report = {"findings": [], "error": out.stderr[-2000:]}
-    return seconds, report, out.returncode
+        report = {"findings": [], "error": stderr[-2000:]}
+    return seconds, report, proc.returncode, peak
+
+
+def _labels(path: Path) -> tuple[list[tuple[str, int]], set[tuple[str, int]]]:
+    """(file relative to the program, line) marked confirmed, and those marked safe/unproven."""
+    files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    base = path if path.is_dir() else path.parent
+    labelled, quiet = set(), set()
+    for f in files:
+        rel = f.relative_to(base).as_posix()
+        for m in cm.parse_markers(f):
+            if m.status == "confirmed":
+                labelled.add((rel, m.line))
+            elif m.status in ("safe", "unproven"):
+                quiet.add((rel, m.line))
+    return sorted(labelled), quiet
 
 
 def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: bool) -> Result:
-    markers = cm.parse_markers(path)
-    labelled = sorted({m.line for m in markers if m.status == "confirmed"})
-    quiet = {m.line for m in markers if m.status in ("safe", "unproven")}
+    labelled, quiet = _labels(path)
     with tempfile.TemporaryDirectory(prefix="grist-training-bench-") as tmp:
-        copy = Path(tmp) / path.name
-        shutil.copy(path, copy)
-        own_seconds, line = time_to_nan_on_its_own(copy, cap, cwd=Path(tmp)) if own else (None, "")
+        if path.is_dir():
+            copy = Path(tmp) / path.name
+            shutil.copytree(path, copy)
+            cwd, target = copy, "."
+            own_seconds, line = None, ""
+        else:
+            copy = Path(tmp) / path.name
+            shutil.copy(path, copy)
+            cwd, target = Path(tmp), path.name
+            own_seconds, line = time_to_nan_on_its_own(copy, cap, cwd=Path(tmp)) if own else (None, "")
         m = _STEP.search(line)
         result = Result(path.name, labelled, own_seconds, int(m.group(1)) if m else None)
+        result.floor = round(import_torch_floor(), 2)
         for seed in range(seeds):
-            seconds, report, code = check(copy, seed, budget)
-            confirmed = {f["line"] for f in report.get("findings", []) if f.get("status") == "confirmed"}
+            seconds, report, code, peak = check(target, cwd, seed, budget)
+            confirmed = {
+                ((cwd / f["file"]).resolve().relative_to(cwd.resolve()).as_posix(), f["line"])
+                for f in report.get("findings", [])
+                if f.get("status") == "confirmed"
+            }
             result.check_seconds.append(round(seconds, 2))
+            if seed == 0:
+                result.peak_bytes = peak
             result.confirmed_labelled.append(len(confirmed & set(labelled)))
             result.false_confirmed.append(sorted(confirmed & quiet))
             result.exit_codes.append(code)
@@ -134,42 +235,63 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-own", action="store_true", help="skip the programs' own runs (check times only)")
     ap.add_argument("--json", type=Path, help="write the rows here too")
     args = ap.parse_args(argv)
-    files = [f.resolve() for f in args.files] or sorted(PROGRAMS.glob("*.py"))
+    files = [f.resolve() for f in args.files] or sorted(
+        [
+            *PROGRAMS.glob("*.py"),
+            *(d for d in PROGRAMS.iterdir() if d.is_dir() and not d.name.startswith((".", "_"))),
+        ]
+    )
     if shutil.which("grist-lsp") is None:
         print("grist-lsp is not on PATH: pip install -e . first", file=sys.stderr)
         return 2
     compile_like_an_install()
     rows = []
     print(
-        f"{'program':32} {'own s':>8} {'steps':>8} {'check s':>8} {'ratio':>7}  labelled confirmed per seed"
+        f"{'program':36} {'own s':>7} {'steps':>7} {'check s':>8} {'floor':>6} {'-floor':>7} {'peak MiB':>9} {'ratio':>7}"
+        "  labelled confirmed per seed"
     )
     for path in files:
-        r = bench_one(path, args.seeds, args.cap, args.budget, not args.no_own)
+        r = bench_one(path, args.seeds, args.cap, args.budget, not args.no_own and not path.is_dir())
         rows.append(r)
         own = (
             f"{r.own_seconds:.1f}"
             if r.own_seconds is not None
             else f">{args.cap:.0f}"
-            if not args.no_own
+            if not args.no_own and not path.is_dir()
             else "-"
         )
         ratio = f"{r.ratio:.1f}x" if r.ratio is not None else "-"
         per_seed = " ".join(f"{c}/{len(r.labelled)}" for c in r.confirmed_labelled)
         bad = [x for x in r.false_confirmed if x]
         print(
-            f"{r.program:32} {own:>8} {r.own_steps or '-':>8} {r.check_seconds[0]:>8.2f} {ratio:>7}  {per_seed}"
+            f"{r.program:36} {own:>7} {r.own_steps or '-':>7} {r.check_seconds[0]:>8.2f} "
+            f"{r.floor:>6.2f} {r.check_seconds[0] - r.floor:>7.2f} {r.peak_bytes / 2**20:>9.0f} {ratio:>7}  {per_seed}"
             + (f"  FALSE CONFIRMED {bad}" if bad else ""),
             flush=True,
         )
     checks = [r.check_seconds[0] for r in rows]
+    floors = [r.floor for r in rows]
+    beyond = [r.check_seconds[0] - r.floor for r in rows]
     ratios = [r.ratio for r in rows if r.ratio is not None]
+    owns = [r.own_seconds if r.own_seconds is not None else args.cap for r in rows if not args.no_own]
     every = sum(1 for r in rows if all(c == len(r.labelled) for c in r.confirmed_labelled))
     print(
-        f"\nprograms: {len(rows)}; confirmed at every labelled line on every seed: {every}/{len(rows)}; "
-        f"false confirmations: {sum(len(x) for r in rows for x in r.false_confirmed)}"
+        f"\nprograms: {len(rows)}; confirmed at every labelled line on every seed ({args.seeds}): "
+        f"{every}/{len(rows)}; false confirmations: {sum(len(x) for r in rows for x in r.false_confirmed)}"
     )
+    if owns:
+        print(f"own time to NaN, median (capped at {args.cap:.0f} s): {statistics.median(owns):.1f} s")
     print(
-        f"whole-file check, median: {statistics.median(checks):.2f} s (min {min(checks):.2f}, max {max(checks):.2f})"
+        f"whole-file check, median: {statistics.median(checks):.2f} s (min {min(checks):.2f}, max {max(checks):.2f}); "
+        f"floor, median: {statistics.median(floors):.2f} s; check - floor, median: {statistics.median(beyond):.2f} s"
+    )
+    over = [r.program for r, b in zip(rows, beyond) if b > 3.0]
+    heavy = [r.program for r in rows if r.peak_bytes >= GIB]
+    print(
+        f"goals: median check - floor < 1.0 s: {'met' if statistics.median(beyond) < 1.0 else 'NOT met'}; "
+        f"programs over 3 s beyond the floor: {len(over)}{' ' + str(over) if over else ''}; "
+        f"peak memory >= 1 GiB: {len(heavy)}{' ' + str(heavy) if heavy else ''} "
+        f"(max {max(r.peak_bytes for r in rows) / 2**20:.0f} MiB)"
     )
     if ratios:
         print(

@@ -587,17 +587,38 @@ def _python_files(root: str, tests: bool, limit: int = 300) -> list[str]:
     return found
 
 
-def _import_pattern(path: str) -> re.Pattern[str]:
-    """Matches a line that imports the module of ``path`` (``import x.stem``, ``from x.stem import``)."""
-    stem = os.path.splitext(os.path.basename(path))[0]
+def _import_pattern(path: str, root: str) -> re.Pattern[str]:
+    """Matches a line that imports the module of ``path`` (``import x.stem``, ``from x.stem import``),
+    or a package that re-exports it (``from pkg.losses import f``, ``pkg/losses/__init__.py``
+    importing ``.some_loss``): the way a project's tests most often reach its library code."""
+    names = [os.path.splitext(os.path.basename(path))[0]]
+    folder = os.path.dirname(os.path.abspath(path))
+    top = os.path.abspath(root)
+    while folder.startswith(top) and folder != top:
+        init = os.path.join(folder, "__init__.py")
+        try:
+            with open(init, encoding="utf-8") as fh:
+                src = fh.read()
+        except (OSError, UnicodeDecodeError):
+            break
+        if not _names_pattern(names).search(src):
+            break
+        names.append(os.path.basename(folder))
+        folder = os.path.dirname(folder)
+    return _names_pattern(names)
+
+
+def _names_pattern(names: list[str]) -> re.Pattern[str]:
+    alternatives = "|".join(re.escape(n) for n in names)
     return re.compile(
-        rf"^\s*(from\s+[\w.]*\b{re.escape(stem)}\b[\w.]*\s+import|import\s+[\w.]*\b{re.escape(stem)}\b)", re.M
+        rf"^\s*(from\s+[\w.]*\b(?:{alternatives})\b[\w.]*\s+import|import\s+[\w.]*\b(?:{alternatives})\b)",
+        re.M,
     )
 
 
-def _importers(path: str, files: list[str]) -> Iterator[tuple[str, str]]:
+def _importers(path: str, files: list[str], root: str) -> Iterator[tuple[str, str]]:
     """(file, source) of the ``files`` that import the module of ``path`` (not ``path`` itself)."""
-    pattern = _import_pattern(path)
+    pattern = _import_pattern(path, root)
     target = os.path.realpath(path)
     for f in files:
         if os.path.realpath(f) == target:
@@ -636,7 +657,7 @@ def own_tests(path: str, text: str) -> list[tuple[str, str]]:
 def test_entries(path: str, root: str) -> list[tuple[str, str]]:
     """(test file, test function) pairs for argument-less tests that import the file's module."""
     out = []
-    for f, src in _importers(path, _python_files(root, tests=True)):
+    for f, src in _importers(path, _python_files(root, tests=True), root):
         out.extend(test_functions(f, src))
     return out
 
@@ -645,7 +666,9 @@ def importer_scripts(path: str, root: str) -> list[str]:
     """The project's scripts (top-level code beyond definitions) that import the file's module:
     how the project itself runs it, to be preferred over probes with made-up inputs."""
     return [
-        os.path.abspath(f) for f, src in _importers(path, _python_files(root, tests=False)) if is_script(src)
+        os.path.abspath(f)
+        for f, src in _importers(path, _python_files(root, tests=False), root)
+        if is_script(src)
     ]
 
 

@@ -122,6 +122,7 @@ class Runner:
     sites: list[Site]
     iterations: int = 0
     param_values: dict[str, torch.Tensor] = field(default_factory=dict)
+    free_params: set[str] = field(default_factory=set)  # keys of param_values that are free (tracing)
     # Gradients through the user's no_grad blocks; switched off when the program cannot take it
     # (in-place updates of leaves in a no_grad block).
     grad_everywhere: bool = True
@@ -150,6 +151,7 @@ class Runner:
             key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values
         }
         self.param_values.update(params)
+        self.free_params |= tracer.free_params()
         if outcome is None and error is not None:
             wall = _raised_at(error, self.program.user_files)
             if wall is not None:
@@ -369,6 +371,37 @@ def _value_mutations(
     yield "one large value per row", every_float(_one_hot_large)
 
 
+def _partial_mutations(
+    how: str, values: dict[str, Any], examples: dict[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``values`` (a mutation of ``examples``) applied to part of each row (the last dimension)
+    of every tensor it changed, the examples' own values elsewhere."""
+    changed = [
+        k
+        for k, v in values.items()
+        if isinstance(v, torch.Tensor)
+        and isinstance(examples.get(k), torch.Tensor)
+        and v.shape == examples[k].shape
+        and v.dim() >= 1
+        and v.shape[-1] > 1
+        and not torch.equal(v, examples[k])
+    ]
+    if not changed:
+        return
+    for part, cut in (
+        ("the first half of each row", "half"),
+        ("all but the first element of each row", "tail"),
+    ):
+        out = dict(values)
+        for k in changed:
+            mixed = examples[k].clone()
+            n = values[k].shape[-1]
+            sl = slice(0, n // 2) if cut == "half" else slice(1, n)
+            mixed[..., sl] = values[k][..., sl]
+            out[k] = mixed
+        yield f"{how}, on {part}", out
+
+
 LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
 WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
 STALL_AFTER = 12  # iterations without progress after which parameters move anyway
@@ -449,6 +482,8 @@ class Search:
         self.run_end = runs_for(settings.budget)  # the budget: the run count this stretch stops at
         self.clock_stopped = False  # the clock, not the run budget, ended the latest stretch
         self.runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
+        # Shares the runner's set: a free parameter is known once a run has met it.
+        self.limits = WeightLimits(settings.weight_factor, settings.bound_factor, self.runner.free_params)
         seed = (settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63)
         self.gen = torch.Generator().manual_seed(seed)
         self.examples = examples
@@ -620,6 +655,7 @@ class Search:
             mev = self.runner.evaluate(values)
             if mev.found:
                 return self.done(mev, values, {}, f"mutation: {how}")
+            self._shadowed(how, values, mev)
             if mev.outcome is not None and mev.d < self.start_ev.d and mev.grads:
                 self.start, self.start_ev = values, mev
             self.best = min(self.best, mev.d)
@@ -654,7 +690,7 @@ class Search:
         if self.cur_ev.found:
             return self.done(self.cur_ev, self.cur, self.deltas, "gradient with weights")
         for how, cand_d in _weight_mutations(
-            self.deltas, runner.param_values, self.cur_ev.param_names, self.settings.weight_factor
+            self.deltas, runner.param_values, self.cur_ev.param_names, self.limits
         ):
             if self.out_of_budget():
                 break
@@ -667,12 +703,22 @@ class Search:
         self.step_size = 0.05
         return None
 
+    def _shadowed(self, how: str, values: dict[str, Any], ev: Evaluation) -> None:
+        """A mutation that broke a site upstream of the target first (every element of a row
+        masked makes its ``log_softmax`` NaN, before the target's ``exp(logp) * logp``) hides
+        whether it breaks the target too: it is tried next on part of each row only, which may
+        keep the upstream site valid (a row partly masked)."""
+        if ev.outcome is None or ev.outcome.result != "upstream":
+            return
+        self.late[:0] = list(_partial_mutations(how, values, self.examples))
+
     def try_late_mutation(self) -> SearchReport | None:
         """The next mutation kept for later (the domain's extremes, integer labels)."""
         how, values = self.late.pop(0)
         lev = self.runner.evaluate(values, self._run_deltas(self.deltas))
         if lev.found:
             return self.done(lev, values, self._witness_deltas(self.deltas), f"mutation: {how}")
+        self._shadowed(how, values, lev)
         if lev.outcome is not None and lev.grads and lev.d < self.cur_ev.d:
             self.cur, self.cur_ev = values, lev
         return None
@@ -687,7 +733,7 @@ class Search:
             self.cur_ev,
             self.bounds,
             self.runner.param_values,
-            self.settings.weight_factor,
+            self.limits,
         ):
             tev = self.runner.evaluate(cand, self._run_deltas(cand_d))
             if tev.found:
@@ -768,7 +814,7 @@ class Search:
             self.cur_ev,
             self.bounds,
             self.runner.param_values,
-            self.settings.weight_factor,
+            self.limits,
         )
         return self._evaluate_step(values, deltas, "Newton step")
 
@@ -781,7 +827,7 @@ class Search:
             self.bounds,
             self.step_size,
             self.runner.param_values,
-            self.settings.weight_factor,
+            self.limits,
         )
         return self._evaluate_step(values, deltas, "gradient step")
 
@@ -799,9 +845,7 @@ class Search:
         """Signed steps move every weight at once; a step along the gradient, scaled to each
         tensor's size, moves the few that matter (a temperature, a scale) without wrecking the
         rest of the network. Each finds bugs the other misses: the caller keeps the better."""
-        deltas = _relative(
-            self.deltas, self.cur_ev, self.step_size, self.runner.param_values, self.settings.weight_factor
-        )
+        deltas = _relative(self.deltas, self.cur_ev, self.step_size, self.runner.param_values, self.limits)
         ev = self.runner.evaluate(values, deltas)
         if ev.found:
             return self.done(ev, values, deltas, "gradient step (weights along the gradient)")
@@ -911,7 +955,7 @@ def _landing_moves(
     ev: Evaluation,
     bounds: dict[str, float],
     params: dict[str, torch.Tensor],
-    wfactor: float,
+    wfactor: WeightLimits,
 ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
     """Moves for an operand a hair's breadth from the region: (how, inputs, deltas).
 
@@ -951,7 +995,7 @@ class _LandingPoint:
         ev: Evaluation,
         bounds: dict[str, float],
         params: dict[str, torch.Tensor],
-        wfactor: float,
+        wfactor: WeightLimits,
     ) -> None:
         self.cur, self.deltas, self.ev = cur, deltas, ev
         self.bounds, self.params, self.wfactor = bounds, params, wfactor
@@ -983,7 +1027,7 @@ class _LandingPoint:
 
     def clipped(self, k: str, v: torch.Tensor) -> torch.Tensor:
         if k.startswith("w:"):
-            return _clip_delta(v, self.params[k[2:]], self.wfactor)
+            return self.wfactor.clip(k[2:], v, self.params[k[2:]])
         return _clip(v, self.bounds[k])
 
     def apply(self, changes: dict[str, torch.Tensor]) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
@@ -1050,9 +1094,23 @@ def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:
     return v.clamp(-bound, bound)
 
 
-def _clip_delta(d: torch.Tensor, p: torch.Tensor, factor: float) -> torch.Tensor:
-    limit = (p.abs() * factor).clamp_min(1.0)
-    return torch.maximum(torch.minimum(d, limit), -limit)
+@dataclass
+class WeightLimits:
+    """How far the search may move each weight from its value at entry: ``factor`` times each
+    element's magnitude (at least 1). A free parameter (``Tracer.free_params``: free logits) may go
+    as far as an input may, ``free_factor`` times its largest magnitude (at least 1): softmax needs
+    a logit gap of ~104 to underflow in float32, and the witness says how far it went."""
+
+    factor: float
+    free_factor: float
+    free: set[str] = field(default_factory=set)
+
+    def clip(self, key: str, d: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        if key in self.free:
+            bound = self.free_factor * max(1.0, float(p.abs().max()) if p.numel() else 1.0)
+            return d.clamp(-bound, bound)
+        limit = (p.abs() * self.factor).clamp_min(1.0)
+        return torch.maximum(torch.minimum(d, limit), -limit)
 
 
 def _signed(
@@ -1062,7 +1120,7 @@ def _signed(
     bounds: dict[str, float],
     a: float,
     params: dict[str, torch.Tensor],
-    wfactor: float,
+    wfactor: WeightLimits,
 ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     out = dict(cur)
     for k, g in ev.grads.items():
@@ -1076,7 +1134,7 @@ def _signed(
         g = ev.grads.get("w:" + k)
         if g is not None and k in params:
             step = a * params[k].abs().clamp_min(1.0)
-            nd[k] = _clip_delta(d - step * torch.sign(g), params[k], wfactor)
+            nd[k] = wfactor.clip(k, d - step * torch.sign(g), params[k])
     return out, nd
 
 
@@ -1084,7 +1142,11 @@ WEIGHT_SCALE_FLOOR = 1e-2  # the step scale of a tensor of zeros (a bias at init
 
 
 def _relative(
-    deltas: dict[str, torch.Tensor], ev: Evaluation, a: float, params: dict[str, torch.Tensor], wfactor: float
+    deltas: dict[str, torch.Tensor],
+    ev: Evaluation,
+    a: float,
+    params: dict[str, torch.Tensor],
+    wfactor: WeightLimits,
 ) -> dict[str, torch.Tensor]:
     """Weight deltas moved along the gradient taken relative to each tensor's size: the weight
     whose relative change matters most moves by ``a`` times its tensor's largest magnitude."""
@@ -1100,12 +1162,15 @@ def _relative(
         return nd
     for k, r in rel.items():
         step = (a * scale[k] / top) * r
-        nd[k] = _clip_delta((deltas[k].double() - step).to(deltas[k].dtype), params[k], wfactor)
+        nd[k] = wfactor.clip(k, (deltas[k].double() - step).to(deltas[k].dtype), params[k])
     return nd
 
 
 def _weight_mutations(
-    deltas: dict[str, torch.Tensor], params: dict[str, torch.Tensor], names: dict[str, str], wfactor: float
+    deltas: dict[str, torch.Tensor],
+    params: dict[str, torch.Tensor],
+    names: dict[str, str],
+    wfactor: WeightLimits,
 ) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
     """Single-number parameters (a learned temperature, scale or log-variance) moved to the
     values training can carry them to: across zero, to zero, a hair either side of it."""
@@ -1123,7 +1188,7 @@ def _weight_mutations(
         ):
             if target == v:
                 continue
-            yield how, {**deltas, k: _clip_delta(torch.full_like(d, target - v), p, wfactor)}
+            yield how, {**deltas, k: wfactor.clip(k, torch.full_like(d, target - v), p)}
 
 
 def _newton(
@@ -1132,7 +1197,7 @@ def _newton(
     ev: Evaluation,
     bounds: dict[str, float],
     params: dict[str, torch.Tensor],
-    wfactor: float,
+    wfactor: WeightLimits,
 ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
     norm2 = sum(float((g.double() ** 2).sum()) for g in ev.grads.values())
     if norm2 == 0.0:
@@ -1146,5 +1211,5 @@ def _newton(
     for k, d in deltas.items():
         g = ev.grads.get("w:" + k)
         if g is not None and k in params:
-            nd[k] = _clip_delta((d.double() - f * g.double() / norm2).to(d.dtype), params[k], wfactor)
+            nd[k] = wfactor.clip(k, (d.double() - f * g.double() / norm2).to(d.dtype), params[k])
     return out, nd

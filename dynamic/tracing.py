@@ -92,6 +92,9 @@ _TRANSPOSES = frozenset(
 )
 # The end of a training step, as the mode sees it.
 BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
+# Tensors made at one place of the program that are inputs (recorded, substituted, steered): the
+# later ones pass through as the program's own.
+MAX_OCCURRENCES = 64
 # Ops that may discard a where-branch site's value (see ``analyzer/where_branch.py``): the backward
 # pass of the where-branch oracle starts at the first of them whose output depends on the site.
 DISCARDING = frozenset(
@@ -323,6 +326,9 @@ class TracerConfig:
     # Recording runs of a training loop: the sites its first steps do not reach, later steps do not
     # either (as a rule), and a ``while True`` loop would otherwise run to the timeout.
     stop_after_steps: int | None = None
+    # The same for a loop that never calls ``backward`` (an evaluation loop): stop once one site
+    # has been met this many times again since the run last reached a new one.
+    stop_after_rounds: int | None = None
     produced: WeakTensorKeyDictionary | None = (
         None  # tensors made under the mode; shared by one program's runs
     )
@@ -366,6 +372,8 @@ class Tracer(RunHere):
         self.steps = 0  # backward calls seen (training steps)
         self.branch: PendingBranch | None = None  # a where-branch target waiting for its discarding op
         self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
+        self.optimised: set[int] = set()  # ids of tensors some optimizer updates
+        self._met_again: dict[str, int] = {}  # site key -> times met since a new site was last reached
 
     # --- frames ---------------------------------------------------------------
 
@@ -391,7 +399,10 @@ class Tracer(RunHere):
             self._names[func] = name
         return name
 
-    def _input_key(self, frame: Any, name: str) -> str:
+    def _input_key(self, frame: Any, name: str) -> str | None:
+        """``file.py:line:name#n`` for the n-th tensor made at this place; None past
+        ``MAX_OCCURRENCES``: a loop that makes one anew each iteration (a batch) has as many
+        occurrences as iterations, and keeping each would grow the run without end."""
         line = frame.f_lineno
         pos = self.positions.position(frame)
         if pos is not None:
@@ -399,6 +410,8 @@ class Tracer(RunHere):
         base = (os.path.basename(frame.f_code.co_filename), line, name)
         n = self._occurrence.get(base, 0)
         self._occurrence[base] = n + 1
+        if n >= MAX_OCCURRENCES:
+            return None
         return f"{base[0]}:{base[1]}:{base[2]}#{n}"
 
     # --- substitution -----------------------------------------------------------
@@ -466,6 +479,9 @@ class Tracer(RunHere):
         if frame is None:
             return a
         key = self._input_key(frame, "operand")
+        if key is None:
+            self.produced[a] = True  # passed through as the program's own from now on
+            return a
         r = self._external_value(key, a)
         # Named once, and only if recorded: a training run passes the tensors its loop makes anew
         # each step through unrecorded, and scanning the frame for each of them would be wasted.
@@ -515,9 +531,11 @@ class Tracer(RunHere):
     @contextlib.contextmanager
     def parameters_noted(self) -> Iterator[None]:
         """For one run: ``nn.Parameter(0.1 * torch.randn(3, 2))`` notes the inputs behind it as
-        weight initialisers (see ``_make_trainable``). Its constructor is no torch call the mode
-        sees, so it is wrapped while the run lasts."""
+        weight initialisers (see ``_make_trainable``), and every tensor an optimizer is given is
+        noted as one the program trains (the others it made trainable are free: ``free_params``).
+        Neither call is one the mode sees, so both are wrapped while the run lasts."""
         saved = torch.nn.Parameter.__dict__["__new__"]
+        saved_group = torch.optim.Optimizer.add_param_group
         tracer = self
 
         def new(cls: type, data: Any = None, requires_grad: bool = True) -> Any:
@@ -525,11 +543,33 @@ class Tracer(RunHere):
                 tracer.weight_inputs.update(tracer._search_inputs_behind(data))
             return saved.__func__(cls, data, requires_grad)
 
+        # Named as torch names them, so the stand-in has the method's exact signature.
+        def add_param_group(self: torch.optim.Optimizer, param_group: dict[str, Any]) -> None:
+            params = param_group.get("params")
+            for p in [params] if isinstance(params, torch.Tensor) else list(params or []):
+                tracer.optimised.add(id(p))
+            saved_group(self, param_group)
+
         torch.nn.Parameter.__new__ = staticmethod(new)
+        torch.optim.Optimizer.add_param_group = add_param_group
         try:
             yield
         finally:
             torch.nn.Parameter.__new__ = saved
+            torch.optim.Optimizer.add_param_group = saved_group
+
+    def free_params(self) -> set[str]:
+        """Keys of the tensors the program made trainable itself that no optimizer is given and no
+        module owns (free logits, re-wrapped each step by ``Variable(z, requires_grad=True)``):
+        the program's free parameters, which the search may take as far as an op needs."""
+        return {
+            key
+            for p, key in self._params.values()
+            if id(p) not in self.optimised
+            and not isinstance(p, torch.nn.Parameter)
+            and torch.is_floating_point(p)
+            and p.is_leaf
+        }
 
     def _search_inputs_behind(self, t: torch.Tensor, limit: int = 10000) -> set[str]:
         """Keys of the search inputs among the leaves of ``t``'s graph; empty when any other leaf
@@ -657,7 +697,7 @@ class Tracer(RunHere):
         if name in CONSTANT_FACTORIES and caller.f_code.co_filename == self.cfg.target_file:
             return out
         key = self._input_key(caller, name)
-        if name in _INPLACE_FACTORIES:
+        if key is None or name in _INPLACE_FACTORIES:
             return out
         return self._external_value(key, out)
 
@@ -770,11 +810,13 @@ class Tracer(RunHere):
         return sorted(found, key=lambda f: not target(f[1]))  # stable: catalogue order otherwise
 
     def _at_site(self, func: Any, rows: list[Op], args: tuple, kwargs: dict) -> Any:
-        unreached = self._sites_among(
-            rows, lambda s: s.key not in self.reached, lambda s: s.key == self._target_key
-        )
+        met = self._sites_among(rows, lambda s: True, lambda s: s.key == self._target_key)
+        unreached = [m for m in met if m[1].key not in self.reached]
         if not unreached:
+            if met:
+                self._met_again_at(met[0][1].key)
             return func(*args, **kwargs)
+        self._met_again.clear()
         op, site, pos = unreached[0]
         is_target = site.key == self._target_key
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
@@ -792,6 +834,14 @@ class Tracer(RunHere):
         if self.cfg.stop_when_all_reached and self._watched.issubset(self.reached):
             raise AllSitesReached()
         return out
+
+    def _met_again_at(self, key: str) -> None:
+        cap = self.cfg.stop_after_rounds
+        if cap is None or self.steps:
+            return  # a loop that trains is counted in steps
+        n = self._met_again[key] = self._met_again.get(key, 0) + 1
+        if n >= cap:
+            raise RunStopped()
 
     def _judge(
         self,

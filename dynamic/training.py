@@ -117,7 +117,11 @@ class TrainingTracer(Tracer):
         self.inputs: dict[str, Movable] = {}
         self._first_step: dict[str, int] = {}  # the line an input was made at -> the step it first was
         self.initial: dict[str, torch.Tensor] = {}  # parameter key -> value at first sight
-        self.optimised: set[int] = set()  # ids of tensors some optimizer updates
+        # Weights rebound each step (``_rebound``): variable name -> the key of its first and its
+        # latest tensor, and each latest key -> the first.
+        self._slot_first: dict[str, str] = {}
+        self._slot_latest: dict[str, str] = {}
+        self._rebinding: dict[str, str] = {}
         self.progress: dict[str, Progress] = {}
         self.target: str | None = None
         self.a = STEP_START
@@ -154,8 +158,31 @@ class TrainingTracer(Tracer):
         known = id(p) in self._params
         out = super()._parameter(p)
         if not known:
-            self.initial[self._params[id(p)][1]] = p.detach().clone()
+            key = self._params[id(p)][1]
+            self.initial[key] = p.detach().clone()
+            self._rebound(key, p)
         return out
+
+    def _rebound(self, key: str, p: torch.Tensor) -> None:
+        """Manual training by rebinding (``W = W - lr * W.grad`` under no_grad, then
+        ``W.requires_grad_(True)``) makes each step's weight a new tensor, held by the same
+        variable. It is the same weight: its value in the failing step is a move of the first
+        tensor of that name (what a replay can put back, at the first sight of that tensor), and
+        the tensors it replaced are dropped, or every step would keep one more."""
+        name = self.param_names.get(key) if key in self._named_by_variable else None
+        if name is None:
+            return
+        first = self._slot_first.setdefault(name, key)
+        if first == key or self.initial[first].shape != p.shape:
+            return
+        previous = self._slot_latest.get(name)
+        self._slot_latest[name] = key
+        self._rebinding[key] = first
+        if previous is not None:
+            self._params = {i: (q, k) for i, (q, k) in self._params.items() if k != previous}
+            self.initial.pop(previous, None)
+            self.inputs.pop(previous, None)
+            self._rebinding.pop(previous, None)
 
     def _input_leaves(self) -> set[int]:
         # The inputs this run steers are leaves made from the program's data (a free logit
@@ -164,27 +191,13 @@ class TrainingTracer(Tracer):
 
     def _free_leaves(self) -> dict[str, torch.Tensor]:
         """Tensors the program made trainable that no optimizer updates: data (free logits), moved as inputs."""
-        return {
-            key: p
-            for p, key in self._params.values()
-            if id(p) not in self.optimised
-            and not isinstance(p, torch.nn.Parameter)
-            and torch.is_floating_point(p)
-            and p.is_leaf
-        }
+        free = self.free_params()
+        return {key: p for p, key in self._params.values() if key in free}
 
     @contextlib.contextmanager
     def optimizers_noted(self) -> Iterator[None]:
-        """For the run: note every tensor an optimizer is given (those are weights, trained by the program)."""
-        saved = torch.optim.Optimizer.add_param_group
+        """For the run: know when one of torch's own optimizers steps (its ops are not traced)."""
         tracer = self
-
-        # Named as torch names them, so the stand-in has the method's exact signature.
-        def add_param_group(self: torch.optim.Optimizer, param_group: dict[str, Any]) -> None:
-            params = param_group.get("params")
-            for p in [params] if isinstance(params, torch.Tensor) else list(params or []):
-                tracer.optimised.add(id(p))
-            saved(self, param_group)
 
         def step_begins(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
             # A user's own optimizer class may hold sites of the checked file: it stays traced.
@@ -193,7 +206,6 @@ class TrainingTracer(Tracer):
         def step_ends(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
             tracer.in_library_step = False
 
-        torch.optim.Optimizer.add_param_group = add_param_group
         hooks = [
             register_optimizer_step_pre_hook(step_begins),
             register_optimizer_step_post_hook(step_ends),
@@ -201,7 +213,6 @@ class TrainingTracer(Tracer):
         try:
             yield
         finally:
-            torch.optim.Optimizer.add_param_group = saved
             for hook in hooks:
                 hook.remove()
 
@@ -334,9 +345,11 @@ class TrainingTracer(Tracer):
         deltas = {}
         for p, key in self._params.values():
             if key in self.initial and torch.is_floating_point(p):
-                d = p.detach() - self.initial[key]
+                # A rebound weight is its first tensor moved to where training took it.
+                first = self._rebinding.get(key, key)
+                d = p.detach() - self.initial[first]
                 if bool(d.ne(0).any()):
-                    deltas[key] = d.clone()
+                    deltas[first] = d.clone()
         return TrainingFound(
             outcome, inputs, deltas, dict(self.param_names), self.steps, time.monotonic() - self.t0
         )

@@ -757,30 +757,46 @@ def _task(task: Task) -> dict[str, Any]:
 
 
 TRAINING_STEPS_COMPARED = 20
+# A program that does not train may loop for ever too (an evaluation loop that stops only on a NaN
+# it never meets once fixed): it is compared on its first scalar results (each step's metric).
+SCALARS_COMPARED = 1000
 
 
 def _loss_watch_class() -> type:
     """A TorchFunctionMode class made on first use, so that importing this module never imports torch."""
+    import torch
     from torch.overrides import TorchFunctionMode, resolve_name
 
     class Watch(TorchFunctionMode):
-        """Records the value of each tensor ``backward`` is called on, for ``steps`` calls."""
+        """Records, for ``limit`` values, the tensor each ``backward`` is called on (``trains``) or
+        else each floating scalar a torch call returns, and stops the run there."""
 
         class Enough(BaseException):
-            """Enough training steps seen: the run stops here."""
+            """Enough values seen: the run stops here."""
 
-        def __init__(self, steps: int) -> None:
+        def __init__(self, limit: int, trains: bool) -> None:
             super().__init__()
-            self.steps = steps
+            self.limit = limit
+            self.trains = trains
             self.values: list[Any] = []
+            self.cut = False
 
         def __torch_function__(
             self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None
         ) -> Any:
-            if resolve_name(func) in ("torch.Tensor.backward", "torch.autograd.backward") and args:
+            backward = resolve_name(func) in ("torch.Tensor.backward", "torch.autograd.backward")
+            if self.trains and backward and args:
                 self.values.append(args[0].detach().clone())
             out = func(*args, **(kwargs or {}))
-            if len(self.values) >= self.steps:
+            if (
+                not self.trains
+                and isinstance(out, torch.Tensor)
+                and out.dim() == 0
+                and torch.is_floating_point(out)
+            ):
+                self.values.append(out.detach().clone())
+            if len(self.values) >= self.limit:
+                self.cut = True
                 raise Watch.Enough()
             return out
 
@@ -810,15 +826,17 @@ def _run_program(task: RunTask) -> dict[str, Any]:
     raised = None
     value = None
     printed = io.StringIO()
-    # A training program may loop for ever (``while True`` until the loss is NaN): what it does
-    # on its own inputs is its loss over the first steps, which a fix must leave unchanged.
+    # A program may loop for ever (``while True`` until the loss is NaN): what it does on its own
+    # inputs is then its loss over the first steps (or its first scalar results, when it does not
+    # train), which a fix must leave unchanged.
     loss_watch = _loss_watch_class()
-    losses = loss_watch(TRAINING_STEPS_COMPARED) if program.trains else None
+    trains = program.trains
+    losses = loss_watch(TRAINING_STEPS_COMPARED if trains else SCALARS_COMPARED, trains)
     try:
         with (
             torch.no_grad() if kind == "probe" else contextlib.nullcontext(),
             contextlib.redirect_stdout(printed),
-            losses if losses is not None else contextlib.nullcontext(),
+            losses,
         ):
             value = call(*args, **kwargs)
     except loss_watch.Enough:
@@ -829,7 +847,7 @@ def _run_program(task: RunTask) -> dict[str, Any]:
     except Exception as exc:  # the program's own failure is behaviour to compare
         raised = type(exc).__name__
     flat: list = []
-    _flatten(losses.values if losses is not None else value, flat)
+    _flatten(losses.values if trains or losses.cut else value, flat)
     torch.save(flat, task.out)
     # a script's output is what it prints: keep the numbers in it for comparison
     numbers = [float(m) for m in _NUMBER.findall(printed.getvalue())][:MAX_PRINTED_NUMBERS]

@@ -56,6 +56,9 @@ PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
 # loop calls ``backward`` where the static pass sees it (a reinforcement-learning script calls it
 # in a function once per episode). A run cut short here says so in its sites' notes.
 RECORD_STEPS = 20
+# ... and, in a loop that does not train, how often it meets a site again without reaching a new
+# one: an endless evaluation loop whose other sites wait for a NaN would run to the timeout.
+RECORD_ROUNDS = 200
 # Every budget below is counted in runs of the program (a search's) and training steps (a
 # training run's), bought at fixed rates (``search.runs_for``, ``training.STEPS_PER_SECOND``), so
 # that what the worker reports depends on the seed and the options, never on the machine's load.
@@ -277,6 +280,7 @@ class Worker:
                 stop_when_all_reached=True,
                 watch=frozenset(todo),
                 stop_after_steps=RECORD_STEPS,
+                stop_after_rounds=RECORD_ROUNDS,
             )
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
@@ -637,6 +641,15 @@ class Worker:
                 bounds[k] = settings.bound_factor * m
                 if v.numel():
                     beyond = max(beyond, float(v.abs().max()) / max(float(ex.abs().max()), 1e-30))
+        for k, d in found.deltas.items():
+            p = runner.param_values.get(k)
+            if k in runner.free_params and p is not None and p.numel() and d.shape == p.shape:
+                # A free parameter (free logits) may go as far as an input: graded as one, so
+                # that max-input-scale can turn its witness down.
+                # Measured against the magnitude its bound is made from: weights start at zeros.
+                base = max(1.0, float(p.abs().max()))
+                bounds[k] = settings.bound_factor * base
+                beyond = max(beyond, float((p + d).abs().max()) / base)
         moved = {}
         deltas = {}
         for k, d in found.deltas.items():

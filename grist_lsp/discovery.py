@@ -213,9 +213,25 @@ def _excluded_with_parents(path: Path, matcher: _Matcher, is_dir: bool = False) 
 
 def imported_modules(path: Path, text: str, root: Path) -> list[Path]:
     """The project's own modules that ``path`` imports directly (its folder, the project root and
-    ``src/`` are where imports resolve, as the engine's workers set ``sys.path``): the modules a
-    test or script runs, where its check also looks for bugs. Third-party modules (anything
-    outside ``root``) are never listed."""
+    ``src/`` are where imports resolve, as the engine's workers set ``sys.path``), and those a
+    package it imports re-exports (``from pkg.losses import f`` runs ``pkg/losses/some_loss.py``
+    through ``pkg/losses/__init__.py``): the modules a test or script runs, where its check also
+    looks for bugs. Third-party modules (anything outside ``root``) are never listed."""
+    found = _direct_imports(path, text, root)
+    for module in found:  # grows while it is read: packages' own imports, each file once
+        if module.name != "__init__.py":
+            continue
+        try:
+            init_text = module.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        for inner in _direct_imports(module, init_text, root):
+            if inner not in found and inner != path.resolve():
+                found.append(inner)
+    return found
+
+
+def _direct_imports(path: Path, text: str, root: Path) -> list[Path]:
     import ast
 
     from grist_lsp.analyzer.parsing import UNPARSABLE, parse

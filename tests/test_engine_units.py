@@ -536,3 +536,27 @@ def test_the_progress_line_names_a_site_by_its_one_based_column_as_the_report_do
     lines(SiteReport(key=site.key, witness=None, entry=None, note="searched"))
     # The report prints p.py:3:5 for this site (the core's column is 4, 0-based).
     assert seen == ["searched 3:5 torch.log (1/1)"]
+
+
+NUMPY_LOOP = """\
+import numpy as np
+import torch
+
+rng = np.random.default_rng(0)
+for step in range(500):
+    batch = torch.from_numpy(rng.normal(size=(64, 8)).astype(np.float32))
+    score = torch.log(torch.sigmoid(batch)).mean()
+"""
+
+
+def test_what_a_recording_run_keeps_of_a_loop_without_backward_does_not_grow_with_its_iterations(tmp_path):
+    """A batch made anew in each of 500 iterations: only the first MAX_OCCURRENCES are inputs."""
+    from grist_lsp.dynamic.tracing import MAX_OCCURRENCES
+
+    prog = script(tmp_path, "score.py", NUMPY_LOOP)
+    site = site_at(tmp_path / "score.py", NUMPY_LOOP, "torch.log(torch.sigmoid(batch))", "torch.log")
+    tracer, _, error = prog.run(prog.tracer_config(sites=[site], record=True))
+    assert error is None, error
+    assert site.key in tracer.reached
+    assert 1 <= len(tracer.recorded) <= MAX_OCCURRENCES, len(tracer.recorded)
+    assert len(tracer.used_inputs) <= MAX_OCCURRENCES
