@@ -447,7 +447,7 @@ def _project(tmp_path: Path, name: str) -> Path:
 
 
 def _findings(grist_cli, cwd: Path, *args: str) -> list[dict]:
-    return _findings(grist_cli, cwd, *args)[1]
+    return _check(grist_cli, cwd, *args)[1]
 
 
 def _reproducers_fail(folder: Path, cwd: Path, count: int) -> None:
