@@ -95,6 +95,8 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
             weight_subs=deltas,
             loose_match=not _site_text_unchanged(site, text),
             stop_after_steps=witness.at_step + REPLAY_STEPS_PAST_SITE,
+            # Judged by the oracle that found it: a gradient witness by the op's own gradient.
+            judge_gradients=witness.phase == "backward",
         )
         try:
             tracer, outcome, error = prog.run(cfg)

@@ -320,6 +320,11 @@ class TracerConfig:
     record: bool = False  # keep the original value of every external input
     loose_match: bool = False  # replay of edited text: match by start line and kind
     local_backward: bool = True
+    # The program differentiates through every site (a training run, or the replay of a witness
+    # that failed there): an op whose own gradient overflows from finite operands and a finite
+    # output (log of a subnormal, acos at 1) hands its NaN/INF to the weights the optimizer then
+    # steps, so it is judged by that gradient too, not only the kinds whose region says so.
+    judge_gradients: bool = False
     # Recording runs of a training loop: the sites its first steps do not reach, later steps do not
     # either (as a rule), and a ``while True`` loop would otherwise run to the timeout.
     stop_after_steps: int | None = None
@@ -828,12 +833,18 @@ class Tracer(RunHere):
             )
         if (
             self.cfg.local_backward
-            and (region.backward_at is not None or (region.gradient and self._differentiated(out)))
+            and (
+                region.backward_at is not None
+                or self.cfg.judge_gradients
+                or (region.gradient and self._differentiated(out))
+            )
             and snap is not None
             and torch.is_floating_point(snap)
         ):
             back = _local_backward(func, args, kwargs, kw, idx, snap)
-            if back is not None:
+            # Only the kinds whose region says so fail in the backward pass of a program that
+            # differentiates nothing there; the others need a gradient the program computes.
+            if back is not None and (region.backward_at is not None or self._differentiated(out)):
                 return SiteOutcome(site, True, back[0], phase="backward", operand=snap, bad_value=back[1])
         return SiteOutcome(site, False, "finite", operand=snap, distance=dist)
 

@@ -345,7 +345,7 @@ def train_search(
     from .entries import seed_everything, split_arguments
 
     seed_everything(program.seed)
-    cfg = program.tracer_config(sites=sites, record=True)
+    cfg = program.tracer_config(sites=sites, record=True, judge_gradients=True)
     tracer = TrainingTracer(cfg, settings, targets)
     t0 = time.monotonic()
     try:
