@@ -93,6 +93,9 @@ class Found:
     iterations: int
     seconds: float
     how: str  # which move found it
+    # Parameter key -> exact value in the failing run (a training run's state; ``deltas`` then
+    # only say how far the weights went).
+    weights: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass
@@ -126,7 +129,11 @@ class Runner:
     walls: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def evaluate(
-        self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None, grad: bool = True
+        self,
+        values: dict[str, Any],
+        deltas: dict[str, torch.Tensor] | None = None,
+        grad: bool = True,
+        weights: dict[str, torch.Tensor] | None = None,
     ) -> Evaluation:
         self.iterations += 1
         values = project(values, self.supports)
@@ -137,7 +144,13 @@ class Runner:
             else:
                 leaves[k] = v.detach().clone() if isinstance(v, torch.Tensor) else v
         wleaves = {k: d.detach().clone().requires_grad_(grad) for k, d in (deltas or {}).items()}
-        cfg = self.program.tracer_config(sites=self.sites, target=self.site, subs=leaves, weight_subs=wleaves)
+        cfg = self.program.tracer_config(
+            sites=self.sites,
+            target=self.site,
+            subs=leaves,
+            weight_subs=wleaves,
+            weight_values={k: w.clone() for k, w in (weights or {}).items()},
+        )
         tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
         params = {
             key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values
@@ -159,6 +172,7 @@ class Runner:
                         self.iterations,
                         time.monotonic() - self.started,
                         "seen while searching another site",
+                        weights={k: w.clone() for k, w in (weights or {}).items()},
                     )
         d = float("inf")
         grads: dict[str, torch.Tensor] = {}

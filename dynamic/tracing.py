@@ -314,6 +314,9 @@ class TracerConfig:
     user_files: frozenset[str]  # files whose factory calls are inputs
     subs: dict[str, torch.Tensor] = field(default_factory=dict)  # input key -> value to use
     weight_subs: dict[str, torch.Tensor] = field(default_factory=dict)  # parameter key -> delta
+    # Parameter key -> its exact value (a training run's state), written into the parameter at
+    # its first use: the program's optimizer goes on from there, as it did in the run.
+    weight_values: dict[str, torch.Tensor] = field(default_factory=dict)
     target: Site | None = None  # stop at its first evaluation
     stop_when_all_reached: bool = False
     watch: frozenset[str] | None = None  # site keys to wait for (default: all of ``sites``)
@@ -556,6 +559,10 @@ class Tracer(RunHere):
             self._param_count += 1
             self._params[id(p)] = (p, key)
             self.param_names[key] = self._parameter_name(p, key)
+            value = self.cfg.weight_values.get(key)
+            if value is not None and value.shape == p.shape:
+                with torch.no_grad():
+                    p.copy_(value)
         else:
             key = hit[1]
             tries = self._name_tries.get(key, 0)
@@ -964,6 +971,10 @@ def _reaches(start: Any, goal: Any, limit: int = 4000) -> bool:
 def _real_leaves(t: torch.Tensor, search_leaves: set[int], limit: int = 4000) -> list[torch.Tensor]:
     """The leaves behind ``t`` that the program itself differentiates: weights, tensors it made
     trainable, and the search's weight deltas (which stand for weights); not the search's inputs."""
+    if t.grad_fn is None:
+        # A leaf itself (a tensor the program made trainable, its witness value put in place):
+        # it has no graph behind it, but it is what the program differentiates.
+        return [t] if t.requires_grad and id(t) not in search_leaves else []
     leaves = (getattr(fn, "variable", None) for fn in _graph_nodes(t.grad_fn, limit))
     return [var for var in leaves if var is not None and id(var) not in search_leaves]
 

@@ -83,6 +83,7 @@ class TrainingFound:
     outcome: SiteOutcome
     inputs: dict[str, torch.Tensor]  # input key -> value in the failing iteration
     deltas: dict[str, torch.Tensor]  # parameter key -> its value in the failing iteration minus at entry
+    weights: dict[str, torch.Tensor]  # parameter key -> its exact value in the failing iteration (moved ones)
     param_names: dict[str, str]
     steps: int  # training iterations before the failing one
     seconds: float
@@ -327,14 +328,17 @@ class TrainingTracer(Tracer):
     def _state(self, outcome: SiteOutcome) -> TrainingFound:
         """The failing iteration's inputs and weights."""
         inputs = {k: m.live.detach().clone() for k, m in self.inputs.items() if k not in self.initial}
-        deltas = {}
+        deltas, weights = {}, {}
         for p, key in self._params.values():
             if key in self.initial and torch.is_floating_point(p):
-                d = p.detach() - self.initial[key]
-                if bool(d.ne(0).any()):
+                now, then = p.detach(), self.initial[key]
+                d = now - then
+                # Bit for bit: a weight training took from 0.0 to -0.0 moved too.
+                if bool((d.ne(0) | (torch.signbit(now) != torch.signbit(then))).any()):
                     deltas[key] = d.clone()
+                    weights[key] = now.clone()
         return TrainingFound(
-            outcome, inputs, deltas, dict(self.param_names), self.steps, time.monotonic() - self.t0
+            outcome, inputs, deltas, weights, dict(self.param_names), self.steps, time.monotonic() - self.t0
         )
 
 
