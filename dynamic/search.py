@@ -907,6 +907,9 @@ def _landing_moves(
     * the elements (inputs, or moving weights) with the largest gradient, each moved alone by
       the Newton step computed in float64, with the float32 neighbours of that root (the root of
       a difference is rarely representable) and, for inputs, exactly 0;
+    * the moving weights alone by Newton's step, in float64 deltas, then at the representable
+      values either side of that root in the weights' own dtype (a root a rounding away: a
+      float32 delta on a weight of 1 cannot reach it);
     * the same elements, each alone, by the log-Newton step;
     * the inputs' spread around their row mean scaled up, which pushes a logit gap further
       where the gradient has underflowed to nothing.
@@ -918,6 +921,7 @@ def _landing_moves(
         # probability, exp of a logit gap) is where most searches stall; a root that is
         # linear in one element is landed by the single-element moves below.
         yield at.log_newton_step()
+    yield from at.weight_newton_steps()
     for _, k, i in ranked:
         yield from at.newton_steps_on_one_element(k, i)
     for _, k, i in ranked:
@@ -1003,16 +1007,54 @@ class _LandingPoint:
         self, k: str, i: int
     ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
         v, g = self.tensors[k], float(self.grads[k].flatten()[i])
-        root = torch.tensor(float(v.flatten()[i]) - self.ev.d / g, dtype=torch.float64).to(v.dtype)
-        targets = [
-            root,
-            torch.nextafter(root, root.new_tensor(math.inf)),
-            torch.nextafter(root, root.new_tensor(-math.inf)),
-        ]
-        if not k.startswith("w:"):
-            targets.append(torch.zeros((), dtype=v.dtype))
-        for t in targets:
+        root = float(v.flatten()[i]) - self.ev.d / g
+        if k.startswith("w:"):
+            yield from self._weight_roots(k, i, root)
+            return
+        at = torch.tensor(root, dtype=torch.float64).to(v.dtype)
+        for t in (*_neighbours(at), torch.zeros((), dtype=v.dtype)):
             yield (f"Newton step on one element of {k} (float64)", *self.apply(self.element_at(k, i, t)))
+
+    def _weight_roots(
+        self, k: str, i: int, root: float
+    ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+        """A weight element at Newton's root, then at the representable values either side of it,
+        in the weight's own dtype. A move is the weight at entry plus a delta: a float32 delta
+        added to a weight of 1 reaches only multiples of 6e-8 near 0 (``gain + 1e-07`` is 0 only
+        for the float32 nearest -1e-07), so these deltas are float64, exactly the value wanted
+        minus the weight at entry (the tracer rounds the sum to the weight's dtype)."""
+        p = self.params[k[2:]]
+        at_entry = float(p.detach().flatten()[i])
+        moved = torch.tensor(at_entry + root, dtype=torch.float64).to(p.dtype)
+        for w in _neighbours(moved):
+            c = self.tensors[k].detach().double().flatten().clone()
+            c[i] = float(w) - at_entry
+            delta = self.clipped(k, c.reshape(self.tensors[k].shape))
+            yield (
+                f"Newton step on one element of {k} (its representable neighbours)",
+                *self.apply({k: delta}),
+            )
+
+    def weight_newton_steps(self) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+        weights = {k: g for k, g in self.grads.items() if k.startswith("w:")}
+        norm2 = sum(float((g.double() ** 2).sum()) for g in weights.values())
+        if norm2 == 0.0:
+            return
+        at_entry = {k: self.params[k[2:]].detach() for k in weights}
+        moved = {
+            k: (at_entry[k].double() + self.tensors[k].double() - self.ev.d * g.double() / norm2).to(
+                at_entry[k].dtype
+            )
+            for k, g in weights.items()
+        }
+        for how, toward in (("", None), (", one value up", math.inf), (", one value down", -math.inf)):
+            changes = {}
+            for k, m in moved.items():
+                if toward is not None:
+                    # Only the elements the objective depends on take the neighbouring value.
+                    m = torch.where(weights[k] != 0, torch.nextafter(m, m.new_tensor(toward)), m)
+                changes[k] = self.clipped(k, m.double() - at_entry[k].double())
+            yield (f"Newton step on the weights (float64){how}", *self.apply(changes))
 
     def log_newton_step_on_one_element(
         self, k: str, i: int
@@ -1030,6 +1072,12 @@ class _LandingPoint:
             centre = v.mean(dim=-1, keepdim=True) if v.dim() else v
             changes[k] = _clip(centre + factor * (v - centre), self.bounds[k])
         return (f"underflow: input spread scaled by {factor:g}", *self.apply(changes))
+
+
+def _neighbours(at: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``at`` and the representable values either side of it in its dtype: the root of a
+    difference is rarely representable, and Newton's step lands a rounding away from it."""
+    return at, torch.nextafter(at, at.new_tensor(math.inf)), torch.nextafter(at, at.new_tensor(-math.inf))
 
 
 def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:

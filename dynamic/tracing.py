@@ -574,6 +574,10 @@ class Tracer(RunHere):
         if delta is None:
             return p
         moved = p.detach() + delta
+        if moved.dtype != p.dtype:
+            # A float64 delta (a landing move aimed at one representable value) still moves a
+            # weight of the program's dtype; the sum is rounded once, the same in every replay.
+            moved = moved.to(p.dtype)
         if p.requires_grad and not moved.requires_grad:
             # A replayed move is a plain tensor: the moved weight must stay one the program
             # differentiates, or a gradient failure (where-branch sites) could not replay.
