@@ -366,6 +366,10 @@ def _value_mutations(
 
     yield "all zeros", every_float(lambda v, _: torch.zeros_like(v))
     yield "identical rows", every_float(lambda v, _: v[:1].expand_as(v).clone() if v.dim() >= 1 else v)
+    # A padding row, an empty sample: its sum, norm or count is exactly 0.
+    yield "a row of zeros", every_float(lambda v, _: _first_row_zero(v))
+    # A feature that never varies: its std, range or variance over the rows is exactly 0.
+    yield "a constant column", every_float(lambda v, _: _first_column_constant(v))
     for k in floats:
         if len(floats) > 1:
             yield f"{k} all zeros", {**examples, k: torch.zeros_like(examples[k])}
@@ -389,6 +393,22 @@ LATE_MUTATIONS = frozenset({"largest values", "most negative values", "one large
 # cannot move them, so they wait with the extremes until the gradient has had its turn or
 # has none to give.
 LABEL_MUTATION = "integer input: "
+
+
+def _first_row_zero(v: torch.Tensor) -> torch.Tensor:
+    if v.dim() < 2 or v.shape[0] < 2:
+        return v
+    out = v.clone()
+    out[0] = 0
+    return out
+
+
+def _first_column_constant(v: torch.Tensor) -> torch.Tensor:
+    if v.dim() < 2 or v.shape[0] < 2:
+        return v
+    out = v.clone()
+    out[:, 0] = v[0, 0]
+    return out
 
 
 def _one_hot_large(v: torch.Tensor, bound: float) -> torch.Tensor:
