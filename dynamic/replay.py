@@ -97,6 +97,7 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
             weight_values=weights,
             loose_match=not _site_text_unchanged(site, text),
             stop_after_steps=witness.at_step + REPLAY_STEPS_PAST_SITE,
+            target_step=witness.target_step,
             # Judged by the oracle that found it: a gradient witness by the op's own gradient.
             judge_gradients=witness.phase == "backward",
         )

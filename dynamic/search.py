@@ -127,6 +127,8 @@ class Runner:
     # (file name, line) -> how many runs the program itself stopped there before the target: a
     # precondition it states (``assert``, ``torch._assert``, a raising guard) is the search's wall.
     walls: dict[tuple[str, int], int] = field(default_factory=dict)
+    # The training step whose evaluation of the site is aimed at (``Witness.target_step``).
+    target_step: int = 0
 
     def evaluate(
         self,
@@ -150,6 +152,7 @@ class Runner:
             subs=leaves,
             weight_subs=wleaves,
             weight_values={k: w.clone() for k, w in (weights or {}).items()},
+            target_step=self.target_step,
         )
         tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
         params = {
@@ -380,6 +383,7 @@ def _value_mutations(
     yield "one large value per row", every_float(_one_hot_large)
 
 
+MAX_TARGET_STEP = 64  # training steps a search lets the program take before its target's evaluation
 LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
 WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
 STALL_AFTER = 12  # iterations without progress after which parameters move anyway
@@ -489,6 +493,7 @@ class Search:
         self.weights_on = False
         self.step_size = 0.05  # of the signed steps, relative to each input's bound
         self.newton_ok = _newton_applies(site.kind)
+        self.program_trains = program.trains  # aim_later applies
         self.momentum: dict[str, torch.Tensor] = {}  # the last successful signed step
         self.coasting = 0  # steps taken along the momentum since the gradient vanished
         self.tiny_at = TINY  # an objective below this tries the landing moves (then 1000x closer)
@@ -556,6 +561,8 @@ class Search:
 
     def _next_move(self) -> Callable[[], SearchReport | None]:
         ev = self.cur_ev
+        if self._gradient_waits_for_training(ev):
+            return self.aim_later
         if (
             not self.weights_on
             and self.settings.move_weights
@@ -721,6 +728,34 @@ class Search:
             return self.done(mev, cand, self._witness_deltas(self.deltas), "gradient step (coasting)")
         if mev.outcome is not None and mev.d <= self.cur_ev.d:
             self.cur, self.cur_ev = cand, mev
+        return None
+
+    def _gradient_waits_for_training(self, ev: Evaluation) -> bool:
+        """The program trains, the site was reached, and the objective's gradient is exactly 0
+        everywhere (weights initialised to zero: a uniform softmax has no input gradient)."""
+        return (
+            self.program_trains
+            and self.runner.target_step < MAX_TARGET_STEP
+            and ev.outcome is not None
+            and ev.d != float("inf")
+            and bool(ev.grads)
+            and not any(bool(g.any()) for g in ev.grads.values())
+        )
+
+    def aim_later(self) -> SearchReport | None:
+        """Aim at the site's evaluation some training steps in (1, then twice as many): the
+        program's own optimizer moves the weights off zero, and one step later the gradient
+        flows. That state is as reachable as the first; the witness says which step it is."""
+        before = self.runner.target_step
+        self.runner.target_step = max(1, 2 * before)
+        ev = self.runner.evaluate(self.cur, self._run_deltas(self.deltas))
+        if ev.outcome is None:
+            # The program ends (or raises) before that step: stay with the last one it reaches.
+            self.runner.target_step, self.program_trains = before, False
+            return None
+        self.cur_ev = ev
+        if ev.found:
+            return self.done(ev, self.cur, self.deltas, f"the state after {ev.outcome.step} training steps")
         return None
 
     def restart(self) -> SearchReport | None:

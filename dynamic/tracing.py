@@ -318,6 +318,7 @@ class TracerConfig:
     # its first use: the program's optimizer goes on from there, as it did in the run.
     weight_values: dict[str, torch.Tensor] = field(default_factory=dict)
     target: Site | None = None  # stop at its first evaluation
+    target_step: int = 0  # ... at or after this training step (Witness.target_step)
     stop_when_all_reached: bool = False
     watch: frozenset[str] | None = None  # site keys to wait for (default: all of ``sites``)
     record: bool = False  # keep the original value of every external input
@@ -631,6 +632,12 @@ class Tracer(RunHere):
         args, kwargs = self._substitute_args(args, kwargs)
         if name in _MAKE_TRAINABLE:
             args = self._make_trainable(args, kwargs)
+        if name in BACKWARD and self._keeps_graphs() and kwargs.get("retain_graph") is None and len(args) < 3:
+            # Substituted inputs require grad, so a tensor the program derives from them once,
+            # before its loop (``captions = images @ P``), carries a graph every step
+            # backpropagates through: kept, or the second step fails where the program's own
+            # run does not (and no gradient reaches the inputs a later step evaluates).
+            kwargs = {**kwargs, "retain_graph": True}
         rows = [op for op in lookup(name) if op.kind in self._by_kind]
         if rows:
             out = self._at_site(func, rows, args, kwargs)
@@ -647,6 +654,10 @@ class Tracer(RunHere):
         for t in _tensors_in(out):
             self.produced[t] = True
         return out
+
+    def _keeps_graphs(self) -> bool:
+        """Whether the run goes on through training steps while its inputs require grad."""
+        return self.cfg.target_step > 0
 
     def _transposed_operand(self, a: Any) -> Any:
         """What ``a.T`` (``.mT``, ``.H``, ``.mH``) must transpose: ``W @ W.T`` must see one W, so a
@@ -793,6 +804,8 @@ class Tracer(RunHere):
             return func(*args, **kwargs)
         op, site, pos = unreached[0]
         is_target = site.key == self._target_key
+        if is_target and self.steps < self.cfg.target_step:
+            return func(*args, **kwargs)  # the state the search wants is training steps away
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
         outcome.step = self.steps
         self.reached[site.key] = outcome

@@ -155,6 +155,9 @@ class TrainingTracer(Tracer):
             self.initial[self._params[id(p)][1]] = p.detach().clone()
         return out
 
+    def _keeps_graphs(self) -> bool:
+        return True
+
     def _input_leaves(self) -> set[int]:
         # The inputs this run steers are leaves made from the program's data (a free logit
         # steered as an input is the program's own trainable tensor, its leaf is itself).
@@ -211,11 +214,6 @@ class TrainingTracer(Tracer):
             return func(*args, **(kwargs or {}))
         # No optimizer step calls backward: one that raised (and was caught) ends its bypass here.
         self.in_library_step = False
-        if backward and (kwargs or {}).get("retain_graph") is None and len(args) < 3:
-            # Steered inputs require grad, so a tensor the program derives from them once, before
-            # its loop (``captions = images @ P``), carries a graph every step backpropagates
-            # through: kept, or the second step fails where the program's own run does not.
-            kwargs = {**(kwargs or {}), "retain_graph": True}
         out = super().__torch_function__(func, types, args, kwargs)
         if backward:
             self._after_backward()

@@ -578,7 +578,10 @@ class Worker:
     def make_witness(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
     ) -> tuple[Witness, str]:
-        runner = Runner(a.program, site, self.sites, supports=settings.supports)
+        # A search's witness breaks the site at the training step it aimed at; a training run's
+        # state is loaded at entry and breaks it at its first evaluation.
+        target_step = 0 if found.weights else found.outcome.step
+        runner = Runner(a.program, site, self.sites, supports=settings.supports, target_step=target_step)
         # A training run's state is its exact weights; a search's moves are deltas on the weights
         # at entry (replayed by the same addition, so just as exact).
         run_deltas = {} if found.weights else found.deltas
@@ -645,10 +648,11 @@ class Worker:
             beyond_examples=round(beyond, 4) if bounds else None,
             weight_deltas=deltas,
             weight_values={k: to_value(w) for k, w in found.weights.items()},
-            steps=steps,
+            steps=steps if steps is not None else (target_step or None),
+            target_step=target_step,
             at_step=outcome.step,
         )
-        return witness, message(site, outcome, values, a.program, names, moved, steps)
+        return witness, message(site, outcome, values, a.program, names, moved, witness.steps)
 
 
 PROBE_WORDS = "probe (synthesized inputs)"

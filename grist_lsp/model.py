@@ -140,6 +140,10 @@ class Witness:
     # the weight at entry loses the last bits (-0.0, a subnormal, the float32 next to a root).
     steps: int | None = None
     weight_values: dict[str, TensorValue] = field(default_factory=dict)
+    # The training step whose evaluation of the site the witness breaks (and a replay judges): a
+    # search that let the program's own training run this many steps first, because the inputs'
+    # gradient was exactly 0 before (weights initialised to zero). 0: the first evaluation.
+    target_step: int = 0
     # Training steps (backward calls) the failing run took before it reached the site. A replay of
     # a training loop gives up a few steps after it: a fixed program whose site is gone, or never
     # fails, would otherwise train until its own loop ends (``while True``: never).
