@@ -383,7 +383,7 @@ def _value_mutations(
     yield "one large value per row", every_float(_one_hot_large)
 
 
-MAX_TARGET_STEP = 64  # training steps a search lets the program take before its target's evaluation
+MAX_TARGET_STEP = 16  # training steps a search lets the program take before its target's evaluation
 LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
 WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
 STALL_AFTER = 12  # iterations without progress after which parameters move anyway
@@ -493,7 +493,8 @@ class Search:
         self.weights_on = False
         self.step_size = 0.05  # of the signed steps, relative to each input's bound
         self.newton_ok = _newton_applies(site.kind)
-        self.program_trains = program.trains  # aim_later applies
+        # aim_later applies (a value objective: shapes do not change with training)
+        self.program_trains = program.trains and KINDS[site.kind].region.shape is None
         self.momentum: dict[str, torch.Tensor] = {}  # the last successful signed step
         self.coasting = 0  # steps taken along the momentum since the gradient vanished
         self.tiny_at = TINY  # an objective below this tries the landing moves (then 1000x closer)
@@ -731,8 +732,10 @@ class Search:
         return None
 
     def _gradient_waits_for_training(self, ev: Evaluation) -> bool:
-        """The program trains, the site was reached, and the objective's gradient is exactly 0
-        everywhere (weights initialised to zero: a uniform softmax has no input gradient)."""
+        """The program trains, some of its weights are all zero, the site was reached, and the
+        objective's gradient is exactly 0 everywhere: weights initialised to zero (a uniform
+        softmax has no input gradient), which the program's own training moves. An objective
+        that is a shape (one element, an empty selection) has no gradient at any step."""
         return (
             self.program_trains
             and self.runner.target_step < MAX_TARGET_STEP
@@ -740,6 +743,10 @@ class Search:
             and ev.d != float("inf")
             and bool(ev.grads)
             and not any(bool(g.any()) for g in ev.grads.values())
+            and any(
+                torch.is_floating_point(p) and p.numel() > 1 and not bool(p.any())
+                for p in self.runner.param_values.values()
+            )
         )
 
     def aim_later(self) -> SearchReport | None:
