@@ -392,7 +392,15 @@ STALL_AFTER = 12  # iterations without progress after which parameters move anyw
 # site found was found within 24 runs of the search's latest new best; a site no input reaches
 # (a norm bounded away from 0 by the weights' bounds) would otherwise cost the whole budget.
 GIVE_UP_AFTER = 200
-LATE_MUTATIONS = frozenset({"largest values", "most negative values", "one large value per row"})
+LATE_MUTATIONS = frozenset(
+    {
+        "largest values",
+        "most negative values",
+        "one large value per row",
+        "a row of zeros",
+        "a constant column",
+    }
+)
 # Integer inputs (labels, indices) set to each class: one run per class, and gradient steps
 # cannot move them, so they wait with the extremes until the gradient has had its turn or
 # has none to give.
@@ -983,13 +991,14 @@ def _landing_moves(
         # probability, exp of a logit gap) is where most searches stall; a root that is
         # linear in one element is landed by the single-element moves below.
         yield at.log_newton_step()
-    yield from at.weight_newton_steps()
     for _, k, i in ranked:
         yield from at.newton_steps_on_one_element(k, i)
     for _, k, i in ranked:
         yield at.log_newton_step_on_one_element(k, i)
     for factor in (2.0, 8.0):
         yield at.spread_scaled(factor)
+    # Last: it helps where a weight's root is a rounding away, and costs runs everywhere else.
+    yield from at.weight_newton_steps()
 
 
 class _LandingPoint:
