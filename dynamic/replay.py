@@ -67,6 +67,7 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
     try:
         inputs = {k: from_value(tv) for k, tv in witness.inputs.items()}
         deltas = {k: from_value(tv) for k, tv in (witness.weight_deltas or {}).items()}
+        weights = {k: from_value(tv) for k, tv in (witness.weight_values or {}).items()}
     except (OSError, ValueError, RuntimeError) as e:
         return ReplayResult(
             False,
@@ -93,8 +94,12 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
             target=site,
             subs=inputs,
             weight_subs=deltas,
+            weight_values=weights,
             loose_match=not _site_text_unchanged(site, text),
             stop_after_steps=witness.at_step + REPLAY_STEPS_PAST_SITE,
+            target_step=witness.target_step,
+            # Judged by the oracle that found it: a gradient witness by the op's own gradient.
+            judge_gradients=witness.phase == "backward",
         )
         try:
             tracer, outcome, error = prog.run(cfg)

@@ -72,7 +72,11 @@ def render_reproducer(
     """
     filename = filename or reproducer_filename(site)
     kind, _, _ = witness.entry.partition(":")
-    weights_moved = any(v for v in witness.weights_moved.values()) or bool(witness.weight_deltas)
+    weights_moved = (
+        any(v for v in witness.weights_moved.values())
+        or bool(witness.weight_deltas)
+        or bool(witness.weight_values)
+    )
     payload_tensors = _payload_tensors(witness)
     missing = [n for n, tv in witness.inputs.items() if tv.values is None and n not in payload_tensors]
     # Tensors the program draws itself (``torch.randn_like`` in a forward) can only be fixed by the
@@ -548,7 +552,7 @@ def _relocate_payloads(w: dict[str, Any], stem: str) -> tuple[dict[str, bytes], 
     payload file)])."""
     payloads: dict[str, bytes] = {}
     relocated: list[tuple[str, str, str]] = []
-    for field_name in ("inputs", "weight_deltas"):
+    for field_name in ("inputs", "weight_deltas", "weight_values"):
         for name, tv in (w.get(field_name) or {}).items():
             if tv.get("file") and os.path.exists(tv["file"]):
                 payload = f"{stem}_{re.sub(r'[^A-Za-z0-9_-]', '_', name)}.pt"

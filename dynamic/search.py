@@ -100,6 +100,9 @@ class Found:
     iterations: int
     seconds: float
     how: str  # which move found it
+    # Parameter key -> exact value in the failing run (a training run's state; ``deltas`` then
+    # only say how far the weights went).
+    weights: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass
@@ -132,9 +135,15 @@ class Runner:
     # (file name, line) -> how many runs the program itself stopped there before the target: a
     # precondition it states (``assert``, ``torch._assert``, a raising guard) is the search's wall.
     walls: dict[tuple[str, int], int] = field(default_factory=dict)
+    # The training step whose evaluation of the site is aimed at (``Witness.target_step``).
+    target_step: int = 0
 
     def evaluate(
-        self, values: dict[str, Any], deltas: dict[str, torch.Tensor] | None = None, grad: bool = True
+        self,
+        values: dict[str, Any],
+        deltas: dict[str, torch.Tensor] | None = None,
+        grad: bool = True,
+        weights: dict[str, torch.Tensor] | None = None,
     ) -> Evaluation:
         self.iterations += 1
         values = project(values, self.supports)
@@ -145,7 +154,14 @@ class Runner:
             else:
                 leaves[k] = v.detach().clone() if isinstance(v, torch.Tensor) else v
         wleaves = {k: d.detach().clone().requires_grad_(grad) for k, d in (deltas or {}).items()}
-        cfg = self.program.tracer_config(sites=self.sites, target=self.site, subs=leaves, weight_subs=wleaves)
+        cfg = self.program.tracer_config(
+            sites=self.sites,
+            target=self.site,
+            subs=leaves,
+            weight_subs=wleaves,
+            weight_values={k: w.clone() for k, w in (weights or {}).items()},
+            target_step=self.target_step,
+        )
         tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
         params = {
             key: p.detach().clone() for p, key in tracer._params.values() if key not in self.param_values
@@ -168,6 +184,7 @@ class Runner:
                         self.iterations,
                         time.monotonic() - self.started,
                         "seen while searching another site",
+                        weights={k: w.clone() for k, w in (weights or {}).items()},
                     )
         d = float("inf")
         grads: dict[str, torch.Tensor] = {}
@@ -361,6 +378,10 @@ def _value_mutations(
 
     yield "all zeros", every_float(lambda v, _: torch.zeros_like(v))
     yield "identical rows", every_float(lambda v, _: v[:1].expand_as(v).clone() if v.dim() >= 1 else v)
+    # A padding row, an empty sample: its sum, norm or count is exactly 0.
+    yield "a row of zeros", every_float(lambda v, _: _first_row_zero(v))
+    # A feature that never varies: its std, range or variance over the rows is exactly 0.
+    yield "a constant column", every_float(lambda v, _: _first_column_constant(v))
     for k in floats:
         if len(floats) > 1:
             yield f"{k} all zeros", {**examples, k: torch.zeros_like(examples[k])}
@@ -402,6 +423,7 @@ def _partial_mutations(
         yield f"{how}, on {part}", out
 
 
+MAX_TARGET_STEP = 16  # training steps a search lets the program take before its target's evaluation
 LATE_AFTER = 30  # gradient iterations before the domain's extremes are tried
 WEIGHTS_AFTER = 60  # iterations on the inputs alone before parameters move too
 STALL_AFTER = 12  # iterations without progress after which parameters move anyway
@@ -410,11 +432,35 @@ STALL_AFTER = 12  # iterations without progress after which parameters move anyw
 # site found was found within 24 runs of the search's latest new best; a site no input reaches
 # (a norm bounded away from 0 by the weights' bounds) would otherwise cost the whole budget.
 GIVE_UP_AFTER = 200
-LATE_MUTATIONS = frozenset({"largest values", "most negative values", "one large value per row"})
+LATE_MUTATIONS = frozenset(
+    {
+        "largest values",
+        "most negative values",
+        "one large value per row",
+        "a row of zeros",
+        "a constant column",
+    }
+)
 # Integer inputs (labels, indices) set to each class: one run per class, and gradient steps
 # cannot move them, so they wait with the extremes until the gradient has had its turn or
 # has none to give.
 LABEL_MUTATION = "integer input: "
+
+
+def _first_row_zero(v: torch.Tensor) -> torch.Tensor:
+    if v.dim() < 2 or v.shape[0] < 2:
+        return v
+    out = v.clone()
+    out[0] = 0
+    return out
+
+
+def _first_column_constant(v: torch.Tensor) -> torch.Tensor:
+    if v.dim() < 2 or v.shape[0] < 2:
+        return v
+    out = v.clone()
+    out[:, 0] = v[0, 0]
+    return out
 
 
 def _one_hot_large(v: torch.Tensor, bound: float) -> torch.Tensor:
@@ -499,6 +545,8 @@ class Search:
         self.weights_on = False
         self.step_size = 0.05  # of the signed steps, relative to each input's bound
         self.newton_ok = _newton_applies(site.kind)
+        # aim_later applies (a value objective: shapes do not change with training)
+        self.program_trains = program.trains and KINDS[site.kind].region.shape is None
         self.momentum: dict[str, torch.Tensor] = {}  # the last successful signed step
         self.coasting = 0  # steps taken along the momentum since the gradient vanished
         self.tiny_at = TINY  # an objective below this tries the landing moves (then 1000x closer)
@@ -578,6 +626,8 @@ class Search:
 
     def _next_move(self) -> Callable[[], SearchReport | None]:
         ev = self.cur_ev
+        if self._gradient_waits_for_training(ev):
+            return self.aim_later
         if (
             not self.weights_on
             and self.settings.move_weights
@@ -754,6 +804,40 @@ class Search:
             return self.done(mev, cand, self._witness_deltas(self.deltas), "gradient step (coasting)")
         if mev.outcome is not None and mev.d <= self.cur_ev.d:
             self.cur, self.cur_ev = cand, mev
+        return None
+
+    def _gradient_waits_for_training(self, ev: Evaluation) -> bool:
+        """The program trains, some of its weights are all zero, the site was reached, and the
+        objective's gradient is exactly 0 everywhere: weights initialised to zero (a uniform
+        softmax has no input gradient), which the program's own training moves. An objective
+        that is a shape (one element, an empty selection) has no gradient at any step."""
+        return (
+            self.program_trains
+            and self.runner.target_step < MAX_TARGET_STEP
+            and ev.outcome is not None
+            and ev.d != float("inf")
+            and bool(ev.grads)
+            and not any(bool(g.any()) for g in ev.grads.values())
+            and any(
+                torch.is_floating_point(p) and p.numel() > 1 and not bool(p.any())
+                for p in self.runner.param_values.values()
+            )
+        )
+
+    def aim_later(self) -> SearchReport | None:
+        """Aim at the site's evaluation some training steps in (1, then twice as many): the
+        program's own optimizer moves the weights off zero, and one step later the gradient
+        flows. That state is as reachable as the first; the witness says which step it is."""
+        before = self.runner.target_step
+        self.runner.target_step = max(1, 2 * before)
+        ev = self.runner.evaluate(self.cur, self._run_deltas(self.deltas))
+        if ev.outcome is None:
+            # The program ends (or raises) before that step: stay with the last one it reaches.
+            self.runner.target_step, self.program_trains = before, False
+            return None
+        self.cur_ev = ev
+        if ev.found:
+            return self.done(ev, self.cur, self.deltas, f"the state after {ev.outcome.step} training steps")
         return None
 
     def restart(self) -> SearchReport | None:
@@ -965,6 +1049,9 @@ def _landing_moves(
     * the elements (inputs, or moving weights) with the largest gradient, each moved alone by
       the Newton step computed in float64, with the float32 neighbours of that root (the root of
       a difference is rarely representable) and, for inputs, exactly 0;
+    * the moving weights alone by Newton's step, in float64 deltas, then at the representable
+      values either side of that root in the weights' own dtype (a root a rounding away: a
+      float32 delta on a weight of 1 cannot reach it);
     * the same elements, each alone, by the log-Newton step;
     * the inputs' spread around their row mean scaled up, which pushes a logit gap further
       where the gradient has underflowed to nothing.
@@ -982,6 +1069,8 @@ def _landing_moves(
         yield at.log_newton_step_on_one_element(k, i)
     for factor in (2.0, 8.0):
         yield at.spread_scaled(factor)
+    # Last: it helps where a weight's root is a rounding away, and costs runs everywhere else.
+    yield from at.weight_newton_steps()
 
 
 class _LandingPoint:
@@ -1061,16 +1150,54 @@ class _LandingPoint:
         self, k: str, i: int
     ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
         v, g = self.tensors[k], float(self.grads[k].flatten()[i])
-        root = torch.tensor(float(v.flatten()[i]) - self.ev.d / g, dtype=torch.float64).to(v.dtype)
-        targets = [
-            root,
-            torch.nextafter(root, root.new_tensor(math.inf)),
-            torch.nextafter(root, root.new_tensor(-math.inf)),
-        ]
-        if not k.startswith("w:"):
-            targets.append(torch.zeros((), dtype=v.dtype))
-        for t in targets:
+        root = float(v.flatten()[i]) - self.ev.d / g
+        if k.startswith("w:"):
+            yield from self._weight_roots(k, i, root)
+            return
+        at = torch.tensor(root, dtype=torch.float64).to(v.dtype)
+        for t in (*_neighbours(at), torch.zeros((), dtype=v.dtype)):
             yield (f"Newton step on one element of {k} (float64)", *self.apply(self.element_at(k, i, t)))
+
+    def _weight_roots(
+        self, k: str, i: int, root: float
+    ) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+        """A weight element at Newton's root, then at the representable values either side of it,
+        in the weight's own dtype. A move is the weight at entry plus a delta: a float32 delta
+        added to a weight of 1 reaches only multiples of 6e-8 near 0 (``gain + 1e-07`` is 0 only
+        for the float32 nearest -1e-07), so these deltas are float64, exactly the value wanted
+        minus the weight at entry (the tracer rounds the sum to the weight's dtype)."""
+        p = self.params[k[2:]]
+        at_entry = float(p.detach().flatten()[i])
+        moved = torch.tensor(at_entry + root, dtype=torch.float64).to(p.dtype)
+        for w in _neighbours(moved):
+            c = self.tensors[k].detach().double().flatten().clone()
+            c[i] = float(w) - at_entry
+            delta = self.clipped(k, c.reshape(self.tensors[k].shape))
+            yield (
+                f"Newton step on one element of {k} (its representable neighbours)",
+                *self.apply({k: delta}),
+            )
+
+    def weight_newton_steps(self) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+        weights = {k: g for k, g in self.grads.items() if k.startswith("w:")}
+        norm2 = sum(float((g.double() ** 2).sum()) for g in weights.values())
+        if norm2 == 0.0:
+            return
+        at_entry = {k: self.params[k[2:]].detach() for k in weights}
+        moved = {
+            k: (at_entry[k].double() + self.tensors[k].double() - self.ev.d * g.double() / norm2).to(
+                at_entry[k].dtype
+            )
+            for k, g in weights.items()
+        }
+        for how, toward in (("", None), (", one value up", math.inf), (", one value down", -math.inf)):
+            changes = {}
+            for k, m in moved.items():
+                if toward is not None:
+                    # Only the elements the objective depends on take the neighbouring value.
+                    m = torch.where(weights[k] != 0, torch.nextafter(m, m.new_tensor(toward)), m)
+                changes[k] = self.clipped(k, m.double() - at_entry[k].double())
+            yield (f"Newton step on the weights (float64){how}", *self.apply(changes))
 
     def log_newton_step_on_one_element(
         self, k: str, i: int
@@ -1088,6 +1215,12 @@ class _LandingPoint:
             centre = v.mean(dim=-1, keepdim=True) if v.dim() else v
             changes[k] = _clip(centre + factor * (v - centre), self.bounds[k])
         return (f"underflow: input spread scaled by {factor:g}", *self.apply(changes))
+
+
+def _neighbours(at: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``at`` and the representable values either side of it in its dtype: the root of a
+    difference is rarely representable, and Newton's step lands a rounding away from it."""
+    return at, torch.nextafter(at, at.new_tensor(math.inf)), torch.nextafter(at, at.new_tensor(-math.inf))
 
 
 def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:

@@ -317,12 +317,21 @@ class TracerConfig:
     user_files: frozenset[str]  # files whose factory calls are inputs
     subs: dict[str, torch.Tensor] = field(default_factory=dict)  # input key -> value to use
     weight_subs: dict[str, torch.Tensor] = field(default_factory=dict)  # parameter key -> delta
+    # Parameter key -> its exact value (a training run's state), written into the parameter at
+    # its first use: the program's optimizer goes on from there, as it did in the run.
+    weight_values: dict[str, torch.Tensor] = field(default_factory=dict)
     target: Site | None = None  # stop at its first evaluation
+    target_step: int = 0  # ... at or after this training step (Witness.target_step)
     stop_when_all_reached: bool = False
     watch: frozenset[str] | None = None  # site keys to wait for (default: all of ``sites``)
     record: bool = False  # keep the original value of every external input
     loose_match: bool = False  # replay of edited text: match by start line and kind
     local_backward: bool = True
+    # The program differentiates through every site (a training run, or the replay of a witness
+    # that failed there): an op whose own gradient overflows from finite operands and a finite
+    # output (log of a subnormal, acos at 1) hands its NaN/INF to the weights the optimizer then
+    # steps, so it is judged by that gradient too, not only the kinds whose region says so.
+    judge_gradients: bool = False
     # Recording runs of a training loop: the sites its first steps do not reach, later steps do not
     # either (as a rule), and a ``while True`` loop would otherwise run to the timeout.
     stop_after_steps: int | None = None
@@ -591,6 +600,10 @@ class Tracer(RunHere):
             self._param_count += 1
             self._params[id(p)] = (p, key)
             self.param_names[key] = self._parameter_name(p, key)
+            value = self.cfg.weight_values.get(key)
+            if value is not None and value.shape == p.shape:
+                with torch.no_grad():
+                    p.copy_(value)
         else:
             key = hit[1]
             tries = self._name_tries.get(key, 0)
@@ -602,6 +615,10 @@ class Tracer(RunHere):
         if delta is None:
             return p
         moved = p.detach() + delta
+        if moved.dtype != p.dtype:
+            # A float64 delta (a landing move aimed at one representable value) still moves a
+            # weight of the program's dtype; the sum is rounded once, the same in every replay.
+            moved = moved.to(p.dtype)
         if p.requires_grad and not moved.requires_grad:
             # A replayed move is a plain tensor: the moved weight must stay one the program
             # differentiates, or a gradient failure (where-branch sites) could not replay.
@@ -655,6 +672,12 @@ class Tracer(RunHere):
         args, kwargs = self._substitute_args(args, kwargs)
         if name in _MAKE_TRAINABLE:
             args = self._make_trainable(args, kwargs)
+        if name in BACKWARD and self._keeps_graphs() and kwargs.get("retain_graph") is None and len(args) < 3:
+            # Substituted inputs require grad, so a tensor the program derives from them once,
+            # before its loop (``captions = images @ P``), carries a graph every step
+            # backpropagates through: kept, or the second step fails where the program's own
+            # run does not (and no gradient reaches the inputs a later step evaluates).
+            kwargs = {**kwargs, "retain_graph": True}
         rows = [op for op in lookup(name) if op.kind in self._by_kind]
         if rows:
             out = self._at_site(func, rows, args, kwargs)
@@ -671,6 +694,10 @@ class Tracer(RunHere):
         for t in _tensors_in(out):
             self.produced[t] = True
         return out
+
+    def _keeps_graphs(self) -> bool:
+        """Whether the run goes on through training steps while its inputs require grad."""
+        return self.cfg.target_step > 0
 
     def _transposed_operand(self, a: Any) -> Any:
         """What ``a.T`` (``.mT``, ``.H``, ``.mH``) must transpose: ``W @ W.T`` must see one W, so a
@@ -819,6 +846,8 @@ class Tracer(RunHere):
         self._met_again.clear()
         op, site, pos = unreached[0]
         is_target = site.key == self._target_key
+        if is_target and self.steps < self.cfg.target_step:
+            return func(*args, **kwargs)  # the state the search wants is training steps away
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
         outcome.step = self.steps
         self.reached[site.key] = outcome
@@ -878,12 +907,18 @@ class Tracer(RunHere):
             )
         if (
             self.cfg.local_backward
-            and (region.backward_at is not None or (region.gradient and self._differentiated(out)))
+            and (
+                region.backward_at is not None
+                or self.cfg.judge_gradients
+                or (region.gradient and self._differentiated(out))
+            )
             and snap is not None
             and torch.is_floating_point(snap)
         ):
             back = _local_backward(func, args, kwargs, kw, idx, snap)
-            if back is not None:
+            # Only the kinds whose region says so fail in the backward pass of a program that
+            # differentiates nothing there; the others need a gradient the program computes.
+            if back is not None and (region.backward_at is not None or self._differentiated(out)):
                 return SiteOutcome(site, True, back[0], phase="backward", operand=snap, bad_value=back[1])
         return SiteOutcome(site, False, "finite", operand=snap, distance=dist)
 
@@ -1003,6 +1038,10 @@ def _reaches(start: Any, goal: Any, limit: int = 4000) -> bool:
 def _real_leaves(t: torch.Tensor, search_leaves: set[int], limit: int = 4000) -> list[torch.Tensor]:
     """The leaves behind ``t`` that the program itself differentiates: weights, tensors it made
     trainable, and the search's weight deltas (which stand for weights); not the search's inputs."""
+    if t.grad_fn is None:
+        # A leaf itself (a tensor the program made trainable, its witness value put in place):
+        # it has no graph behind it, but it is what the program differentiates.
+        return [t] if t.requires_grad and id(t) not in search_leaves else []
     leaves = (getattr(fn, "variable", None) for fn in _graph_nodes(t.grad_fn, limit))
     return [var for var in leaves if var is not None and id(var) not in search_leaves]
 

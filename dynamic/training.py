@@ -84,6 +84,7 @@ class TrainingFound:
     outcome: SiteOutcome
     inputs: dict[str, torch.Tensor]  # input key -> value in the failing iteration
     deltas: dict[str, torch.Tensor]  # parameter key -> its value in the failing iteration minus at entry
+    weights: dict[str, torch.Tensor]  # parameter key -> its exact value in the failing iteration (moved ones)
     param_names: dict[str, str]
     steps: int  # training iterations before the failing one
     seconds: float
@@ -184,6 +185,9 @@ class TrainingTracer(Tracer):
             self.inputs.pop(previous, None)
             self._rebinding.pop(previous, None)
 
+    def _keeps_graphs(self) -> bool:
+        return True
+
     def _input_leaves(self) -> set[int]:
         # The inputs this run steers are leaves made from the program's data (a free logit
         # steered as an input is the program's own trainable tensor, its leaf is itself).
@@ -224,11 +228,6 @@ class TrainingTracer(Tracer):
             return func(*args, **(kwargs or {}))
         # No optimizer step calls backward: one that raised (and was caught) ends its bypass here.
         self.in_library_step = False
-        if backward and (kwargs or {}).get("retain_graph") is None and len(args) < 3:
-            # Steered inputs require grad, so a tensor the program derives from them once, before
-            # its loop (``captions = images @ P``), carries a graph every step backpropagates
-            # through: kept, or the second step fails where the program's own run does not.
-            kwargs = {**(kwargs or {}), "retain_graph": True}
         out = super().__torch_function__(func, types, args, kwargs)
         if backward:
             self._after_backward()
@@ -342,16 +341,19 @@ class TrainingTracer(Tracer):
     def _state(self, outcome: SiteOutcome) -> TrainingFound:
         """The failing iteration's inputs and weights."""
         inputs = {k: m.live.detach().clone() for k, m in self.inputs.items() if k not in self.initial}
-        deltas = {}
+        deltas, weights = {}, {}
         for p, key in self._params.values():
             if key in self.initial and torch.is_floating_point(p):
                 # A rebound weight is its first tensor moved to where training took it.
                 first = self._rebinding.get(key, key)
-                d = p.detach() - self.initial[first]
-                if bool(d.ne(0).any()):
+                now, then = p.detach(), self.initial[first]
+                d = now - then
+                # Bit for bit: a weight training took from 0.0 to -0.0 moved too.
+                if bool((d.ne(0) | (torch.signbit(now) != torch.signbit(then))).any()):
                     deltas[first] = d.clone()
+                    weights[first] = now.clone()
         return TrainingFound(
-            outcome, inputs, deltas, dict(self.param_names), self.steps, time.monotonic() - self.t0
+            outcome, inputs, deltas, weights, dict(self.param_names), self.steps, time.monotonic() - self.t0
         )
 
 
@@ -362,7 +364,7 @@ def train_search(
     from .entries import seed_everything, split_arguments
 
     seed_everything(program.seed)
-    cfg = program.tracer_config(sites=sites, record=True)
+    cfg = program.tracer_config(sites=sites, record=True, judge_gradients=True)
     tracer = TrainingTracer(cfg, settings, targets)
     t0 = time.monotonic()
     try:

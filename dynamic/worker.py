@@ -461,6 +461,7 @@ class Worker:
                 t.steps,
                 t.seconds,
                 f"training run (GRIST), {counted(t.steps, 'step')}",
+                weights=t.weights,
             )
             self.report_found(a, site, how, SearchSettings(budget=self.budget, seed=self.seed), steps=t.steps)
             found.add(site.key)
@@ -581,7 +582,12 @@ class Worker:
         )
 
     def _runs_past_site(
-        self, a: Assignment, values: dict[str, Any], deltas: dict[str, torch.Tensor], step: int
+        self,
+        a: Assignment,
+        values: dict[str, Any],
+        deltas: dict[str, torch.Tensor],
+        step: int,
+        weights: dict[str, torch.Tensor],
     ) -> bool:
         """Whether the program, given ``values``, runs on through the training step that reached
         the site (or to its end) without raising: a replay of a fixed program does that."""
@@ -589,6 +595,7 @@ class Worker:
             sites=[],
             subs={k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in values.items()},
             weight_subs={k: d.clone() for k, d in deltas.items()},
+            weight_values={k: w.clone() for k, w in weights.items()},
             stop_after_steps=step + 1,
         )
         try:  # the mode catches the timer's exception too: it comes back as ``error``
@@ -600,10 +607,16 @@ class Worker:
     def make_witness(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
     ) -> tuple[Witness, str]:
-        runner = Runner(a.program, site, self.sites, supports=settings.supports)
+        # A search's witness breaks the site at the training step it aimed at; a training run's
+        # state is loaded at entry and breaks it at its first evaluation.
+        target_step = 0 if found.weights else found.outcome.step
+        runner = Runner(a.program, site, self.sites, supports=settings.supports, target_step=target_step)
+        # A training run's state is its exact weights; a search's moves are deltas on the weights
+        # at entry (replayed by the same addition, so just as exact).
+        run_deltas = {} if found.weights else found.deltas
 
         def fails(values: dict[str, Any]) -> bool:
-            got = runner.evaluate(values, found.deltas or None, grad=False).outcome
+            got = runner.evaluate(values, run_deltas or None, grad=False, weights=found.weights).outcome
             return got is not None and got.found and got.phase == found.outcome.phase
 
         values = found.values
@@ -614,12 +627,12 @@ class Worker:
                 CLOCK_CAP * min(2.0, self.budget) + 1.0, lambda: shrink(values, fails), cpu=True
             )
             if not self._shapes_kept(values, found.values) and not self._runs_past_site(
-                a, values, found.deltas, outcome.step
+                a, values, run_deltas, outcome.step, found.weights
             ):
                 # one batch row broke the code after the site (labels of the whole batch): a fixed
                 # program would fail there on the witness, so the reproducer keeps the batch
                 values = found.values
-            ev = runner.evaluate(values, found.deltas or None, grad=False)
+            ev = runner.evaluate(values, run_deltas or None, grad=False, weights=found.weights)
             if ev.outcome is not None and ev.outcome.found:  # ev.found, spelled so the checker narrows
                 outcome = ev.outcome
                 values = {k: values[k] for k in ev.used if k in values} or values
@@ -656,7 +669,8 @@ class Worker:
             m = float(d.abs().max()) if d.numel() else 0.0
             if m > 0:
                 moved[found.param_names.get(k, k)] = m
-                deltas[k] = to_value(d)
+                if k in run_deltas:
+                    deltas[k] = to_value(d)
         # What the search changed explains the failure: first, where a text shows a few.
         values = {k: values[k] for k in changed_first(values, a.examples)}
         names = {k: input_name(k, a.program) for k in values}
@@ -674,11 +688,13 @@ class Worker:
             input_bound=max(bounds.values()) if bounds else None,
             beyond_examples=round(beyond, 4) if bounds else None,
             weight_deltas=deltas,
-            steps=steps,
+            weight_values={k: to_value(w) for k, w in found.weights.items()},
+            steps=steps if steps is not None else (target_step or None),
+            target_step=target_step,
             at_step=outcome.step,
             argv=list(a.program.argv),
         )
-        return witness, message(site, outcome, values, a.program, names, moved, steps)
+        return witness, message(site, outcome, values, a.program, names, moved, witness.steps)
 
 
 PROBE_WORDS = "probe (synthesized inputs)"

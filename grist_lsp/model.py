@@ -134,9 +134,16 @@ class Witness:
     # added to it; weights_moved gives the same moves by readable name.
     weight_deltas: dict[str, TensorValue] = field(default_factory=dict)
     # Training steps the program took before the failing one, when the witness is the state a
-    # training run reached (GRIST's own setting: ``dynamic/training.py``); weight_deltas then
-    # hold the weights as the program's own optimizer left them, minus their values at entry.
+    # training run reached (GRIST's own setting: ``dynamic/training.py``); weight_values then
+    # hold the weights as the program's own optimizer left them, bit for bit ("param#<k>" ->
+    # value, written into the parameter at its first use): a value re-made from a delta added to
+    # the weight at entry loses the last bits (-0.0, a subnormal, the float32 next to a root).
     steps: int | None = None
+    weight_values: dict[str, TensorValue] = field(default_factory=dict)
+    # The training step whose evaluation of the site the witness breaks (and a replay judges): a
+    # search that let the program's own training run this many steps first, because the inputs'
+    # gradient was exactly 0 before (weights initialised to zero). 0: the first evaluation.
+    target_step: int = 0
     # Training steps (backward calls) the failing run took before it reached the site. A replay of
     # a training loop gives up a few steps after it: a fixed program whose site is gone, or never
     # fails, would otherwise train until its own loop ends (``while True``: never).
@@ -295,6 +302,7 @@ def witness_from_json(d: dict | None) -> Witness | None:
             "inputs": {k: TensorValue(**v) for k, v in d["inputs"].items()},
             "operand": _tensor_value(d.get("operand")),
             "weight_deltas": {k: TensorValue(**v) for k, v in d.get("weight_deltas", {}).items()},
+            "weight_values": {k: TensorValue(**v) for k, v in d.get("weight_values", {}).items()},
         }
     )
 
