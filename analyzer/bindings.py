@@ -72,16 +72,8 @@ class Bindings:
             v = d.value
             if len(d.path) == 1 and _is_shape(v):
                 return Fact(0.0, INF, False, "num", "a size")  # B, T, C = x.size()
-            for i in d.path:
-                if (
-                    isinstance(v, (ast.Tuple, ast.List))
-                    and i < len(v.elts)
-                    and not any(isinstance(x, ast.Starred) for x in v.elts)
-                ):
-                    v = v.elts[i]
-                else:
-                    return TOP
-            return self.ranges.fact(v)
+            part, whole = d.unpacked()
+            return self.ranges.fact(part) if whole and part is not None else TOP
         if how == "aug":
             s = d.value
             assert isinstance(s, ast.AugAssign)

@@ -71,6 +71,21 @@ class Def:
     # for how == "refine": the guard (``value``) is known to be this truth value here
     truth: bool = True
 
+    def unpacked(self) -> tuple[ast.AST | None, bool]:
+        """For an ``unpack``: the part of ``value`` that ``path`` names, as far as a literal
+        tuple or list spells it out, and whether the whole path was followed (``a, b = x, y``
+        gives ``y``; ``rows, cols = torch.where(c)`` stops at the call)."""
+        v = self.value
+        for i in self.path:
+            if not (
+                isinstance(v, (ast.Tuple, ast.List))
+                and i < len(v.elts)
+                and not any(isinstance(x, ast.Starred) for x in v.elts)
+            ):
+                return v, False
+            v = v.elts[i]
+        return v, True
+
 
 class DefExtras(TypedDict, total=False):
     """The optional fields of a Def, as builders pass them by keyword."""

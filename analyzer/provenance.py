@@ -226,17 +226,8 @@ class Provenance:
         if how in ("assign", "walrus", "attr"):
             return ask(d.value)
         if how == "unpack":
-            v = d.value
-            for i in d.path:  # `a, b = x[m], y`: the element; `rows, cols = torch.where(c)`: the call
-                if (
-                    isinstance(v, (ast.Tuple, ast.List))
-                    and i < len(v.elts)
-                    and not any(isinstance(x, ast.Starred) for x in v.elts)
-                ):
-                    v = v.elts[i]
-                else:
-                    break
-            return ask(v)
+            # `a, b = x[m], y`: the element; `rows, cols = torch.where(c)`: the call
+            return ask(d.unpacked()[0])
         if how == "aug":
             s = d.value
             assert isinstance(s, ast.AugAssign)
