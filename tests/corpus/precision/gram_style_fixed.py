@@ -8,7 +8,7 @@ torch.manual_seed(0)
 
 def gram(x):
     b, c, hw = x.shape
-    return (x.float() @ x.float().transpose(1, 2)) / (c * hw)  # expect: safe overflow; unproven div
+    return (x.float() @ x.float().transpose(1, 2)) / (c * hw)  # expect: safe overflow, unproven div
 
 
 features = (torch.rand(2, 32, 16 * 16) * 3).half()  # post-ReLU activations

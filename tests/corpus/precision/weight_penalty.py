@@ -6,5 +6,5 @@ import torch.nn as nn
 torch.manual_seed(0)
 layer = nn.Linear(256, 256).half()
 w = layer.weight
-penalty = (w * w).sum()  # expect: confirmed overflow; unproven overflow
+penalty = (w * w).sum()  # expect: confirmed overflow, unproven overflow
 print("penalty", float(penalty))
