@@ -539,6 +539,7 @@ class Search:
         self.start: dict[str, Any] = examples
         self.start_ev = _unreached()
         self.late: list[tuple[str, dict[str, Any]]] = []  # mutations kept for after the gradient
+        self.partials: set[str] = set()  # the mutations ``_shadowed`` made of part of each row
         self.cur: dict[str, Any] = {}
         self.cur_ev = _unreached()
         self.deltas: dict[str, torch.Tensor] = {}  # parameter key -> delta (when weights move)
@@ -757,10 +758,14 @@ class Search:
         """A mutation that broke a site upstream of the target first (every element of a row
         masked makes its ``log_softmax`` NaN, before the target's ``exp(logp) * logp``) hides
         whether it breaks the target too: it is tried next on part of each row only, which may
-        keep the upstream site valid (a row partly masked)."""
-        if ev.outcome is None or ev.outcome.result != "upstream":
+        keep the upstream site valid (a row partly masked). A part is never split again: each
+        split that broke upstream too would put two more in front of the other mutations, and a
+        search whose upstream site breaks easily (a random mask) spent its budget on them."""
+        if ev.outcome is None or ev.outcome.result != "upstream" or how in self.partials:
             return
-        self.late[:0] = list(_partial_mutations(how, values, self.examples))
+        parts = list(_partial_mutations(how, values, self.examples))
+        self.partials.update(h for h, _ in parts)
+        self.late[:0] = parts
 
     def try_late_mutation(self) -> SearchReport | None:
         """The next mutation kept for later (the domain's extremes, integer labels)."""
