@@ -734,6 +734,9 @@ class Search:
         """Parameters join the search from the start point; single-number ones are mutated first."""
         runner = self.runner
         self.weights_on = True
+        # Moved weights give the objective a gradient at the site's first evaluation, zero weights
+        # included: aim there again (``aim_later`` went further in only for want of one).
+        runner.target_step = 0
         self.deltas = {
             k: torch.zeros_like(p) for k, p in runner.param_values.items() if torch.is_floating_point(p)
         }
