@@ -60,7 +60,7 @@ RECORD_STEPS = 20
 # one: an endless evaluation loop whose other sites wait for a NaN would run to the timeout.
 RECORD_ROUNDS = 200
 # Every budget below is counted in runs of the program (a search's) and training steps (a
-# training run's), bought at fixed rates (``search.runs_for``, ``training.STEPS_PER_SECOND``), so
+# training run's), bought at fixed rates (``budget.runs_for``, ``budget.steps_for``), so
 # that what the worker reports depends on the seed and the options, never on the machine's load.
 # A training program's sites get GRIST's training runs and short per-site searches in turns, in
 # slices of one site's budget that grow: a bug either kind reaches quickly costs the file little,
