@@ -88,7 +88,8 @@ class _Run:
     texts: dict[Path, str] = field(default_factory=dict)
     suppressed: int = 0
     baselined: int = 0
-    spares: Spares | None = None  # children started before the static pass, for the first file searched
+    cached: int = 0  # files whose dynamic results came from the result cache
+    spares: Spares | None = None  # children started ahead of the searches, for the first file searched
 
 
 def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | None = None) -> Report:
@@ -107,8 +108,10 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     if not files:
         report.warnings.append(f"no Python files found under {', '.join(paths or ['.'])}")
     run = _Run(service, report, files)
-    # A search is likely: its first children import torch while the static pass runs.
-    run.spares = service.spares(str(files[0])) if files and not settings.static_only else None
+    # A search is likely (no cache, or one that never saw these options and versions): its first
+    # children import torch while the static pass runs. A warm cache starts them on a miss only.
+    cold = service.cache is None or service.cache.cold()
+    run.spares = service.spares(str(files[0])) if files and not settings.static_only and cold else None
     try:
         _static_pass(run, options, progress)
         if not settings.static_only:
@@ -175,6 +178,7 @@ def _finish(run: _Run, seconds: float) -> None:
         "files": len(run.files),
         **counts,
         "fixed": len(run.report.fixed),
+        "cached": run.cached,
         "suppressed": run.suppressed,
         "baselined": run.baselined,
         "dynamic": not settings.static_only,
@@ -247,6 +251,21 @@ def _run_dynamic(
     if not todo:
         return
     service, warnings = run.service, run.report.warnings
+    keys = {p: service.cache_key(str(p), run.texts[p], run.per_file[p], _via(p, run_by)) for p in todo}
+    misses = []
+    for path in todo:
+        hit = service.cached(keys[path])
+        if hit is None:
+            misses.append(path)
+            continue
+        run.per_file[path] = hit.verdicts
+        warnings.extend(hit.notes)
+        run.cached += 1
+    if not misses:
+        return  # nothing to run: no worker starts, torch is not imported
+    todo = misses
+    if run.spares is None:
+        run.spares = service.spares(str(todo[0]))
     # The rewrites are needed once the first search ends: import them while this process only
     # waits for the workers.
     threading.Thread(target=_import_rewrites, name="grist-import-fixes", daemon=True).start()
@@ -262,7 +281,7 @@ def _run_dynamic(
     cancel = options.cancel or threading.Event()
 
     def one(path: Path) -> tuple[Path, list[Verdict]]:
-        file_opts = dataclasses.replace(opts, via=str(run_by[path])) if path in run_by else opts
+        file_opts = dataclasses.replace(opts, via=_via(path, run_by))
         verdicts, notes = service.check_file(
             str(path),
             run.texts[path],
@@ -272,8 +291,12 @@ def _run_dynamic(
             cancel,
             run.spares,
         )
+        # A cancelled check's answer is partial: never stored.
+        problem = None if cancel.is_set() else service.remember(keys[path], str(path), verdicts, notes)
         with tally.lock:
             warnings.extend(notes)
+            if problem and problem not in warnings:
+                warnings.append(problem)
         return path, verdicts
 
     pool = ThreadPoolExecutor(max_workers=file_workers, thread_name_prefix="grist-file")
@@ -288,6 +311,11 @@ def _run_dynamic(
         raise
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _via(path: Path, run_by: dict[Path, Path]) -> str | None:
+    """The program ``path`` is entered through, when it was not checked itself (``_modules_run_by``)."""
+    return str(run_by[path]) if path in run_by else None
 
 
 @dataclass

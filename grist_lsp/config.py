@@ -37,6 +37,7 @@ _KNOWN_KEYS = {
     "max-input-scale",
     "sandbox",
     "script-args",
+    "cache-dir",
 }
 SANDBOX_CHOICES = ("auto", "off")
 
@@ -74,6 +75,7 @@ class GristConfig:
     sandbox: str | None = None  # "auto" | "off": isolation of the program under check
     # Absolute script path -> the command-line arguments it is run with (`script-args`).
     script_args: dict[str, list[str]] = field(default_factory=dict)
+    cache_dir: Path | None = None  # the result cache's folder (`cache-dir`), absolute
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -151,6 +153,7 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         max_input_scale=read.number("max-input-scale", float, 1),
         sandbox=read.choice("sandbox", SANDBOX_CHOICES, '"auto" or "off"'),
         script_args=read.script_args(root),
+        cache_dir=read.folder("cache-dir", root),
     )
 
 
@@ -244,6 +247,15 @@ class _TableReader:
             where = f'{self.where}: [tool.grist] `script-args` "{script}"'
             out[resolve_script(script, root, where)] = script_arguments(args, where, example)
         return out
+
+    def folder(self, key: str, root: Path) -> Path | None:
+        """A folder name relative to the pyproject's folder, absolute."""
+        value = self.values.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f'{self.where}: [tool.grist] `{key}` must be a folder name, like {key} = ".grist_cache"')
+        return (root / value).resolve()
 
     def baseline(self) -> str | None:
         baseline = self.values.get("baseline")
