@@ -69,7 +69,9 @@ def _names_pattern(names: list[str]) -> re.Pattern[str]:
     )
 
 
-def importers(path: str, files: list[str], root: str, read: Reader = read_source) -> Iterator[tuple[str, str]]:
+def importers(
+    path: str, files: list[str], root: str, read: Reader = read_source
+) -> Iterator[tuple[str, str]]:
     """(file, source) of the ``files`` that import the module of ``path`` (not ``path`` itself)."""
     pattern = import_pattern(path, root, read)
     target = os.path.realpath(path)

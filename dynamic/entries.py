@@ -37,8 +37,8 @@ from typing import Any, TypedDict
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.importers import importers, python_files
+from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import ENTRY_CONTRACT, has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
 

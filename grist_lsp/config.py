@@ -254,7 +254,9 @@ class _TableReader:
         if value is None:
             return None
         if not isinstance(value, str) or not value.strip():
-            raise ConfigError(f'{self.where}: [tool.grist] `{key}` must be a folder name, like {key} = ".grist_cache"')
+            raise ConfigError(
+                f'{self.where}: [tool.grist] `{key}` must be a folder name, like {key} = ".grist_cache"'
+            )
         return (root / value).resolve()
 
     def baseline(self) -> str | None:

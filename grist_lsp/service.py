@@ -77,7 +77,9 @@ class CheckOptions:
     max_input_scale: float | None = None  # confirmations needing inputs beyond this factor stay possible
     show_unused_suppressions: bool = False
     sandbox: str | None = None  # "auto" | "off" (--no-sandbox), over `[tool.grist] sandbox`
-    cache_dir: str | None = None  # the result cache's folder (relative to the cwd), over `[tool.grist] cache-dir`
+    cache_dir: str | None = (
+        None  # the result cache's folder (relative to the cwd), over `[tool.grist] cache-dir`
+    )
     no_cache: bool = False  # neither read nor write the result cache
     cancel: threading.Event | None = None
 
