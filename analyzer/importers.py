@@ -76,8 +76,7 @@ def importers(
     pattern = import_pattern(path, root, read)
     target = os.path.realpath(path)
     for f in files:
-        if os.path.realpath(f) == target:
-            continue
         src = read(f)
-        if src is not None and pattern.search(src):
+        # The pattern first: resolving every file's links costs more than reading it.
+        if src is not None and pattern.search(src) and os.path.realpath(f) != target:
             yield f, src

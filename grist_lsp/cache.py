@@ -126,6 +126,7 @@ class _ProjectFiles:
     root: Path
     _bytes: dict[str, bytes | None] = field(default_factory=dict)
     _imports: dict[str, list[Path]] = field(default_factory=dict)
+    _lines: dict[str, str | None] = field(default_factory=dict)
     _all: list[str] | None = None
 
     def data(self, path: str) -> bytes | None:
@@ -146,8 +147,10 @@ class _ProjectFiles:
     def import_lines(self, path: str) -> str | None:
         """Only the lines that start with ``import``/``from``: all an importer's pattern can
         match (it is anchored there), so a whole project is searched in milliseconds."""
-        text = self.text(path)
-        return None if text is None else "\n".join(m.group(0) for m in _IMPORT_LINE.finditer(text))
+        if path not in self._lines:
+            text = self.text(path)
+            self._lines[path] = None if text is None else "\n".join(_IMPORT_LINE.findall(text))
+        return self._lines[path]
 
     def imports(self, path: str, text: str | None = None) -> list[Path]:
         if text is not None:
