@@ -110,8 +110,9 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     run = _Run(service, report, files)
     # A search is likely (no cache, or one that never saw these options and versions): its first
     # children import torch while the static pass runs. A warm cache starts them on a miss only.
-    cold = service.cache is None or service.cache.cold()
-    run.spares = service.spares(str(files[0])) if files and not settings.static_only and cold else None
+    searching = bool(files) and not settings.static_only
+    if searching and (service.cache is None or service.cache.cold()):
+        run.spares = service.spares(str(files[0]))
     try:
         _static_pass(run, options, progress)
         if not settings.static_only:
