@@ -7,7 +7,7 @@ that did not change since the last check costs a hash instead of a search:
 * the file's text, and the static verdicts the engine was given (they carry the project's
   suppressions, rule selection and baseline: what the engine searched at all);
 * the bytes of every project file the engine may run for it: the files it imports,
-  transitively (``discovery.imported_modules``); the tests and scripts that import it
+  transitively (``discovery.imported_modules``); the test files and the scripts that import it
   (``analyzer/importers.py``, the engine's own question), or the one program it is entered
   through (``via``); the explicit entries' files; and, again, what each of those imports;
 * the options that change results (``ResultOptions``), the grist-lsp version and a digest of
@@ -41,6 +41,7 @@ from typing import Any
 
 from grist_lsp import __version__
 from grist_lsp.analyzer.importers import importers, python_files
+from grist_lsp.analyzer.programs import is_script, is_test_file
 from grist_lsp.discovery import imported_modules
 from grist_lsp.model import Status, TensorValue, Verdict, Witness, to_json, verdict_from_json
 
@@ -194,8 +195,12 @@ class ResultCache:
         if via is not None:
             programs.append(str(Path(via).resolve()))
         else:
+            # What the worker enters a module through: the tests and the scripts that import it
+            # (a library module importing it runs nothing, so editing one re-checks only itself).
             programs.extend(
-                f for f, _ in importers(target, files.all_files(), str(self.root), files.import_lines)
+                f
+                for f, _ in importers(target, files.all_files(), str(self.root), files.import_lines)
+                if is_test_file(os.path.basename(f)) or is_script(files.text(f) or "")
             )
         seen = {target}
         todo = [str(p) for p in files.imports(target, text)] + [str(Path(p).resolve()) for p in programs]

@@ -241,9 +241,11 @@ def test_the_key_holds_every_option_and_only_the_files_that_reach_the_module(tmp
     for name, value in changed.items():
         assert key(**{name: value}) != base, name
 
-    # A file nothing here imports or runs does not count; a test that imports the module does,
-    # and so does what that test imports.
+    # A file nothing here imports or runs does not count, nor does a library module that imports
+    # this one (the engine never enters it through that); a test that imports it does, and so
+    # does what that test imports.
     (root / "unrelated.py").write_text("X = 1\n", encoding="utf-8")
+    (root / "library.py").write_text("import model\n\n\ndef f():\n    return model\n", encoding="utf-8")
     assert key() == base
     (root / "test_model.py").write_text("import model\nimport fixtures\n", encoding="utf-8")
     with_test = key()
