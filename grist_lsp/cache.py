@@ -43,7 +43,7 @@ from grist_lsp import __version__
 from grist_lsp.analyzer.importers import importers, python_files
 from grist_lsp.analyzer.programs import is_script, is_test_file
 from grist_lsp.discovery import imported_modules
-from grist_lsp.model import Status, TensorValue, Verdict, Witness, to_json, verdict_from_json
+from grist_lsp.model import NOT_REPLAYED, Status, TensorValue, Verdict, Witness, to_json, verdict_from_json
 
 FORMAT = 1  # of an entry file; a new one makes a new context, so old entries are never read
 DEFAULT_FOLDER = ".grist_cache"
@@ -268,9 +268,10 @@ class ResultCache:
 
 
 def cacheable(verdicts: list[Verdict]) -> bool:
-    """Whether results may be stored: not when the program could not be run, since what kept it
-    from running (a timeout on a busy machine, a missing package or data file) is outside the key."""
-    return not any(v.status is Status.ERROR for v in verdicts)
+    """Whether results may be stored: not when the program could not be run, nor when a witness
+    did not replay, since what got in the way (a timeout on a busy machine, a missing package or
+    data file) is outside the key: the next check tries again."""
+    return not any(v.status is Status.ERROR or NOT_REPLAYED in v.reason for v in verdicts)
 
 
 def _files_named(witness: Witness | None) -> list[str]:

@@ -24,6 +24,8 @@ from pytest_lsp import LanguageClient
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.cache import ResultCache, ResultOptions
+from grist_lsp.model import NOT_REPLAYED, Status, Verdict, file_error
+from grist_lsp.service import CheckOptions, Service
 from tests.conftest import CHECKOUT
 from tests.test_server import CONFIG, open_file, published_for, start, status, wait_for
 
@@ -288,3 +290,22 @@ async def test_server_shows_a_cached_confirmation_on_open_without_running_anythi
     assert any(f["verified"] for f in verdict["fixes"])
     state = await status(client)
     assert state["engine_runs"] == 0 and state["cache_hits"] == 1
+
+
+def test_an_answer_a_busy_machine_may_have_spoiled_is_not_stored(tmp_path: Path) -> None:
+    """A file the engine could not run, or whose witness did not replay (a replay that timed
+    out), is checked again next time: what got in the way is not in the key."""
+    root = write_project(tmp_path / "spoiled")
+    service = Service.resolve([str(root / "model.py")], CheckOptions())
+    model = str(root / "model.py")
+    static = analyze_source(model, MODEL)
+    key = service.cache_key(model, MODEL, static)
+    (site,) = [v.site for v in static if v.site.kind == "log"]
+    unreplayed = Verdict(
+        site, Status.POSSIBLE, reason=f"dynamic: a witness was found but {NOT_REPLAYED}: timed out"
+    )
+    for answer in ([unreplayed], [file_error(model, "timed out", error_kind="timeout")]):
+        assert service.remember(key, model, answer, []) is None
+        assert service.cached(key) is None
+    assert service.remember(key, model, static, []) is None
+    assert service.cached(key) is not None and (root / ".grist_cache" / ".gitignore").is_file()
