@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from grist_lsp import __version__
-from grist_lsp.analyzer.importers import importers, python_files
+from grist_lsp.analyzer.importers import import_names, importers, python_files
 from grist_lsp.analyzer.programs import is_script, is_test_file
 from grist_lsp.discovery import imported_modules
 from grist_lsp.model import NOT_REPLAYED, Status, TensorValue, Verdict, Witness, to_json, verdict_from_json
@@ -55,6 +55,7 @@ CACHEDIR_TAG = (
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
 _IMPORT_LINE = re.compile(r"^\s*(?:from|import)\b.*$", re.M)
+_WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -128,6 +129,7 @@ class _ProjectFiles:
     _bytes: dict[str, bytes | None] = field(default_factory=dict)
     _imports: dict[str, list[Path]] = field(default_factory=dict)
     _lines: dict[str, str | None] = field(default_factory=dict)
+    _words: dict[str, list[int]] | None = None  # word of an import line -> indexes in all_files
     _all: list[str] | None = None
 
     def data(self, path: str) -> bytes | None:
@@ -166,6 +168,18 @@ class _ProjectFiles:
             self._all = python_files(str(self.root), tests=None, limit=None)
         return self._all
 
+    def may_import(self, names: list[str]) -> list[str]:
+        """The project files with one of ``names`` as a word on an import line, in walk order: the
+        only ones an importer's pattern can match, found without searching every file for every
+        module (a project of N files would cost N x N searches)."""
+        if self._words is None:
+            self._words = {}
+            for index, path in enumerate(self.all_files()):
+                for word in set(_WORD.findall(self.import_lines(path) or "")):
+                    self._words.setdefault(word, []).append(index)
+        found = sorted({i for name in names for i in self._words.get(name, [])})
+        return [self.all_files()[i] for i in found]
+
 
 class ResultCache:
     """The cache of one project under one set of options (see the module docstring)."""
@@ -197,9 +211,10 @@ class ResultCache:
         else:
             # What the worker enters a module through: the tests and the scripts that import it
             # (a library module importing it runs nothing, so editing one re-checks only itself).
+            candidates = files.may_import(import_names(target, str(self.root), files.import_lines))
             programs.extend(
                 f
-                for f, _ in importers(target, files.all_files(), str(self.root), files.import_lines)
+                for f, _ in importers(target, candidates, str(self.root), files.import_lines)
                 if is_test_file(os.path.basename(f)) or is_script(files.text(f) or "")
             )
         seen = {target}
