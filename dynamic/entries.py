@@ -32,6 +32,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypedDict
 
 import torch
@@ -39,6 +40,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import ENTRY_CONTRACT, has_training_loop, is_script, is_test_file
+from grist_lsp.discovery import imports_into
 from grist_lsp.model import is_factory_key
 
 from .configs import annotated_config, config_constructors, constructor_args, constructor_text
@@ -628,7 +630,9 @@ def _importers(path: str, files: list[str], root: str) -> Iterator[tuple[str, st
                 src = fh.read()
         except (OSError, UnicodeDecodeError):
             continue
-        if pattern.search(src):
+        # The pattern only names the module's stem: ``from app.model import`` matches for
+        # ``gpt/model.py`` too, and running the wrong tests costs their whole run.
+        if pattern.search(src) and imports_into(Path(f), src, Path(root), Path(path)):
             yield f, src
 
 
