@@ -741,8 +741,10 @@ def _worker_main() -> None:
 
 def _task(task: Task) -> dict[str, Any]:
     from grist_lsp.dynamic.lazy_dynamo import skip_dynamo_import
+    from grist_lsp.dynamic.reproducer_runtime import stand_in_for_absent_display
 
     skip_dynamo_import([task.text])
+    stand_in_for_absent_display()
     if isinstance(task, ReplayTask):
         from grist_lsp.dynamic.replay import replay
 
