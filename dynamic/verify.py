@@ -605,10 +605,15 @@ class SharedChild:
         res = child.finish(0.0)
         return (res.stderr.strip().splitlines() or ["no output"])[-1]
 
-    def close(self) -> None:
+    def close(self, used: bool = True) -> None:
+        """End the child: let a child that ran tasks exit by itself (a few seconds at most); kill
+        one that never ran any, which may still be importing torch for seconds."""
         with self._lock:
             if self._child is not None:
-                self._child.finish(5.0)
+                if used:
+                    self._child.finish(5.0)
+                else:
+                    self._child.discard()
                 self._child = None
         self._owner.shutdown(wait=False)
         shutil.rmtree(self.writable, ignore_errors=True)
