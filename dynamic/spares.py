@@ -59,5 +59,5 @@ class Spares:
         if worker is not None:
             worker.result().discard()
         if shared is not None:
-            shared.close()
+            shared.close(used=False)
         self._owner.shutdown(wait=False)
