@@ -365,7 +365,6 @@ class Service:
         cancel: threading.Event | None = None,
         warm: SharedChild | None = None,
         on_confirmed: Callable[[Verdict], None] | None = None,
-        spares: Spares | None = None,
     ) -> list[Verdict]:
         """The engine's verdicts, witnesses beyond `max-input-scale` refused; raises ConfigError
         for an explicit entry the engine could not use.
@@ -390,7 +389,6 @@ class Service:
                 cancel=cancel,
                 warm=warm,
                 on_confirmed=early,
-                spares=spares,
             )
         except engine.UnusableEntry as exc:
             raise ConfigError(str(exc)) from None
@@ -431,9 +429,7 @@ class Service:
         shared = (spares.shared_child(options, path) if spares else None) or verify.SharedChild(options, path)
         try:
             try:
-                verdicts = self.confirm(
-                    path, text, verdicts, options, progress, cancel, shared, spares=spares
-                )
+                verdicts = self.confirm(path, text, verdicts, options, progress, cancel, shared)
             except ConfigError:
                 raise  # a wrong entry: the caller's usage error, not this file's finding
             except Exception as exc:  # keep the static verdicts; say the engine failed on this file
