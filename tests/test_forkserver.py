@@ -19,8 +19,7 @@ from grist_lsp.dynamic.protocol import Message, RunTask, TaskResult, task_line
 from grist_lsp.dynamic.verify import VERIFY_MODULE, SharedChild
 from grist_lsp.model import Status
 
-# A confirmed log whose fix keeps the site a candidate for the static pass (the divisor of the
-# fix is the program's data), so the fix check runs a fresh search and a replay of its own.
+# A confirmed log with a fix to verify: a search, a replay, the fix's replay and output runs.
 PROGRAM = """import torch
 
 x = torch.randn(8)
