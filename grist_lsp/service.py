@@ -447,7 +447,7 @@ class Service:
             shared.close()
 
     def spares(self, path: str) -> Spares:
-        """A worker and a warm child started now for ``path``'s project (``close`` them after)."""
+        """A warm child (and its fork server) started now for ``path``'s project (``close`` it after)."""
         from grist_lsp.dynamic.spares import Spares
 
         return Spares(self.engine_options(), path)
