@@ -50,6 +50,12 @@ REAP_SECONDS = 0.02  # how often the server looks for children that exited
 GONE = -signal.SIGKILL  # the status of a child the server never forked or could not report
 
 
+def available() -> bool:
+    """Whether children can be forked from a server here (Linux: ``fork``, descriptor passing on
+    a ``SOCK_SEQPACKET`` socket, a parent-death signal); elsewhere each child starts its own."""
+    return sys.platform.startswith("linux") and hasattr(os, "fork") and hasattr(socket, "send_fds")
+
+
 class ForkServerGone(RuntimeError):
     """The server exited (it could not start, or was killed): its children cannot be made."""
 

@@ -562,19 +562,20 @@ class SharedChild:
 
     def _new(self, module: str) -> Subprocess:
         """A fresh child running ``module``, forked from the file's server (started on first use,
-        in the owner thread); a server that went away gives a child started the usual way."""
+        in the owner thread); where there is none (not Linux), or it went away, a child started
+        the usual way."""
+        from grist_lsp.dynamic import forkserver
         from grist_lsp.dynamic.engine import Subprocess, child_confinement, worker_env
-        from grist_lsp.dynamic.forkserver import ForkServer, ForkServerGone
 
-        if self._server is None:
-            self._server = ForkServer(
-                child_confinement(self.options, self.path, (self.writable,)), worker_env
-            )
-        try:
-            return Subprocess(module, self.options.memory_mb, server=self._server)
-        except ForkServerGone:
-            confinement = child_confinement(self.options, self.path, (self.writable,))
-            return Subprocess(module, self.options.memory_mb, confinement)
+        confinement = child_confinement(self.options, self.path, (self.writable,))
+        if self._server is None and forkserver.available():
+            self._server = forkserver.ForkServer(confinement, worker_env)
+        if self._server is not None:
+            try:
+                return Subprocess(module, self.options.memory_mb, server=self._server)
+            except forkserver.ForkServerGone:
+                pass
+        return Subprocess(module, self.options.memory_mb, confinement)
 
     def child(self, module: str) -> Subprocess:
         """A fresh ``python -m module`` child of this file (the engine's search workers), made
