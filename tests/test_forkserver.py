@@ -179,3 +179,23 @@ def _zombie(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_a_server_that_went_away_leaves_children_started_the_usual_way(tmp_path: Path) -> None:
+    program = tmp_path / "prog.py"
+    program.write_text(PROGRAM)
+    shared = SharedChild(EngineOptions(project_root=str(tmp_path)), str(program))
+    try:
+        shared.start()
+        server = shared._server
+        assert server is not None
+        os.kill(server._proc.pid, 9)
+        assert server.status_of(-1, 30.0) == forkserver.GONE  # the parent saw it go
+        out = str(Path(shared.writable) / "out.pt")
+        text = "print(21 * 2)\n"
+        answer = shared.run(RunTask(str(program), text, f"script:{program}", 0, out), 60.0)
+        if "error" in answer:  # the warm child died with its server: the next task starts anew
+            answer = shared.run(RunTask(str(program), text, f"script:{program}", 0, out), 60.0)
+        assert answer.get("printed") == [42.0], answer
+    finally:
+        shared.close()
