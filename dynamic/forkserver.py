@@ -99,12 +99,15 @@ class Forked:
 
 
 class ForkServer:
-    """The parent's side of one file's fork server, started under ``confinement``."""
+    """The parent's side of one file's fork server, started under ``confinement`` with the
+    environment ``environment()`` gives (``engine.worker_env``: what every child that runs user
+    code gets; its children inherit it)."""
 
-    def __init__(self, confinement: Confinement | None, argv_env: Callable[[], dict[str, str]]) -> None:
+    def __init__(self, confinement: Confinement | None, environment: Callable[[], dict[str, str]]) -> None:
         self.confinement = confinement
+        # Packets, not a stream: one request (and its descriptors) per message, never split.
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = argv_env()
+        env = environment()
         env[SOCKET_ENV] = str(theirs.fileno())
         argv = [sys.executable, "-m", __name__]
         self._launch: Launch | None = confinement.start(argv, env) if confinement is not None else None
