@@ -612,14 +612,17 @@ class SharedChild:
             self._ids += 1
             ident = self._ids
             child.send_line(task_line(task, ident))
-            # The clock starts once the child is ready (torch start-up is timed apart, as for workers).
+            sent = time.monotonic()
+            # The clock starts when the task is sent, or once the child is ready if it is not yet
+            # (torch start-up is timed apart, as for workers): never at the child's own start, or
+            # a task sent long after it (a replay after a long search) would be out of time at once.
             with self._arrived:
                 while ident not in self._answers:
                     ready = child.ready[0] if child.ready else None
                     if (
                         child.proc.poll() is not None
-                        or (ready is not None and time.monotonic() > ready + seconds)
-                        or time.monotonic() > child.started + seconds + STARTUP_ALLOWANCE
+                        or (ready is not None and time.monotonic() > max(ready, sent) + seconds)
+                        or time.monotonic() > sent + seconds + STARTUP_ALLOWANCE
                     ):
                         break
                     self._arrived.wait(0.05)

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +130,20 @@ def test_a_crash_a_hang_and_an_out_of_memory_child_lose_nothing_of_the_others(sh
     # The server outlives them all: the next child is forked as quickly as the first.
     after, answer = _run(child, program, runs["healthy"][0], 60.0)
     assert after.finished and answer.get("printed") == [6.0]
+
+
+def test_a_task_sent_long_after_the_warm_child_started_has_its_whole_time(shared: Any) -> None:
+    """A replay comes after the search, which may take longer than a replay's time: its clock
+    starts when it is sent, not when the warm child became ready."""
+    child, program = shared
+    seconds = 5.0
+    child.start()
+    while not child._child.ready:
+        time.sleep(0.05)
+    time.sleep(max(0.0, child._child.ready[0] + seconds + 0.5 - time.monotonic()))
+    out = str(Path(child.writable) / "late.pt")
+    answer = child.run(RunTask(str(program), "print(7)\n", f"script:{program}", 0, out), seconds)
+    assert answer.get("printed") == [7.0], answer
 
 
 def test_a_forked_child_runs_in_the_files_sandbox(shared: Any) -> None:
