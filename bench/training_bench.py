@@ -287,7 +287,7 @@ def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: boo
 
 def main(argv: list[str] | None = None) -> int:
     exit_on_sigterm()
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path, help="programs (default: bench/training/*.py)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--cap", type=float, default=120.0, help="seconds a program may run on its own")
