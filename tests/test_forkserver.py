@@ -204,7 +204,7 @@ def test_a_server_that_went_away_leaves_children_started_the_usual_way(tmp_path:
         shared.start()
         server = shared._server
         assert server is not None
-        os.kill(server._proc.pid, 9)
+        os.kill(_server_python(server._proc.pid), 9)
         assert server.status_of(-1, 30.0) == forkserver.GONE  # the parent saw it go
         out = str(Path(shared.writable) / "out.pt")
         text = "print(21 * 2)\n"
@@ -214,3 +214,22 @@ def test_a_server_that_went_away_leaves_children_started_the_usual_way(tmp_path:
         assert answer.get("printed") == [42.0], answer
     finally:
         shared.close()
+
+
+def _server_python(launched: int) -> int:
+    """The fork server's own Python process: ``launched`` itself, or its child under bubblewrap."""
+    for _ in range(600):
+        todo = [launched]
+        while todo:
+            pid = todo.pop(0)
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+                with open(f"/proc/{pid}/task/{pid}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+            except OSError:
+                continue
+            if os.path.basename(argv[0]).startswith(b"python") and b"grist_lsp.dynamic.forkserver" in argv:
+                return pid
+        time.sleep(0.05)
+    pytest.fail("the fork server's Python process never appeared")
