@@ -19,7 +19,12 @@ Per program, in a scratch copy of it (programs write result files); a folder of
   programs), and **check - floor** (seed 0's check against its own program's floor);
 * **peak MiB**: the check's peak memory over all its processes: the sum of the resident set
   sizes of the ``grist-lsp`` process and all its descendants (workers, the verify child, the
-  sandbox's processes), sampled from ``/proc`` every 50 ms while it runs (seed 0);
+  sandbox's processes), sampled from ``/proc`` every 50 ms while it runs (seed 0), and **PSS
+  MiB**, the sum of their proportional set sizes (``smaps_rollup``): a page shared by several
+  processes (a forked child's copy of its fork server's torch) divided among them, the memory the
+  check really holds;
+* **torch**: how many of the check's processes imported torch (seed 0): those started as
+  ``python -m grist_lsp.dynamic...``, not the children forked from a fork server (sampled too);
 * **labelled**: the lines marked ``# expect: confirmed <kind>`` that the check confirmed, per seed;
 * **ratio**: own / check (seed 0), for the programs that reach NaN by themselves within the cap.
 
@@ -73,7 +78,9 @@ class Result:
     own_seconds: float | None  # None: no NaN within the cap
     own_steps: int | None
     check_seconds: list[float] = field(default_factory=list)  # per seed
-    peak_bytes: int = 0  # seed 0's check, all its processes
+    peak_bytes: int = 0  # seed 0's check, all its processes: the sum of their resident sizes
+    peak_pss_bytes: int = 0  # ... and of their proportional set sizes (shared pages divided)
+    torch_starts: int = 0  # seed 0's check: processes that imported torch (``torch_starters``)
     floor: float = 0.0  # python -c "import torch", right before this program's checks
     confirmed_labelled: list[int] = field(default_factory=list)  # per seed: how many labelled lines confirmed
     false_confirmed: list[list[tuple[str, int]]] = field(
@@ -121,18 +128,67 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
-def tree_rss(root: int) -> int:
-    """Bytes resident in ``root`` and all its descendants now."""
-    kids, total, todo = _children(), 0, [root]
-    page = os.sysconf("SC_PAGE_SIZE")
+def _tree(root: int) -> list[int]:
+    """``root`` and all its descendants now."""
+    kids, out, todo = _children(), [], [root]
     while todo:
         pid = todo.pop()
+        out.append(pid)
+        todo.extend(kids.get(pid, []))
+    return out
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
+def torch_starters(root: int) -> set[int]:
+    """The processes under ``root`` that started one of grist's children by ``python -m``, each
+    importing torch for itself (not the ``bwrap`` around one): a child forked from a fork server
+    keeps its server's command line and is not one of them (its parent has the same one)."""
+    kids, found, todo = _children(), set(), [root]
+    while todo:
+        pid = todo.pop()
+        line = _cmdline(pid)
+        program = os.path.basename(line.split(b"\0", 1)[0])
+        if program.startswith(b"python") and b"\0-m\0grist_lsp.dynamic." in line:
+            parent = next((p for p, ks in kids.items() if pid in ks), None)
+            if parent is None or _cmdline(parent) != line:
+                found.add(pid)
+        todo.extend(kids.get(pid, []))
+    return found
+
+
+def tree_rss(root: int) -> int:
+    """Bytes resident in ``root`` and all its descendants now (a page two of them share, as a
+    forked child shares its server's, counts once per process)."""
+    total, page = 0, os.sysconf("SC_PAGE_SIZE")
+    for pid in _tree(root):
         try:
             with open(f"/proc/{pid}/statm") as f:
                 total += int(f.read().split()[1]) * page
         except (OSError, IndexError, ValueError):
             pass
-        todo.extend(kids.get(pid, []))
+    return total
+
+
+def tree_pss(root: int) -> int:
+    """The proportional set size of ``root`` and its descendants: each resident page divided among
+    the processes that share it, so the sum is the memory the whole tree really holds."""
+    total = 0
+    for pid in _tree(root):
+        try:
+            with open(f"/proc/{pid}/smaps_rollup") as f:
+                for line in f:
+                    if line.startswith("Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, IndexError, ValueError):
+            pass
     return total
 
 
@@ -146,8 +202,9 @@ def import_torch_floor(runs: int = 1) -> float:
     return statistics.median(times)
 
 
-def check(target: str, cwd: Path, seed: int, budget: float | None) -> tuple[float, dict, int, int]:
-    """Wall seconds of one whole check of ``target``, its JSON report, exit status and peak memory."""
+def check(target: str, cwd: Path, seed: int, budget: float | None) -> tuple[float, dict, int, int, int, int]:
+    """Wall seconds of one whole check of ``target``, its JSON report, exit status, peak memory
+    (the sum of resident sizes, and of proportional set sizes) and how many processes imported torch."""
     cmd = [_console_script(), "--check", target, "--format", "json", "--seed", str(seed), "--no-cache"]
     if budget is not None:
         cmd += ["--budget", str(budget)]
@@ -155,13 +212,16 @@ def check(target: str, cwd: Path, seed: int, budget: float | None) -> tuple[floa
     proc = subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd, env=_one_thread_env()
     )
-    peak = 0
+    peak = peak_pss = 0
+    starters: set[int] = set()
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, peak_pss
         while not done.wait(SAMPLE_SECONDS):
             peak = max(peak, tree_rss(proc.pid))
+            peak_pss = max(peak_pss, tree_pss(proc.pid))
+            starters.update(torch_starters(proc.pid))
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -173,7 +233,7 @@ def check(target: str, cwd: Path, seed: int, budget: float | None) -> tuple[floa
         report = json.loads(stdout)
     except json.JSONDecodeError:
         report = {"findings": [], "error": stderr[-2000:]}
-    return seconds, report, proc.returncode, peak
+    return seconds, report, proc.returncode, peak, peak_pss, len(starters)
 
 
 def _labels(path: Path) -> tuple[list[tuple[str, int]], set[tuple[str, int]]]:
@@ -208,7 +268,7 @@ def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: boo
         result = Result(path.name, labelled, own_seconds, int(m.group(1)) if m else None)
         result.floor = round(import_torch_floor(), 2)
         for seed in range(seeds):
-            seconds, report, code, peak = check(target, cwd, seed, budget)
+            seconds, report, code, peak, peak_pss, starts = check(target, cwd, seed, budget)
             confirmed = {
                 ((cwd / f["file"]).resolve().relative_to(cwd.resolve()).as_posix(), f["line"])
                 for f in report.get("findings", [])
@@ -217,6 +277,8 @@ def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: boo
             result.check_seconds.append(round(seconds, 2))
             if seed == 0:
                 result.peak_bytes = peak
+                result.peak_pss_bytes = peak_pss
+                result.torch_starts = starts
             result.confirmed_labelled.append(len(confirmed & set(labelled)))
             result.false_confirmed.append(sorted(confirmed & quiet))
             result.exit_codes.append(code)
@@ -225,7 +287,7 @@ def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: boo
 
 def main(argv: list[str] | None = None) -> int:
     exit_on_sigterm()
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path, help="programs (default: bench/training/*.py)")
     ap.add_argument("--seeds", type=int, default=1)
     ap.add_argument("--cap", type=float, default=120.0, help="seconds a program may run on its own")
@@ -247,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     compile_like_an_install()
     rows = []
     print(
-        f"{'program':36} {'own s':>7} {'steps':>7} {'check s':>8} {'floor':>6} {'-floor':>7} {'peak MiB':>9} {'ratio':>7}"
+        f"{'program':36} {'own s':>7} {'steps':>7} {'check s':>8} {'floor':>6} {'-floor':>7} {'peak MiB':>9} {'PSS MiB':>8} {'torch':>5} {'ratio':>7}"
         "  labelled confirmed per seed"
     )
     for path in files:
@@ -265,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         bad = [x for x in r.false_confirmed if x]
         print(
             f"{r.program:36} {own:>7} {r.own_steps or '-':>7} {r.check_seconds[0]:>8.2f} "
-            f"{r.floor:>6.2f} {r.check_seconds[0] - r.floor:>7.2f} {r.peak_bytes / 2**20:>9.0f} {ratio:>7}  {per_seed}"
+            f"{r.floor:>6.2f} {r.check_seconds[0] - r.floor:>7.2f} {r.peak_bytes / 2**20:>9.0f} {r.peak_pss_bytes / 2**20:>8.0f} {r.torch_starts:>5} {ratio:>7}  {per_seed}"
             + (f"  FALSE CONFIRMED {bad}" if bad else ""),
             flush=True,
         )
@@ -287,11 +349,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     over = [r.program for r, b in zip(rows, beyond) if b > 3.0]
     heavy = [r.program for r in rows if r.peak_bytes >= GIB]
+    heavy_pss = [r.program for r in rows if r.peak_pss_bytes >= GIB]
     print(
         f"goals: median check - floor < 1.0 s: {'met' if statistics.median(beyond) < 1.0 else 'NOT met'}; "
         f"programs over 3 s beyond the floor: {len(over)}{' ' + str(over) if over else ''}; "
         f"peak memory >= 1 GiB: {len(heavy)}{' ' + str(heavy) if heavy else ''} "
-        f"(max {max(r.peak_bytes for r in rows) / 2**20:.0f} MiB)"
+        f"(max {max(r.peak_bytes for r in rows) / 2**20:.0f} MiB resident), "
+        f"{len(heavy_pss)}{' ' + str(heavy_pss) if heavy_pss else ''} "
+        f"(max {max(r.peak_pss_bytes for r in rows) / 2**20:.0f} MiB proportional)"
+    )
+    starts = [r.torch_starts for r in rows]
+    print(
+        f"processes that imported torch, per check: median {statistics.median(starts):g}, max {max(starts)}"
     )
     if ratios:
         print(

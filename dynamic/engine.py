@@ -45,7 +45,8 @@ from .protocol import (
 from .sandbox import BwrapProbe, Confinement, Sandbox, blocked_in, blocked_note, cache_folder, install_guard  # noqa: F401
 
 if TYPE_CHECKING:
-    from .spares import Spares
+    from .forkserver import Forked, ForkServer
+    from .sandbox import Launch
 
 
 @dataclass
@@ -140,7 +141,8 @@ def open_child_channel() -> TextIO:
     return result
 
 
-def _worker_env() -> dict[str, str]:
+def worker_env() -> dict[str, str]:
+    """The environment of every child that runs user code (one thread, unbuffered, faulthandler)."""
     env = dict(os.environ)
     env.update(
         {
@@ -178,7 +180,7 @@ def sandbox_warning(options: EngineOptions) -> str | None:
     return sandbox_of(options).warning(_views(options, None))
 
 
-def _kill(proc: subprocess.Popen) -> None:
+def _kill(proc: subprocess.Popen | Forked) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -196,30 +198,25 @@ class Subprocess:
     faulthandler dumps) go to a temporary file. ``finish`` closes stdin and waits.
     """
 
-    def __init__(self, module: str, memory_mb: int, confinement: Confinement | None = None) -> None:
+    def __init__(
+        self,
+        module: str,
+        memory_mb: int,
+        confinement: Confinement | None = None,
+        server: ForkServer | None = None,
+    ) -> None:
         rfd, wfd = os.pipe()
-        env = _worker_env()
-        env["GRIST_RESULT_FD"] = str(wfd)
-        env["GRIST_MEMORY_MB"] = str(int(memory_mb))
-        argv = [sys.executable, "-m", module]
-        self.confinement = confinement
-        self.launch = confinement.start(argv, env) if confinement is not None else None
-        if self.launch is not None:
-            argv, env = self.launch.argv, self.launch.env
         self.err = tempfile.TemporaryFile()
         self.child_pid: int | None = None  # the Python child's own pid, from its ready line
-        # A session of its own: the whole process group (the user's children too) is killed at the end.
-        # bwrap keeps its child in that group (no --new-session), so the group kill reaches it too.
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=self.err,
-            stderr=self.err,
-            pass_fds=(wfd,),
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
+        self.launch: Launch | None = None
+        self.proc: subprocess.Popen | Forked
+        if server is not None:
+            # Forked from the file's server, inside its sandbox: torch is already imported there.
+            self.confinement = server.confinement
+            self.proc = server.spawn(module, {"GRIST_MEMORY_MB": str(int(memory_mb))}, self.err, wfd)
+        else:
+            self.confinement = confinement
+            self.proc = self._popen(module, memory_mb, wfd)
         os.close(wfd)
         self.rfd = rfd
         self.res = WorkerResult()
@@ -231,6 +228,27 @@ class Subprocess:
         # torch is imported, and a request larger than the pipe must not block the sender.
         self._outbox: queue.Queue[bytes | None] = queue.Queue()
         threading.Thread(target=self._feed, name="grist-child-stdin", daemon=True).start()
+
+    def _popen(self, module: str, memory_mb: int, wfd: int) -> subprocess.Popen:
+        env = worker_env()
+        env["GRIST_RESULT_FD"] = str(wfd)
+        env["GRIST_MEMORY_MB"] = str(int(memory_mb))
+        argv = [sys.executable, "-m", module]
+        if self.confinement is not None:
+            self.launch = self.confinement.start(argv, env)
+            argv, env = self.launch.argv, self.launch.env
+        # A session of its own: the whole process group (the user's children too) is killed at the end.
+        # bwrap keeps its child in that group (no --new-session), so the group kill reaches it too.
+        return subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=self.err,
+            stderr=self.err,
+            pass_fds=(wfd,),
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
 
     def _feed(self) -> None:
         stdin = self.proc.stdin
@@ -339,7 +357,10 @@ class Subprocess:
 
     def _child_status(self, code: int | None) -> int | None:
         """bwrap exits with 128 + N when its child dies of signal N: say it as Popen would (-N)."""
-        bwrapped = self.confinement is not None and self.confinement.mode == "bwrap"
+        # A forked child's status comes from its server, which is its real parent: never bwrap's.
+        bwrapped = (
+            self.launch is not None and self.confinement is not None and self.confinement.mode == "bwrap"
+        )
         if bwrapped and code is not None and code > 128 and (code - 128) in signal.Signals._value2member_map_:
             return -(code - 128)
         return code
@@ -438,11 +459,14 @@ def _render_message(site: Site, witness: Witness, detail: str) -> str:
 
 
 class WarmChild(Protocol):
-    """A child kept warm by the caller for several tasks (``verify.SharedChild``)."""
+    """A child kept warm by the caller for several tasks (``verify.SharedChild``), and the
+    fork server the file's other children are made from."""
 
     def start(self) -> None: ...
 
     def run(self, task: Task, seconds: float) -> dict: ...
+
+    def child(self, module: str) -> Subprocess: ...
 
 
 class WitnessReplays:
@@ -523,7 +547,6 @@ def confirm(
     cancel: threading.Event | None = None,
     warm: WarmChild | None = None,
     on_confirmed: Callable[[Verdict], None] | None = None,
-    spares: Spares | None = None,
 ) -> list[Verdict]:
     """Possible verdicts -> confirmed (with a replayed Witness) where the search succeeds.
 
@@ -534,8 +557,7 @@ def confirm(
     ``on_confirmed``: called (from a helper thread) with each verdict as soon as its witness
     replayed, while the other sites are still searched, so an editor can show it at once;
     with ``warm`` only (without it the replays answer together at the end).
-    ``spares``: children the caller started ahead; the first worker is taken from there when it
-    was started the way this file's would be.
+    With ``warm`` the workers are forked from its server (no torch start-up of their own).
     """
     targets = [v for v in verdicts if v.status is Status.POSSIBLE and v.site.op]
     if not targets or (cancel is not None and cancel.is_set()):
@@ -561,11 +583,11 @@ def confirm(
     replayer = WitnessReplays(path, text, options, confinement, warm, answered)
     on_line.replayer = replayer
     workers = [_WorkerRun(path, text, group, sites, options) for group in groups]
-    spare = spares.worker(confinement, options.memory_mb) if spares is not None else None
+    forked = warm.child(WORKER_MODULE) if warm is not None else None
     threads = [
         threading.Thread(
             target=w.run,
-            args=(on_line, cancel, confinement, spare if i == 0 else None),
+            args=(on_line, cancel, confinement, forked if i == 0 else None),
             name=f"grist-worker-{i}",
         )
         for i, w in enumerate(workers)

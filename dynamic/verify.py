@@ -50,7 +50,10 @@ from .budget import seconds_of_runs
 from .protocol import Done, Message, ReplayTask, RunTask, Task, TaskResult, decode_task, task_line
 
 if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
-    from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.engine import EngineOptions, Subprocess
+    from grist_lsp.dynamic.forkserver import ForkServer
+
+VERIFY_MODULE = "grist_lsp.dynamic.verify"
 
 # Output comparison: relative and absolute tolerance. Clamps at 1e-8 and the like move values
 # that were already far from the invalid region by far less than this.
@@ -418,7 +421,8 @@ def _engine_check(
         for v in static
     ]
     try:
-        result = confirm(path, fixed, todo, opts)
+        # In the file's warm child and from its server: the fresh search starts no torch of its own.
+        result = confirm(path, fixed, todo, opts, warm=runs)
     except Exception as exc:  # the engine reports run errors as verdicts; anything else is ours to say
         check.engine_at_site = f"error: {type(exc).__name__}: {exc}"
         return
@@ -518,12 +522,15 @@ def _settled(site: Site, keys: set[tuple[int, int | None, str]], region: Span, k
 
 
 class SharedChild:
-    """One warm ``python -m grist_lsp.dynamic.verify`` child for all of a file's fix checks.
+    """One warm ``python -m grist_lsp.dynamic.verify`` child for all of a file's fix checks, and
+    the file's fork server (``forkserver.py``) every other child of the file is forked from.
 
     Every fix check needs a few short runs (a replay, the program on its own inputs); a child
     apiece pays torch's start-up each time, which is most of a fix check. This one is started
     once, fed tasks as JSON lines and answers them in order; a task that overruns its time
-    kills it, and the next task starts a fresh one. ``writable``: the folder run outputs go to.
+    kills it, and the next task starts a fresh one. ``child`` makes the engine's workers (the
+    search, and each fix's fresh search) from the same server, so a file imports torch once.
+    ``writable``: the folder run outputs go to.
     """
 
     def __init__(self, options: EngineOptions, path: str) -> None:
@@ -534,6 +541,7 @@ class SharedChild:
         self._answers: dict[int, dict[str, Any]] = {}
         self._arrived = threading.Condition()
         self._ids = 0
+        self._server: ForkServer | None = None
         # The child is started from a thread of its own that lives until ``close``: the sandbox
         # ties the child's life to the thread that started it (a parent-death signal), and the
         # callers' threads (a search's progress, a pool's) end before the child's work does.
@@ -548,12 +556,36 @@ class SharedChild:
                 self._arrived.notify_all()
 
     def _spawn(self) -> Any:
-        from grist_lsp.dynamic.engine import Subprocess, child_confinement
-
-        confinement = child_confinement(self.options, self.path, (self.writable,))
-        child = Subprocess("grist_lsp.dynamic.verify", self.options.memory_mb, confinement)
+        child = self._new(VERIFY_MODULE)
         child.start(self._on_line)
         return child
+
+    def _new(self, module: str) -> Subprocess:
+        """A fresh child running ``module``, forked from the file's server (started on first use,
+        in the owner thread); where there is none (not Linux), or it went away, a child started
+        the usual way."""
+        from grist_lsp.dynamic import forkserver
+        from grist_lsp.dynamic.engine import Subprocess, child_confinement, worker_env
+
+        confinement = child_confinement(self.options, self.path, (self.writable,))
+        if self._server is None and forkserver.available():
+            self._server = forkserver.ForkServer(confinement, worker_env)
+        if self._server is not None:
+            try:
+                return Subprocess(module, self.options.memory_mb, server=self._server)
+            except forkserver.ForkServerGone:
+                pass
+        return Subprocess(module, self.options.memory_mb, confinement)
+
+    def child(self, module: str) -> Subprocess:
+        """A fresh ``python -m module`` child of this file (the engine's search workers), made
+        from the file's server: no torch start-up of its own. The caller finishes it."""
+        return self._owner.submit(self._new, module).result()
+
+    @property
+    def forked(self) -> int:
+        """How many children the file's server has forked (0 before it started)."""
+        return self._server.spawned if self._server is not None else 0
 
     def _started(self) -> Any:
         if self._child is None:
@@ -580,14 +612,17 @@ class SharedChild:
             self._ids += 1
             ident = self._ids
             child.send_line(task_line(task, ident))
-            # The clock starts once the child is ready (torch start-up is timed apart, as for workers).
+            sent = time.monotonic()
+            # The clock starts when the task is sent, or once the child is ready if it is not yet
+            # (torch start-up is timed apart, as for workers): never at the child's own start, or
+            # a task sent long after it (a replay after a long search) would be out of time at once.
             with self._arrived:
                 while ident not in self._answers:
                     ready = child.ready[0] if child.ready else None
                     if (
                         child.proc.poll() is not None
-                        or (ready is not None and time.monotonic() > ready + seconds)
-                        or time.monotonic() > child.started + seconds + STARTUP_ALLOWANCE
+                        or (ready is not None and time.monotonic() > max(ready, sent) + seconds)
+                        or time.monotonic() > sent + seconds + STARTUP_ALLOWANCE
                     ):
                         break
                     self._arrived.wait(0.05)
@@ -615,6 +650,9 @@ class SharedChild:
                 else:
                     self._child.discard()
                 self._child = None
+            if self._server is not None:
+                self._server.close()
+                self._server = None
         self._owner.shutdown(wait=False)
         shutil.rmtree(self.writable, ignore_errors=True)
 

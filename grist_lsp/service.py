@@ -433,7 +433,6 @@ class Service:
         cancel: threading.Event | None = None,
         warm: SharedChild | None = None,
         on_confirmed: Callable[[Verdict], None] | None = None,
-        spares: Spares | None = None,
     ) -> list[Verdict]:
         """The engine's verdicts, witnesses beyond `max-input-scale` refused; raises ConfigError
         for an explicit entry the engine could not use.
@@ -458,7 +457,6 @@ class Service:
                 cancel=cancel,
                 warm=warm,
                 on_confirmed=early,
-                spares=spares,
             )
         except engine.UnusableEntry as exc:
             raise ConfigError(str(exc)) from None
@@ -499,9 +497,7 @@ class Service:
         shared = (spares.shared_child(options, path) if spares else None) or verify.SharedChild(options, path)
         try:
             try:
-                verdicts = self.confirm(
-                    path, text, verdicts, options, progress, cancel, shared, spares=spares
-                )
+                verdicts = self.confirm(path, text, verdicts, options, progress, cancel, shared)
             except ConfigError:
                 raise  # a wrong entry: the caller's usage error, not this file's finding
             except Exception as exc:  # keep the static verdicts; say the engine failed on this file
@@ -519,7 +515,7 @@ class Service:
             shared.close()
 
     def spares(self, path: str) -> Spares:
-        """A worker and a warm child started now for ``path``'s project (``close`` them after)."""
+        """A warm child (and its fork server) started now for ``path``'s project (``close`` it after)."""
         from grist_lsp.dynamic.spares import Spares
 
         return Spares(self.engine_options(), path)
