@@ -1,6 +1,6 @@
 """The sandbox for the program under check: what a child that runs user code may touch.
 
-Owns three things, used by ``engine.Subprocess`` (the one process layer every such child
+Owns three things, used by ``executors.child.Subprocess`` (the one process layer every such child
 goes through: search workers, replay, fix verification):
 
 * **the decision** (``Sandbox``): bubblewrap where it works (probed once per ``Sandbox``

@@ -50,7 +50,7 @@ from .budget import seconds_of_runs
 from .protocol import Done, Message, ReplayTask, RunTask, Task, TaskResult, decode_task, task_line
 
 if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
-    from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.options import EngineOptions
 
 # Output comparison: relative and absolute tolerance. Clamps at 1e-8 and the like move values
 # that were already far from the invalid region by far less than this.
@@ -548,7 +548,7 @@ class SharedChild:
                 self._arrived.notify_all()
 
     def _spawn(self) -> Any:
-        from grist_lsp.dynamic.engine import Subprocess, child_confinement
+        from grist_lsp.dynamic.executors.child import Subprocess, child_confinement
 
         confinement = child_confinement(self.options, self.path, (self.writable,))
         child = Subprocess("grist_lsp.dynamic.verify", self.options.memory_mb, confinement)
@@ -722,7 +722,7 @@ def _worker_main() -> None:
     answered by a result line (with the task's ``id``) on the engine's result pipe, in order
     (limits and sandbox applied by ``open_child_channel``). A one-off run sends one task; a
     ``SharedChild`` keeps the child warm for all of a file's fix checks."""
-    from grist_lsp.dynamic.engine import open_child_channel
+    from grist_lsp.dynamic.executors.child import open_child_channel
 
     channel = open_child_channel()
     for line in sys.stdin:

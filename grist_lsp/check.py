@@ -29,7 +29,8 @@ from grist_lsp.service import CheckOptions, ProgressFn, Service, Settings, resol
 from grist_lsp.suppressions import Suppression
 
 if TYPE_CHECKING:
-    from grist_lsp.dynamic.spares import Spares
+    from grist_lsp.dynamic.executors.spares import Spares
+    from grist_lsp.dynamic.verify import SharedChild
 
 __all__ = ["CheckOptions", "Report", "Settings", "check_paths", "resolve_settings"]
 
@@ -88,7 +89,9 @@ class _Run:
     texts: dict[Path, str] = field(default_factory=dict)
     suppressed: int = 0
     baselined: int = 0
-    spares: Spares | None = None  # children started before the static pass, for the first file searched
+    spares: Spares[SharedChild] | None = (
+        None  # children started before the static pass, for the first file searched
+    )
 
 
 def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | None = None) -> Report:

@@ -42,9 +42,9 @@ from grist_lsp.model import Status, Verdict, file_error
 from grist_lsp.policy import Policy, Prepared, make_policy
 
 if TYPE_CHECKING:
-    from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.executors.spares import Spares
+    from grist_lsp.dynamic.options import EngineOptions
     from grist_lsp.dynamic.sandbox import BwrapProbe
-    from grist_lsp.dynamic.spares import Spares
     from grist_lsp.dynamic.verify import SharedChild
 
 ProgressFn = Callable[[str, float], None]
@@ -334,7 +334,7 @@ class Service:
     # --- dynamic ---------------------------------------------------------------
 
     def engine_options(self, jobs: int | None = None, via: str | None = None) -> EngineOptions:
-        from grist_lsp.dynamic.engine import EngineOptions
+        from grist_lsp.dynamic.options import EngineOptions
         from grist_lsp.dynamic.sandbox import BwrapProbe
 
         if self.sandbox_probe is None:
@@ -365,7 +365,7 @@ class Service:
         cancel: threading.Event | None = None,
         warm: SharedChild | None = None,
         on_confirmed: Callable[[Verdict], None] | None = None,
-        spares: Spares | None = None,
+        spares: Spares[SharedChild] | None = None,
     ) -> list[Verdict]:
         """The engine's verdicts, witnesses beyond `max-input-scale` refused; raises ConfigError
         for an explicit entry the engine could not use.
@@ -419,7 +419,7 @@ class Service:
         options: EngineOptions,
         progress: ProgressFn | None = None,
         cancel: threading.Event | None = None,
-        spares: Spares | None = None,
+        spares: Spares[SharedChild] | None = None,
     ) -> tuple[list[Verdict], list[str]]:
         """Confirm, then verify fixes, in one warm child: the verdicts and warnings for stderr.
         ``spares``: children started ahead by the caller, taken when they fit this file."""
@@ -450,17 +450,18 @@ class Service:
         finally:
             shared.close()
 
-    def spares(self, path: str) -> Spares:
+    def spares(self, path: str) -> Spares[SharedChild]:
         """A worker and a warm child started now for ``path``'s project (``close`` them after)."""
-        from grist_lsp.dynamic.spares import Spares
+        from grist_lsp.dynamic.executors.spares import Spares
+        from grist_lsp.dynamic.verify import SharedChild
 
-        return Spares(self.engine_options(), path)
+        return Spares(self.engine_options(), path, SharedChild)
 
     def sandbox_warning(self, options: EngineOptions) -> str | None:
         """Why the OS sandbox is unavailable, when it is (said once per run)."""
-        from grist_lsp.dynamic import engine
+        from grist_lsp.dynamic.executors.child import sandbox_warning
 
-        return engine.sandbox_warning(options)
+        return sandbox_warning(options)
 
 
 def _engine_failed(path: str, exc: Exception) -> Verdict:

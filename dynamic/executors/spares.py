@@ -2,25 +2,34 @@
 
 Most of a one-file check's wall clock is its children's ``import torch`` (seconds), and the
 caller has other work first: reading options, discovering files, the static pass, probing the
-sandbox. ``Spares`` starts one search worker and one warm verify child at the beginning of a
-check, so torch imports while the caller does that work. Each spare is handed out once, to the
-first file whose own children would have been started identically (same confinement, same
-memory cap); a spare nobody took is killed by ``close``.
+sandbox. ``Spares`` starts one search worker and one warm child (the fix checks' kind, made by
+the caller's factory: this layer does not import the fix checks) at the beginning of a check,
+so torch imports while the caller does that work. Each spare is handed out once, to the first
+file whose own children would have been started identically (same confinement, same memory
+cap); a spare nobody took is killed by ``close``.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Generic, TypeVar
 
-from .engine import WORKER_MODULE, Confinement, EngineOptions, Subprocess, child_confinement
-from .verify import SharedChild
+from ..options import EngineOptions
+from ..sandbox import Confinement
+from .child import WORKER_MODULE, Subprocess, WarmChild, child_confinement
+
+W = TypeVar("W", bound=WarmChild, covariant=True)  # a Spares of a SharedChild is a Spares of a WarmChild
 
 
-class Spares:
-    """One worker and one ``SharedChild``, started now for files under ``path``'s project."""
+class Spares(Generic[W]):
+    """One worker and one warm child (``warm_child(options, path)``), started now for files
+    under ``path``'s project."""
 
-    def __init__(self, options: EngineOptions, path: str) -> None:
+    def __init__(
+        self, options: EngineOptions, path: str, warm_child: Callable[[EngineOptions, str], W]
+    ) -> None:
         self._lock = threading.Lock()
         self._confinement = child_confinement(options, path)
         self._memory_mb = options.memory_mb
@@ -31,7 +40,7 @@ class Spares:
             Subprocess, WORKER_MODULE, options.memory_mb, self._confinement
         )
         self._shared_key = (options.memory_mb, options.timeout, self._confinement)
-        self._shared: SharedChild | None = SharedChild(options, path)
+        self._shared: W | None = warm_child(options, path)
         self._shared.start()
 
     def worker(self, confinement: Confinement | None, memory_mb: int) -> Subprocess | None:
@@ -42,7 +51,7 @@ class Spares:
             future, self._worker = self._worker, None
         return future.result()
 
-    def shared_child(self, options: EngineOptions, path: str) -> SharedChild | None:
+    def shared_child(self, options: EngineOptions, path: str) -> W | None:
         """The spare warm child, once; its new holder closes it."""
         key = (options.memory_mb, options.timeout, child_confinement(options, path))
         with self._lock:
