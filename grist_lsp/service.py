@@ -76,6 +76,10 @@ class CheckOptions:
     max_input_scale: float | None = None  # confirmations needing inputs beyond this factor stay possible
     show_unused_suppressions: bool = False
     sandbox: str | None = None  # "auto" | "off" (--no-sandbox), over `[tool.grist] sandbox`
+    executor: str | None = None  # "local" | "ray": where files are checked
+    ray_address: str | None = (
+        None  # the Ray cluster of the ray executor (else $RAY_ADDRESS, else a local one)
+    )
     cancel: threading.Event | None = None
 
 
@@ -108,6 +112,8 @@ class Settings:
     write_reproducers: str | None
     policy: Policy
     sandbox: str = "auto"
+    executor: str = "local"  # where files are checked: "local" or "ray"
+    ray_address: str | None = None  # None: $RAY_ADDRESS, else a local cluster
     exclude: list[str] = field(default_factory=list)  # `[tool.grist]` exclude + the caller's
     script_args: dict[str, list[str]] = field(default_factory=dict)  # absolute script -> its arguments
 
@@ -269,6 +275,8 @@ def resolve_settings(
         write_reproducers=_reproducer_folder(options),
         policy=policy,
         sandbox=_pick(options.sandbox, config.sandbox, editor, "sandbox"),
+        executor=_pick(options.executor, config.executor, editor, "executor"),
+        ray_address=_pick(options.ray_address, config.ray_address, editor, "ray_address"),
         exclude=config.exclude + list(options.exclude),
         script_args=_script_args(options, config),
     )
