@@ -22,9 +22,10 @@ Result = TypeVar("Result")
 
 INSTALL_HINT = "pip install 'grist-lsp[ray]'"
 RETRIES = 2  # runs of a task after its worker died, before the unit is Lost
-# Tests only: a folder; the first attempt of each task leaves a marker there and kills its Ray
-# worker, so a test can see the retry happen. Never set in a real run.
-KILL_FIRST_ATTEMPT_ENV = "GRIST_TEST_RAY_KILL_FIRST_ATTEMPT"
+# Tests only, read by the driver and sent with each task: "N:FOLDER" kills the Ray worker of each
+# task's first N attempts (counted in a file per task in FOLDER), so a test can see the retries
+# and what is reported once they run out. Never set in a real run.
+KILL_ATTEMPTS_ENV = "GRIST_TEST_RAY_KILL_ATTEMPTS"
 
 
 class RayUnavailable(Exception):
@@ -45,15 +46,32 @@ def preload() -> None:
         pass
 
 
-def _attempt(work: Callable[[Any], Any], unit: Any, key: str) -> Any:
-    """One attempt at a unit, in a Ray worker."""
-    folder = os.environ.get(KILL_FIRST_ATTEMPT_ENV)
-    if folder:
-        marker = os.path.join(folder, hashlib.sha256(key.encode()).hexdigest())
-        if not os.path.exists(marker):
-            open(marker, "w").close()
-            os._exit(1)  # the Ray worker dies mid-task, as one killed by the OOM killer would
+def _attempt(work: Callable[[Any], Any], unit: Any, key: str, kills: str | None) -> Any:
+    """One attempt at a unit, in a Ray worker (``kills``: ``KILL_ATTEMPTS_ENV``'s value)."""
+    if kills:
+        count, _, folder = kills.partition(":")
+        tally = os.path.join(folder, hashlib.sha256(key.encode()).hexdigest())
+        with open(tally, "a") as f:
+            f.write("x")
+            killed = f.tell()
+        if killed <= int(count):
+            os._exit(1)  # the Ray worker dies mid-task, as one the OOM killer took would
     return work(unit)
+
+
+def _quiet_driver() -> None:
+    """Keep Ray's messages off this process's stdout, which holds the report (JSON, SARIF).
+
+    ``log_to_driver=False`` stops the workers' own output, but the driver's error listener still
+    prints the raylet's messages (a worker that died, say) to stdout; this run reports such a
+    death itself (a retry, or the file's error). Ray has no public switch for that listener, so
+    its module flag is turned off, when it is there."""
+    try:
+        import ray._private.worker as driver
+    except ImportError:
+        return
+    if hasattr(driver, "_worker_logs_enabled"):
+        driver._worker_logs_enabled = False
 
 
 class RayExecutor:
@@ -66,6 +84,7 @@ class RayExecutor:
                 f"--executor ray needs Ray, which could not be imported ({exc}): {INSTALL_HINT}"
             ) from None
         self._ray = ray
+        _quiet_driver()
         self._pending: list[Any] = []
         address = address or os.environ.get("RAY_ADDRESS") or None
         self._owned = not ray.is_initialized()
@@ -93,7 +112,8 @@ class RayExecutor:
 
         remote = ray.remote(num_cpus=1, max_retries=RETRIES)(_attempt)
         work_ref = ray.put(work)  # once, not once per task
-        keys = {remote.remote(work_ref, unit, key): key for key, unit in units.items()}
+        kill = os.environ.get(KILL_ATTEMPTS_ENV) or None
+        keys = {remote.remote(work_ref, unit, key, kill): key for key, unit in units.items()}
         self._pending = list(keys)
         while self._pending:
             done, self._pending = ray.wait(self._pending, num_returns=1)
