@@ -110,7 +110,7 @@ def static_report(root: Path, show: bool) -> Tally:
 
 
 def dynamic_report(root: Path, jobs: int | None) -> None:
-    cmd = [sys.executable, "-m", "grist_lsp", "--check", str(root), "--format", "json"]
+    cmd = [sys.executable, "-m", "grist_lsp", "--check", str(root), "--format", "json", "--no-cache"]
     if jobs is not None:
         cmd += ["--jobs", str(jobs)]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))

@@ -61,7 +61,7 @@ def differences(a: Any, b: Any, path: str = "") -> list[str]:
 
 def check(paths: list[str], jobs: int, seed: int, budget: float | None) -> tuple[dict[str, Any], float]:
     argv = [sys.executable, "-m", "grist_lsp", "--check", *paths, "--seed", str(seed)]
-    argv += ["--format", "json", "-j", str(jobs)]
+    argv += ["--format", "json", "-j", str(jobs), "--no-cache"]  # each run searches: no cached answer
     if budget is not None:
         argv += ["--budget", str(budget)]
     env = dict(os.environ, PYTHONPATH=str(REPO))

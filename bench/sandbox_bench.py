@@ -47,6 +47,7 @@ def run_check(files: list[str], budget: float, extra: list[str], env: dict[str, 
         "2",
         "--format",
         "json",
+        "--no-cache",  # every round runs the programs: that is what is measured
         *extra,
         *files,
     ]

@@ -148,7 +148,7 @@ def import_torch_floor(runs: int = 1) -> float:
 
 def check(target: str, cwd: Path, seed: int, budget: float | None) -> tuple[float, dict, int, int]:
     """Wall seconds of one whole check of ``target``, its JSON report, exit status and peak memory."""
-    cmd = [_console_script(), "--check", target, "--format", "json", "--seed", str(seed)]
+    cmd = [_console_script(), "--check", target, "--format", "json", "--seed", str(seed), "--no-cache"]
     if budget is not None:
         cmd += ["--budget", str(budget)]
     t0 = time.monotonic()

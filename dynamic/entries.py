@@ -37,6 +37,7 @@ from typing import Any, TypedDict
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
+from grist_lsp.analyzer.importers import importers, python_files
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import ENTRY_CONTRACT, has_training_loop, is_script, is_test_file
 from grist_lsp.model import is_factory_key
@@ -50,9 +51,6 @@ LABEL_NAMES = frozenset(
 )
 MASK_NAMES = frozenset({"mask", "attention_mask", "padding_mask", "attn_mask", "key_padding_mask"})
 LENGTH_NAMES = frozenset({"lengths", "length", "lens", "seq_lens", "seq_lengths", "x_lens"})
-_SKIP_DIRS = frozenset(
-    {".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".tox", "build", "dist"}
-)
 
 
 class EntryError(Exception):
@@ -574,64 +572,6 @@ def import_runs_loops(text: str) -> bool:
     return False
 
 
-def _python_files(root: str, tests: bool, limit: int = 300) -> list[str]:
-    """The project's test files (``tests``) or its other Python files, in a stable order."""
-    found = []
-    for d, dirs, files in os.walk(root):
-        dirs[:] = sorted(x for x in dirs if x not in _SKIP_DIRS and not x.startswith("."))
-        for f in sorted(files):
-            if f.endswith(".py") and is_test_file(f) == tests:
-                found.append(os.path.join(d, f))
-                if len(found) >= limit:
-                    return found
-    return found
-
-
-def _import_pattern(path: str, root: str) -> re.Pattern[str]:
-    """Matches a line that imports the module of ``path`` (``import x.stem``, ``from x.stem import``),
-    or a package that re-exports it (``from pkg.losses import f``, ``pkg/losses/__init__.py``
-    importing ``.some_loss``): the way a project's tests most often reach its library code."""
-    names = [os.path.splitext(os.path.basename(path))[0]]
-    folder = os.path.dirname(os.path.abspath(path))
-    top = os.path.abspath(root)
-    while folder.startswith(top) and folder != top:
-        init = os.path.join(folder, "__init__.py")
-        try:
-            with open(init, encoding="utf-8") as fh:
-                src = fh.read()
-        except (OSError, UnicodeDecodeError):
-            break
-        if not _names_pattern(names).search(src):
-            break
-        names.append(os.path.basename(folder))
-        folder = os.path.dirname(folder)
-    return _names_pattern(names)
-
-
-def _names_pattern(names: list[str]) -> re.Pattern[str]:
-    alternatives = "|".join(re.escape(n) for n in names)
-    return re.compile(
-        rf"^\s*(from\s+[\w.]*\b(?:{alternatives})\b[\w.]*\s+import|import\s+[\w.]*\b(?:{alternatives})\b)",
-        re.M,
-    )
-
-
-def _importers(path: str, files: list[str], root: str) -> Iterator[tuple[str, str]]:
-    """(file, source) of the ``files`` that import the module of ``path`` (not ``path`` itself)."""
-    pattern = _import_pattern(path, root)
-    target = os.path.realpath(path)
-    for f in files:
-        if os.path.realpath(f) == target:
-            continue
-        try:
-            with open(f, encoding="utf-8") as fh:
-                src = fh.read()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if pattern.search(src):
-            yield f, src
-
-
 def test_functions(file: str, src: str) -> list[tuple[str, str]]:
     """(test file, test function) for the argument-less, undecorated tests of one file."""
     try:
@@ -657,7 +597,7 @@ def own_tests(path: str, text: str) -> list[tuple[str, str]]:
 def test_entries(path: str, root: str) -> list[tuple[str, str]]:
     """(test file, test function) pairs for argument-less tests that import the file's module."""
     out = []
-    for f, src in _importers(path, _python_files(root, tests=True), root):
+    for f, src in importers(path, python_files(root, tests=True), root):
         out.extend(test_functions(f, src))
     return out
 
@@ -667,7 +607,7 @@ def importer_scripts(path: str, root: str) -> list[str]:
     how the project itself runs it, to be preferred over probes with made-up inputs."""
     return [
         os.path.abspath(f)
-        for f, src in _importers(path, _python_files(root, tests=False), root)
+        for f, src in importers(path, python_files(root, tests=False), root)
         if is_script(src)
     ]
 

@@ -91,8 +91,9 @@ class _Run:
     texts: dict[Path, str] = field(default_factory=dict)
     suppressed: int = 0
     baselined: int = 0
+    cached: int = 0  # files whose dynamic results came from the result cache
     spares: Spares[SharedChild] | None = (
-        None  # children started before the static pass, for the first file searched
+        None  # children started ahead of the searches, for the first file searched
     )
 
 
@@ -112,12 +113,15 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     if not files:
         report.warnings.append(f"no Python files found under {', '.join(paths or ['.'])}")
     run = _Run(service, report, files)
+    # A search is likely (no cache, or one that never saw these options and versions): its first
+    # children import torch while the static pass runs. A warm cache starts them on a miss only.
+    # Ray tasks start their own children: for them, Ray is imported meanwhile instead.
+    searching = bool(files) and not settings.static_only
     local = settings.executor == "local"
-    if not settings.static_only and not local:
+    if searching and not local:
         _prepare_ray()
-    # A search is likely: its first children import torch while the static pass runs (in this
-    # process's children: of no use to Ray tasks).
-    run.spares = service.spares(str(files[0])) if files and local and not settings.static_only else None
+    if searching and local and (service.cache is None or service.cache.cold()):
+        run.spares = service.spares(str(files[0]))
     try:
         _static_pass(run, options, progress)
         if not settings.static_only:
@@ -184,6 +188,7 @@ def _finish(run: _Run, seconds: float) -> None:
         "files": len(run.files),
         **counts,
         "fixed": len(run.report.fixed),
+        "cached": run.cached,
         "suppressed": run.suppressed,
         "baselined": run.baselined,
         "dynamic": not settings.static_only,
@@ -297,6 +302,22 @@ def _run_dynamic(
     if not todo:
         return
     service, warnings = run.service, run.report.warnings
+    keys = {p: service.cache_key(str(p), run.texts[p], run.per_file[p], _via(p, run_by)) for p in todo}
+    misses = []
+    for path in todo:
+        hit = service.cached(keys[path])
+        if hit is None:
+            misses.append(path)
+            continue
+        run.per_file[path] = hit.verdicts
+        warnings.extend(hit.notes)
+        run.cached += 1
+    if not misses:
+        return  # nothing to run: no worker starts, torch is not imported
+    todo = misses
+    remote = service.settings.executor != "local"
+    if run.spares is None and not remote:
+        run.spares = service.spares(str(todo[0]))
     # The rewrites are needed once the first search ends: import them while this process only
     # waits for the workers.
     threading.Thread(target=_import_rewrites, name="grist-import-fixes", daemon=True).start()
@@ -315,7 +336,7 @@ def _run_dynamic(
             str(p),
             run.texts[p],
             run.per_file[p],
-            dataclasses.replace(opts, via=str(run_by[p])) if p in run_by else opts,
+            dataclasses.replace(opts, via=_via(p, run_by)),
         )
         for p in todo
     }
@@ -326,10 +347,10 @@ def _run_dynamic(
             unit.path, unit.text, unit.verdicts, unit.options, tally.for_file(path), cancel, run.spares
         )
 
-    remote = service.settings.executor != "local"
     executor = _executor(service.settings, file_workers)
     try:
-        work = functools.partial(check_unit, service) if remote else local
+        # A task gets the settings only: the cache is this process's, read and written here.
+        work = functools.partial(check_unit, dataclasses.replace(service)) if remote else local
         for key, outcome in executor.map(work, units):
             path = Path(key)
             if isinstance(outcome, Lost):
@@ -338,6 +359,10 @@ def _run_dynamic(
                 verdicts, notes = outcome
                 run.per_file[path] = verdicts
                 warnings.extend(notes)
+                # A cancelled check's answer is partial: never stored.
+                problem = None if cancel.is_set() else service.remember(keys[path], key, verdicts, notes)
+                if problem and problem not in warnings:
+                    warnings.append(problem)
             tally.file_done(path)
     except BaseException:
         # Ctrl-C (or any failure here): tell running searches to kill their workers, start no more.
@@ -354,6 +379,11 @@ def _lost(path: str, lost: Lost) -> Verdict:
         "run the check again, or with --executor local",
         error_kind="crash",
     )
+
+
+def _via(path: Path, run_by: dict[Path, Path]) -> str | None:
+    """The program ``path`` is entered through, when it was not checked itself (``_modules_run_by``)."""
+    return str(run_by[path]) if path in run_by else None
 
 
 @dataclass

@@ -86,6 +86,7 @@ _FLAG_KINDS: dict[str, dict[str, Any]] = {
     "executor": {"choices": EXECUTOR_CHOICES},
     "ray_address": {"metavar": "HOST:PORT"},
     "baseline": {"metavar": "FILE"},
+    "cache_dir": {"metavar": "DIR"},
     "static_only": {"action": "store_true"},
     "show_safe": {"action": "store_true"},
     # The flag turns the sandbox off; unset, [tool.grist] sandbox or the default decides.
@@ -134,6 +135,11 @@ def _add_actions(group: argparse._ArgumentGroup) -> None:
         help="record today's findings in FILE; later runs with --baseline FILE report only new ones",
     )
     group.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="neither read nor write the result cache (every file with open sites runs again)",
+    )
+    group.add_argument(
         "--show-unused-suppressions",
         action="store_true",
         help="report `# grist: ignore` comments that silence no finding (code GRIST001)",
@@ -175,6 +181,7 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         force_exclude=args.force_exclude,
         write_baseline=args.write_baseline,
         show_unused_suppressions=args.show_unused_suppressions,
+        no_cache=args.no_cache,
     )
     if args.output is not None:
         problem = _unwritable(Path(args.output))
@@ -272,6 +279,8 @@ def main(argv: Sequence[str] | None = None, serve: Callable[[], int] | None = No
             ("--max-input-scale", args.max_input_scale is not None),
             ("--show-unused-suppressions", args.show_unused_suppressions),
             ("--no-sandbox", args.sandbox is not None),
+            ("--cache-dir", args.cache_dir is not None),
+            ("--no-cache", args.no_cache),
         )
         if on
     ]

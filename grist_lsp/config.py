@@ -39,6 +39,7 @@ _KNOWN_KEYS = {
     "script-args",
     "executor",
     "ray-address",
+    "cache-dir",
 }
 SANDBOX_CHOICES = ("auto", "off")
 EXECUTOR_CHOICES = ("local", "ray")
@@ -79,6 +80,7 @@ class GristConfig:
     ray_address: str | None = None  # the Ray cluster of the ray executor
     # Absolute script path -> the command-line arguments it is run with (`script-args`).
     script_args: dict[str, list[str]] = field(default_factory=dict)
+    cache_dir: Path | None = None  # the result cache's folder (`cache-dir`), absolute
 
 
 def find_pyproject(start: Path) -> Path | None:
@@ -158,6 +160,7 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         executor=read.choice("executor", EXECUTOR_CHOICES, '"local" or "ray"'),
         ray_address=read.string("ray-address", '"10.0.0.5:6379"'),
         script_args=read.script_args(root),
+        cache_dir=read.folder("cache-dir", root),
     )
 
 
@@ -259,6 +262,17 @@ class _TableReader:
             where = f'{self.where}: [tool.grist] `script-args` "{script}"'
             out[resolve_script(script, root, where)] = script_arguments(args, where, example)
         return out
+
+    def folder(self, key: str, root: Path) -> Path | None:
+        """A folder name relative to the pyproject's folder, absolute."""
+        value = self.values.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(
+                f'{self.where}: [tool.grist] `{key}` must be a folder name, like {key} = ".grist_cache"'
+            )
+        return (root / value).resolve()
 
     def baseline(self) -> str | None:
         baseline = self.values.get("baseline")

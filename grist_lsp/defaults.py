@@ -129,6 +129,15 @@ OPTIONS: tuple[Option, ...] = (
         cli="--exclude",
         toml="exclude",
     ),
+    Option(
+        "cache_dir",
+        "string",
+        ".grist_cache",
+        "folder of the result cache: a file that did not change, nor anything it runs, is not run again "
+        "(relative to the project root in [tool.grist])",
+        cli="--cache-dir",
+        toml="cache-dir",
+    ),
     Option("baseline", "string", None, "report only findings not in this baseline file", cli="--baseline"),
     Option("static_only", "boolean", False, "run only the static pass", cli="--static-only"),
     Option(

@@ -158,6 +158,8 @@ def render_text(report: Report, show_safe: bool = False, base: Path | None = Non
 def summary(report: Report) -> str:
     s = report.stats
     files = counted(s.get("files", len(report.files)), "file")
+    if s.get("cached"):
+        files += f" ({s['cached']} from the cache)"
     counts = [f"{s.get(k, 0)} {k}" for k in ("confirmed", "possible", "error") if s.get(k, 0)]
     safe = f"; {counted(s['safe'], 'site')} proved safe" if s.get("safe") else ""
     fixed = f"; fixed {len(report.fixed)}" if report.fixed else ""

@@ -42,6 +42,7 @@ from grist_lsp.model import Status, Verdict, file_error
 from grist_lsp.policy import Policy, Prepared, make_policy
 
 if TYPE_CHECKING:
+    from grist_lsp.cache import Cached, ResultCache
     from grist_lsp.dynamic.executors.spares import Spares
     from grist_lsp.dynamic.options import EngineOptions
     from grist_lsp.dynamic.sandbox import BwrapProbe
@@ -80,6 +81,10 @@ class CheckOptions:
     ray_address: str | None = (
         None  # the Ray cluster of the ray executor (else $RAY_ADDRESS, else a local one)
     )
+    cache_dir: str | None = (
+        None  # the result cache's folder (relative to the cwd), over `[tool.grist] cache-dir`
+    )
+    no_cache: bool = False  # neither read nor write the result cache
     cancel: threading.Event | None = None
 
 
@@ -116,6 +121,7 @@ class Settings:
     ray_address: str | None = None  # None: $RAY_ADDRESS, else a local cluster
     exclude: list[str] = field(default_factory=list)  # `[tool.grist]` exclude + the caller's
     script_args: dict[str, list[str]] = field(default_factory=dict)  # absolute script -> its arguments
+    cache_dir: Path | None = None  # the result cache's folder; None: no cache (--no-cache)
 
 
 def _pick(explicit: Any, configured: Any, editor: EditorSettings, name: str) -> Any:
@@ -279,7 +285,17 @@ def resolve_settings(
         ray_address=_pick(options.ray_address, config.ray_address, editor, "ray_address"),
         exclude=config.exclude + list(options.exclude),
         script_args=_script_args(options, config),
+        cache_dir=_cache_dir(options, config, root),
     )
+
+
+def _cache_dir(options: CheckOptions, config: GristConfig, root: Path) -> Path | None:
+    """--no-cache, else --cache-dir (from the cwd), else `[tool.grist] cache-dir`, else the root's `.grist_cache`."""
+    if options.no_cache:
+        return None
+    if options.cache_dir:
+        return Path(options.cache_dir).resolve()
+    return config.cache_dir or root / default("cache_dir")
 
 
 @dataclass
@@ -290,6 +306,8 @@ class Service:
     # Whether bubblewrap works, asked once for the whole run: every EngineOptions made here (the
     # CLI's spares and its files' searches) shares it, so the probe runs once.
     sandbox_probe: BwrapProbe | None = field(default=None, init=False, repr=False, compare=False)
+    # The result cache under these settings, made on first use (None too when it is off).
+    _cache: ResultCache | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def resolve(
@@ -362,6 +380,56 @@ class Service:
             sandbox=s.sandbox,
             sandbox_probe=self.sandbox_probe,
         )
+
+    # --- the result cache -------------------------------------------------------
+
+    @property
+    def cache(self) -> ResultCache | None:
+        """The result cache of these settings (``grist_lsp/cache.py``); None with --no-cache."""
+        s = self.settings
+        if self._cache is None and s.cache_dir is not None:
+            from grist_lsp.cache import ResultCache, ResultOptions
+
+            options = ResultOptions(
+                budget=s.budget,
+                seed=s.seed,
+                entries=list(s.entries),
+                script_args={k: list(v) for k, v in s.script_args.items()},
+                project_root=str(s.root),
+                timeout=s.timeout,
+                memory_mb=s.memory_mb,
+                write_reproducers=s.write_reproducers,
+                sandbox=s.sandbox,
+                max_input_scale=s.policy.max_input_scale,
+            )
+            self._cache = ResultCache(s.cache_dir, s.root, options)
+        return self._cache
+
+    def cached(self, key: str | None) -> Cached | None:
+        """What ``check_file`` answered before under ``key`` (from ``cache_key``), if stored."""
+        cache = self.cache
+        return None if cache is None or key is None else cache.lookup(key)
+
+    def cache_key(self, path: str, text: str, verdicts: list[Verdict], via: str | None = None) -> str | None:
+        """The key of ``check_file``'s answer for this text and these static verdicts; None without a cache."""
+        cache = self.cache
+        return None if cache is None else cache.key(path, text, verdicts, via)
+
+    def remember(self, key: str | None, path: str, verdicts: list[Verdict], notes: list[str]) -> str | None:
+        """Store ``check_file``'s whole answer under ``key``; a warning when it cannot be written."""
+        from grist_lsp.cache import Cached, cacheable
+
+        cache = self.cache
+        if cache is None or key is None or not cacheable(verdicts):
+            return None
+        try:
+            cache.store(key, path, Cached(list(verdicts), list(notes)))
+        except OSError as exc:
+            return (
+                f"{cache.folder}: cannot write the result cache ({exc.strerror or exc}); "
+                "pass --cache-dir with a writable folder, or --no-cache"
+            )
+        return None
 
     def confirm(
         self,

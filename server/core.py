@@ -117,6 +117,45 @@ def confirm_file(
     return verdicts
 
 
+def _engine_input(
+    path: str, text: str, settings: Settings, folder: str | None
+) -> tuple[Service, list[Verdict]] | None:
+    """The service and the static verdicts the engine would get for ``text``; None when it would get none."""
+    if not _in_project(path):
+        return None
+    try:
+        service = service_for(path, settings, folder)
+    except ConfigError:
+        return None
+    if service.excluded(path):
+        return None
+    verdicts = service.static(path, text).verdicts
+    return (service, verdicts) if needs_engine(verdicts) else None
+
+
+def cached_answer(path: str, text: str, settings: Settings, folder: str | None) -> list[Verdict] | None:
+    """The answer a check of this text gave before (``grist-lsp --check`` or an earlier session),
+    from the project's result cache; None when none is stored. Runs nothing."""
+    given = _engine_input(path, text, settings, folder)
+    if given is None:
+        return None
+    service, verdicts = given
+    hit = service.cached(service.cache_key(path, text, verdicts))
+    return None if hit is None else hit.verdicts
+
+
+def remember(
+    path: str, text: str, settings: Settings, folder: str | None, verdicts: list[Verdict]
+) -> str | None:
+    """Store a whole answer (every confirmed and possible site's fixes checked, as ``check_file``
+    does) in the project's result cache; a warning when it cannot be written."""
+    given = _engine_input(path, text, settings, folder)
+    if given is None:
+        return None
+    service, static = given
+    return service.remember(service.cache_key(path, text, static), path, verdicts, [])
+
+
 def needs_fixes(verdicts: list[Verdict]) -> bool:
     """Only confirmed sites get engine-verified fixes; possible ones get static proposals."""
     return any(v.status is Status.CONFIRMED for v in verdicts)

@@ -4,7 +4,9 @@ All scheduling happens on the server's asyncio loop; the work itself runs on thr
 private single-thread executors (static pass, engine run, fix re-checks) so a long
 engine run never delays static diagnostics, and pygls' own thread pool (which reads
 stdin) stays free. The engine runs one file at a time: the cores are shared with the
-editor. Results are cached by a hash of (path, text[, engine settings]); a result is
+editor. Results are cached in memory by a hash of (path, text[, engine settings]), and on
+disk in the project's result cache (``grist_lsp/cache.py``, shared with ``grist-lsp --check``),
+which answers an engine run before anything starts ("Re-check" skips it once); a result is
 shown only while it describes the document's current text, so a stale run can finish
 but never overwrite newer diagnostics. While a re-check of an edited file is pending,
 bugs confirmed on the previous text stay on their (moved) lines, marked as re-checking.
@@ -320,6 +322,8 @@ class Scheduler:
         self._early: dict[tuple[Any, ...], list[Verdict]] = {}
         self._gate: asyncio.Lock | None = None  # one engine run at a time: the cores are shared
         self.runs_started = 0  # engine runs actually started (exposed for logging)
+        self.cache_hits = 0  # engine runs the result cache answered instead
+        self._recheck: set[str] = set()  # uris the user asked to re-check: their next run skips the cache
 
     # --- results ---------------------------------------------------------------
 
@@ -467,6 +471,8 @@ class Scheduler:
                 self.dynamic_results.put(run.key, static)
                 self.server.publish(run.uri)
                 return
+            if await self._from_cache(run, snap):
+                return
             async with self._gate:
                 if not run.cancel.is_set():
                     await self._engine_run(run, snap, static or [])
@@ -475,6 +481,39 @@ class Scheduler:
         finally:
             if self._runs.get(run.uri) is run:
                 del self._runs[run.uri]
+
+    async def _from_cache(self, run: Run, snap: Snapshot) -> bool:
+        """Show the answer the result cache holds for this text (a check by the CLI, or an
+        earlier session, stored it), without starting anything; False when it holds none."""
+        if run.uri in self._recheck:
+            self._recheck.discard(run.uri)
+            return False
+        loop = asyncio.get_running_loop()
+        try:
+            verdicts = await loop.run_in_executor(
+                self.static_pool, core.cached_answer, snap.path, snap.text, self.server.settings, snap.root
+            )
+        except Exception as exc:  # a cache that cannot be read is a cache miss
+            self.server.log_exception(f"reading the result cache for {snap.path} failed", exc)
+            return False
+        if verdicts is None or run.cancel.is_set():
+            return False
+        self.cache_hits += 1
+        self.remember(run, verdicts)
+        self.server.publish(run.uri)
+        self.server.log(f"checked {snap.path}: from the result cache")
+        return True
+
+    def _store(self, snap: Snapshot, settings: Settings, verdicts: list[Verdict]) -> None:
+        """Put a whole answer in the result cache, on the fix thread (it hashes the project's files)."""
+
+        def done(future: Future[str | None]) -> None:
+            problem = None if future.cancelled() or future.exception() else future.result()
+            if problem:
+                self.server.log(problem)
+
+        future = self.fix_pool.submit(core.remember, snap.path, snap.text, settings, snap.root, verdicts)
+        future.add_done_callback(done)
 
     async def _engine_run(self, run: Run, snap: Snapshot, static: list[Verdict]) -> None:
         """One engine run under the gate: each confirmed bug is shown as soon as its witness
@@ -533,6 +572,9 @@ class Scheduler:
                     early.answer = early.merged(fixed)
                     self.remember(run, early.answer)
                     self.server.publish(run.uri)
+                    # Every site's fixes are checked now, as `grist-lsp --check` checks them. (An
+                    # answer without a confirmation had no fixes checked here: not stored.)
+                    self._store(snap, snap_settings, early.answer)
         except Exception as exc:
             outcome = "failed"
             self.server.log_exception(f"the dynamic check of {snap.path} failed", exc)
@@ -575,6 +617,7 @@ class Scheduler:
             return
         self.static_results.drop(lambda k: k == snap.hash)
         self.dynamic_results.drop(lambda k: k[0] == snap.hash)
+        self._recheck.add(uri)
         run = self._runs.get(uri)
         if run is not None:
             run.cancel.set()

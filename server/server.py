@@ -521,6 +521,7 @@ def status(ls: GristServer, *args: Any) -> dict[str, Any]:
         "trusted": ls.client_trusted,
         "dynamic_allowed": ls.settings.dynamic_allowed(ls.client_trusted),
         "engine_runs": ls.scheduler.runs_started,
+        "cache_hits": ls.scheduler.cache_hits,
         "running": sorted(uri for uri in ls.open_uris if ls.scheduler.running(uri)),
         "open_documents": len(ls.open_uris),
         "config_ready": ls.config_ready,

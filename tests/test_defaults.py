@@ -27,6 +27,7 @@ ACTION_FLAGS = {
     "--output",
     "-o",
     "--write-reproducers",
+    "--no-cache",
     "--fix",
     "--diff",
     "--config",

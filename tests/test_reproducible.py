@@ -30,7 +30,8 @@ from reproducible import comparable, differences  # noqa: E402
 def _check(args: list[str], cwd: Path) -> dict:
     env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "utf-8"}
     proc = subprocess.run(
-        [sys.executable, "-m", "grist_lsp", "--check", *args, "--format", "json"],
+        # --no-cache: each run searches (a cached answer would make the comparison vacuous).
+        [sys.executable, "-m", "grist_lsp", "--check", *args, "--format", "json", "--no-cache"],
         cwd=cwd,
         env=env,
         capture_output=True,
