@@ -146,7 +146,10 @@ def quantiles(values: list[float]) -> str:
         return "no file ran"
     ordered = sorted(values)
     p90 = ordered[min(len(ordered) - 1, int(0.9 * len(ordered)))]
-    return f"median {statistics.median(ordered):.2f} s, p90 {p90:.2f} s, max {ordered[-1]:.2f} s ({len(ordered)} files)"
+    return (
+        f"mean {statistics.fmean(ordered):.2f} s, median {statistics.median(ordered):.2f} s, "
+        f"p90 {p90:.2f} s, max {ordered[-1]:.2f} s ({len(ordered)} files)"
+    )
 
 
 def ray_overhead(cpus: int, tasks: int = 200) -> str:
