@@ -95,8 +95,9 @@ def local_run(project: Path, no_ray: str) -> subprocess.CompletedProcess[str]:
     """The local run every Ray run is compared with; made where ``import ray`` fails, so it also
     shows that a local run never imports Ray."""
     return _grist(
-        "--check", ".", "--budget", "1", "--jobs", "2", "--format", "json", cwd=project, extra_path=no_ray
-    )
+        "--check", ".", "--budget", "1", "--jobs", "2", "--format", "json", "--no-cache",
+        cwd=project, extra_path=no_ray,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +149,7 @@ def test_a_ray_run_reports_the_same_findings_as_a_local_run(
     assert local_run.returncode == 1, local_run.stderr
     on_ray = _grist(
         "--check", ".", "--budget", "1", "--jobs", "2", "--format", "json",
-        "--executor", "ray", "--ray-address", cluster, cwd=project,
+        "--executor", "ray", "--ray-address", cluster, "--no-cache", cwd=project,
     )  # fmt: skip
     assert on_ray.returncode == 1, on_ray.stderr
     local = _findings(local_run.stdout)
@@ -163,7 +164,7 @@ def test_a_task_whose_ray_worker_dies_is_retried_and_nothing_is_lost(
     tallies.mkdir()
     on_ray = _grist(
         "--check", ".", "--budget", "1", "--jobs", "2", "--format", "json",
-        "--executor", "ray", "--ray-address", cluster, cwd=project,
+        "--executor", "ray", "--ray-address", cluster, "--no-cache", cwd=project,
         env={"GRIST_TEST_RAY_KILL_ATTEMPTS": f"1:{tallies}"},
     )  # fmt: skip
     # Each file's first attempt killed its Ray worker, its second ran (one tally a file)...
@@ -176,7 +177,7 @@ def test_a_task_whose_ray_worker_dies_is_retried_and_nothing_is_lost(
 
 
 def test_without_ray_the_flag_says_how_to_install_it_and_exits_2(project: Path, no_ray: str) -> None:
-    missing = _grist("--check", ".", "--executor", "ray", cwd=project, extra_path=no_ray)
+    missing = _grist("--check", ".", "--executor", "ray", "--no-cache", cwd=project, extra_path=no_ray)
     assert missing.returncode == 2
     assert "pip install 'grist-lsp[ray]'" in missing.stderr
     assert missing.stdout == ""
@@ -193,7 +194,7 @@ def test_a_file_whose_ray_worker_dies_on_every_attempt_is_a_grist000_error(
     tallies.mkdir()
     on_ray = _grist(
         "--check", "logs.py", "--budget", "1",
-        "--executor", "ray", "--ray-address", cluster, cwd=project,
+        "--executor", "ray", "--ray-address", cluster, "--no-cache", cwd=project,
         env={"GRIST_TEST_RAY_KILL_ATTEMPTS": f"99:{tallies}"},
     )  # fmt: skip
     assert [t.read_text() for t in tallies.iterdir()] == ["xxx"], "the first run and 2 retries"
@@ -204,3 +205,19 @@ def test_a_file_whose_ray_worker_dies_on_every_attempt_is_a_grist000_error(
     # The file's static finding stands; an error alone does not fail the run (--fail-on confirmed).
     assert "[possible]" in on_ray.stdout
     assert on_ray.returncode == 0, on_ray.stderr
+
+
+def test_files_the_cache_answers_are_never_sent_to_ray(project: Path, cluster: str, tmp_path: Path) -> None:
+    cache = str(tmp_path / "cache")
+    local = _grist("--check", ".", "--budget", "1", "--format", "json", "--cache-dir", cache, cwd=project)
+    tallies = tmp_path / "killed"
+    tallies.mkdir()
+    # Every task sent would kill its Ray worker: with every file cached, none is sent.
+    on_ray = _grist(
+        "--check", ".", "--budget", "1", "--format", "json", "--cache-dir", cache,
+        "--executor", "ray", "--ray-address", cluster, cwd=project,
+        env={"GRIST_TEST_RAY_KILL_ATTEMPTS": f"99:{tallies}"},
+    )  # fmt: skip
+    assert list(tallies.iterdir()) == []
+    assert json.loads(on_ray.stdout)["stats"]["cached"] == len(PROGRAMS)
+    assert _findings(on_ray.stdout) == _findings(local.stdout)
