@@ -49,6 +49,12 @@ def import_pattern(path: str, root: str, read: Reader = read_source) -> re.Patte
     """Matches a line that imports the module of ``path`` (``import x.stem``, ``from x.stem import``),
     or a package that re-exports it (``from pkg.losses import f``, ``pkg/losses/__init__.py``
     importing ``.some_loss``): the way a project's tests most often reach its library code."""
+    return _names_pattern(import_names(path, root, read))
+
+
+def import_names(path: str, root: str, read: Reader = read_source) -> list[str]:
+    """The names an import of ``path``'s module spells (its stem, and each package above it
+    that re-exports it): a file that imports it has one of them as a word on an import line."""
     names = [os.path.splitext(os.path.basename(path))[0]]
     folder = os.path.dirname(os.path.abspath(path))
     top = os.path.abspath(root)
@@ -58,7 +64,7 @@ def import_pattern(path: str, root: str, read: Reader = read_source) -> re.Patte
             break
         names.append(os.path.basename(folder))
         folder = os.path.dirname(folder)
-    return _names_pattern(names)
+    return names
 
 
 def _names_pattern(names: list[str]) -> re.Pattern[str]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from grist_lsp.model import Site, Status, Verdict, Witness, counted, file_error, to_json
+from grist_lsp.model import NOT_REPLAYED, Site, Status, Verdict, Witness, counted, file_error, to_json
 
 from .budget import CLOCK_CAP
 from .executors.child import WORKER_MODULE, Subprocess, WarmChild, WorkerResult, child_confinement
@@ -381,7 +381,7 @@ def _after_search(v: Verdict, line: SiteReport, replay: ReplayAnswer | None) -> 
     witness = dataclasses.replace(line.witness)  # the report stays as the worker sent it
     if replay is None or not replay.reproduced:
         why = replay.detail if replay else "the replay process did not answer"
-        note = f"dynamic: a witness was found ({line.message}) but did not replay in a fresh process: {why}"
+        note = f"dynamic: a witness was found ({line.message}) but {NOT_REPLAYED}: {why}"
         return dataclasses.replace(v, reason=f"{v.reason}; {note}" if v.reason else note)
     witness.replayed = True
     message = _render_message(v.site, witness, line.message)

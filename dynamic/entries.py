@@ -32,6 +32,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypedDict
 
 import torch
@@ -40,6 +41,7 @@ from torch.utils.weak import WeakTensorKeyDictionary
 from grist_lsp.analyzer.importers import importers, python_files
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import ENTRY_CONTRACT, has_training_loop, is_script, is_test_file
+from grist_lsp.discovery import imports_into
 from grist_lsp.model import is_factory_key
 
 from .configs import annotated_config, config_constructors, constructor_args, constructor_text
@@ -597,7 +599,7 @@ def own_tests(path: str, text: str) -> list[tuple[str, str]]:
 def test_entries(path: str, root: str) -> list[tuple[str, str]]:
     """(test file, test function) pairs for argument-less tests that import the file's module."""
     out = []
-    for f, src in importers(path, python_files(root, tests=True), root):
+    for f, src in _resolved_importers(path, python_files(root, tests=True), root):
         out.extend(test_functions(f, src))
     return out
 
@@ -607,9 +609,19 @@ def importer_scripts(path: str, root: str) -> list[str]:
     how the project itself runs it, to be preferred over probes with made-up inputs."""
     return [
         os.path.abspath(f)
-        for f, src in importers(path, python_files(root, tests=False), root)
+        for f, src in _resolved_importers(path, python_files(root, tests=False), root)
         if is_script(src)
     ]
+
+
+def _resolved_importers(path: str, files: list[str], root: str) -> Iterator[tuple[str, str]]:
+    """``importers`` whose imports really resolve to ``path``'s module (or to nothing installed).
+    The pattern only names the module's stem: ``from app.model import`` matches for
+    ``gpt/model.py`` too, and running the wrong tests costs their whole run. (The result cache
+    keys a module by the pattern's matches, a superset of these.)"""
+    for f, src in importers(path, files, root):
+        if imports_into(Path(f), src, Path(root), Path(path)):
+            yield f, src
 
 
 def _shape_candidates(instance: Any) -> list[tuple[list[int], str]]:

@@ -157,7 +157,9 @@ def main() -> int:
 
     from .executors.child import open_child_channel
     from .lazy_dynamo import skip_dynamo_import
+    from .reproducer_runtime import stand_in_for_absent_display
 
+    stand_in_for_absent_display()
     result = open_child_channel()
     text = None
     for line in sys.stdin:

@@ -13,7 +13,8 @@ A reproducer must never pass by accident. Running the program with the witness e
   *error* (exit status 1), never a pass.
 
 It also says how a program runs here (``RunHere``, ``on_cpu``): a program written for a GPU on a
-machine without one, and its DataLoaders in its own process. The engine's Tracer runs programs
+machine without one, its DataLoaders in its own process, and the drawing packages it imports
+where they are not installed. The engine's Tracer runs programs
 the same way, so a witness found here replays the same way.
 
 This module imports nothing of grist-lsp and is written without ``from __future__`` on
@@ -22,9 +23,12 @@ are installed; replay reproducers (which need grist-lsp anyway) import it.
 """
 
 import ast
+import importlib.abc
+import importlib.machinery
 import inspect
 import sys
-from collections.abc import Callable
+import types
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +81,80 @@ def _in_process(init: Callable[..., None]) -> Callable[..., None]:
     return in_process
 
 
+# Drawing and dashboard packages: what their calls return is only ever drawn, saved or shown.
+# (Not tqdm, wandb or tensorboard: a progress bar wraps the data loop, and a config or a version
+# read from them steers the program.)
+DISPLAY_ONLY = frozenset({"matplotlib", "seaborn", "visdom", "plotly", "tensorboardX"})
+
+# ``fig, ax = plt.subplots()`` and ``fig, (a, b) = plt.subplots(1, 2)`` unpack a stand-in.
+_UNPACKED = 2
+
+
+class StandIn:
+    """Whatever a display call returns: callable, indexable, iterable, a context manager."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> "StandIn":
+        return self
+
+    def __getattr__(self, name: str) -> "StandIn":
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return self
+
+    def __getitem__(self, key: Any) -> "StandIn":
+        return self
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        return None
+
+    def __iter__(self) -> "Iterator[StandIn]":
+        return iter([self] * _UNPACKED)
+
+    def __enter__(self) -> "StandIn":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+class _StandInModule(types.ModuleType):
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)
+        return StandIn()
+
+
+class _Loader(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = _StandInModule(spec.name)
+        module.__path__ = []  # a package: ``import matplotlib.pyplot`` resolves below it
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        return None
+
+
+class AbsentDisplayFinder(importlib.abc.MetaPathFinder):
+    """Last on ``sys.meta_path``: reached only when no real finder has the module."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.partition(".")[0] not in DISPLAY_ONLY:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
+
+
+def stand_in_for_absent_display() -> None:
+    """Serve the display-only packages this machine lacks from stand-ins, in this process.
+
+    Drawing and dashboard packages (``DISPLAY_ONLY``) give nothing back to the computation, so a
+    program that imports one still runs where it is absent (a CI runner, a slim container). The
+    finder sits last on ``sys.meta_path``: an installed package is always the real one, and a
+    program that uses a drawing's value as data (``plt.imread``) fails at that line as it would
+    have failed to import."""
+    if not any(isinstance(f, AbsentDisplayFinder) for f in sys.meta_path):
+        sys.meta_path.append(AbsentDisplayFinder())
+
+
 class RunHere(TorchFunctionMode):
     """A mode under which a program runs here: in one process, on this CPU when CUDA is missing.
 
@@ -90,10 +168,12 @@ class RunHere(TorchFunctionMode):
     * a CUDA autocast region the program opens (``torch.autocast("cuda")``,
       ``torch.cuda.amp.autocast()``) is a CPU one in the dtype CUDA would use (float16 unless
       the program says), so float16 products overflow as they do on the GPU;
-    * the legacy ``torch.cuda.FloatTensor`` types are the CPU ones.
+    * the legacy ``torch.cuda.FloatTensor`` types are the CPU ones;
+    * a drawing package the machine lacks is a stand-in (``stand_in_for_absent_display``).
     """
 
     def __enter__(self) -> Any:
+        stand_in_for_absent_display()
         self._swapped: list[tuple[Any, str, Any]] = []
         loader = torch.utils.data.DataLoader
         self._swap(loader, "__init__", _in_process(loader.__init__))

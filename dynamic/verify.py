@@ -605,10 +605,15 @@ class SharedChild:
         res = child.finish(0.0)
         return (res.stderr.strip().splitlines() or ["no output"])[-1]
 
-    def close(self) -> None:
+    def close(self, used: bool = True) -> None:
+        """End the child: let a child that ran tasks exit by itself (a few seconds at most); kill
+        one that never ran any, which may still be importing torch for seconds."""
         with self._lock:
             if self._child is not None:
-                self._child.finish(5.0)
+                if used:
+                    self._child.finish(5.0)
+                else:
+                    self._child.discard()
                 self._child = None
         self._owner.shutdown(wait=False)
         shutil.rmtree(self.writable, ignore_errors=True)
@@ -741,8 +746,10 @@ def _worker_main() -> None:
 
 def _task(task: Task) -> dict[str, Any]:
     from grist_lsp.dynamic.lazy_dynamo import skip_dynamo_import
+    from grist_lsp.dynamic.reproducer_runtime import stand_in_for_absent_display
 
     skip_dynamo_import([task.text])
+    stand_in_for_absent_display()
     if isinstance(task, ReplayTask):
         from grist_lsp.dynamic.replay import replay
 

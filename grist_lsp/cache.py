@@ -7,7 +7,7 @@ that did not change since the last check costs a hash instead of a search:
 * the file's text, and the static verdicts the engine was given (they carry the project's
   suppressions, rule selection and baseline: what the engine searched at all);
 * the bytes of every project file the engine may run for it: the files it imports,
-  transitively (``discovery.imported_modules``); the tests and scripts that import it
+  transitively (``discovery.imported_modules``); the test files and the scripts that import it
   (``analyzer/importers.py``, the engine's own question), or the one program it is entered
   through (``via``); the explicit entries' files; and, again, what each of those imports;
 * the options that change results (``ResultOptions``), the grist-lsp version and a digest of
@@ -40,9 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from grist_lsp import __version__
-from grist_lsp.analyzer.importers import importers, python_files
+from grist_lsp.analyzer.importers import import_names, importers, python_files
+from grist_lsp.analyzer.programs import is_script, is_test_file
 from grist_lsp.discovery import imported_modules
-from grist_lsp.model import Status, TensorValue, Verdict, Witness, to_json, verdict_from_json
+from grist_lsp.model import NOT_REPLAYED, Status, TensorValue, Verdict, Witness, to_json, verdict_from_json
 
 FORMAT = 1  # of an entry file; a new one makes a new context, so old entries are never read
 DEFAULT_FOLDER = ".grist_cache"
@@ -54,6 +55,7 @@ CACHEDIR_TAG = (
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
 _IMPORT_LINE = re.compile(r"^\s*(?:from|import)\b.*$", re.M)
+_WORD = re.compile(r"\w+")
 
 
 @dataclass
@@ -127,6 +129,7 @@ class _ProjectFiles:
     _bytes: dict[str, bytes | None] = field(default_factory=dict)
     _imports: dict[str, list[Path]] = field(default_factory=dict)
     _lines: dict[str, str | None] = field(default_factory=dict)
+    _words: dict[str, list[int]] | None = None  # word of an import line -> indexes in all_files
     _all: list[str] | None = None
 
     def data(self, path: str) -> bytes | None:
@@ -165,6 +168,18 @@ class _ProjectFiles:
             self._all = python_files(str(self.root), tests=None, limit=None)
         return self._all
 
+    def may_import(self, names: list[str]) -> list[str]:
+        """The project files with one of ``names`` as a word on an import line, in walk order: the
+        only ones an importer's pattern can match, found without searching every file for every
+        module (a project of N files would cost N x N searches)."""
+        if self._words is None:
+            self._words = {}
+            for index, path in enumerate(self.all_files()):
+                for word in set(_WORD.findall(self.import_lines(path) or "")):
+                    self._words.setdefault(word, []).append(index)
+        found = sorted({i for name in names for i in self._words.get(name, [])})
+        return [self.all_files()[i] for i in found]
+
 
 class ResultCache:
     """The cache of one project under one set of options (see the module docstring)."""
@@ -194,8 +209,13 @@ class ResultCache:
         if via is not None:
             programs.append(str(Path(via).resolve()))
         else:
+            # What the worker enters a module through: the tests and the scripts that import it
+            # (a library module importing it runs nothing, so editing one re-checks only itself).
+            candidates = files.may_import(import_names(target, str(self.root), files.import_lines))
             programs.extend(
-                f for f, _ in importers(target, files.all_files(), str(self.root), files.import_lines)
+                f
+                for f, _ in importers(target, candidates, str(self.root), files.import_lines)
+                if is_test_file(os.path.basename(f)) or is_script(files.text(f) or "")
             )
         seen = {target}
         todo = [str(p) for p in files.imports(target, text)] + [str(Path(p).resolve()) for p in programs]
@@ -263,9 +283,10 @@ class ResultCache:
 
 
 def cacheable(verdicts: list[Verdict]) -> bool:
-    """Whether results may be stored: not when the program could not be run, since what kept it
-    from running (a timeout on a busy machine, a missing package or data file) is outside the key."""
-    return not any(v.status is Status.ERROR for v in verdicts)
+    """Whether results may be stored: not when the program could not be run, nor when a witness
+    did not replay, since what got in the way (a timeout on a busy machine, a missing package or
+    data file) is outside the key: the next check tries again."""
+    return not any(v.status is Status.ERROR or NOT_REPLAYED in v.reason for v in verdicts)
 
 
 def _files_named(witness: Witness | None) -> list[str]:

@@ -231,7 +231,43 @@ def imported_modules(path: Path, text: str, root: Path) -> list[Path]:
     return found
 
 
-def _direct_imports(path: Path, text: str, root: Path) -> list[Path]:
+def imports_into(path: Path, text: str, root: Path, target: Path) -> bool:
+    """Whether running ``path`` may load the project module ``target``: one of its imports
+    resolves to it (directly or through a re-exporting package), or one of them resolves nowhere,
+    neither in the project nor among installed modules (a folder the file puts on ``sys.path``
+    itself), so it may. ``from app.model import X`` does not load ``gpt/model.py``."""
+    target = target.resolve()
+    if target in imported_modules(path, text, root):
+        return True
+    import importlib.util
+
+    root = root.resolve()
+    bases = _import_bases(path, root)
+    # Only an import that could name the target counts: its stem, or a folder on its way up.
+    own = {target.stem, *(p.name for p in target.parents if p.is_relative_to(root) and p != root)}
+    for module in _imported_names(path, text, root)[0]:
+        if own.isdisjoint(module.split(".")):
+            continue
+        top = module.split(".")[0]
+        if any((b / top).is_dir() or (b / f"{top}.py").is_file() for b in bases):
+            continue
+        try:
+            if importlib.util.find_spec(top) is not None:
+                continue
+        except (ImportError, ValueError):
+            pass
+        return True
+    return False
+
+
+def _import_bases(path: Path, root: Path) -> list[Path]:
+    """Where the engine's workers resolve a file's imports: its folder, the root, ``src/``."""
+    return [path.parent.resolve(), root, root / "src"]
+
+
+def _imported_names(path: Path, text: str, root: Path) -> tuple[list[str], list[str]]:
+    """(modules a file imports, those plus ``module.name`` for each ``from module import name``),
+    relative imports made absolute from ``root``."""
     import ast
 
     from grist_lsp.analyzer.parsing import UNPARSABLE, parse
@@ -239,25 +275,38 @@ def _direct_imports(path: Path, text: str, root: Path) -> list[Path]:
     try:
         tree = parse(text)
     except UNPARSABLE:
-        return []
+        return [], []
+    modules: list[str] = []
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
+            modules.extend(a.name for a in node.names)
             names.extend(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names.append(node.module)
-            names.extend(f"{node.module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level:
+            continue
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = node.module
+        if node.level:
             base = path.parent
             for _ in range(node.level - 1):
                 base = base.parent
-            prefix = ".".join(base.relative_to(root).parts) if base.is_relative_to(root) else None
-            if prefix is not None:
-                module = ".".join(p for p in (prefix, node.module or "") if p)
-                names.append(module)
-                names.extend(f"{module}.{a.name}" for a in node.names)
+            if not base.is_relative_to(root):
+                continue
+            prefix = ".".join(base.relative_to(root).parts)
+            module = ".".join(p for p in (prefix, node.module or "") if p)
+        if not module:
+            continue
+        if not node.level:
+            modules.append(module)
+        names.append(module)
+        names.extend(f"{module}.{a.name}" for a in node.names)
+    return modules, names
+
+
+def _direct_imports(path: Path, text: str, root: Path) -> list[Path]:
+    names = _imported_names(path, text, root)[1]
     root = root.resolve()
-    bases = [path.parent.resolve(), root, root / "src"]
+    bases = _import_bases(path, root)
     found: list[Path] = []
     for name in dict.fromkeys(names):
         parts = name.split(".")

@@ -237,6 +237,12 @@ ERROR_KINDS = (
 )
 
 
+# What a possible verdict's reason says when its witness did not replay in a fresh process
+# (``dynamic/engine.py``): often a replay that timed out on a busy machine, so the result cache
+# does not keep such an answer (``cache.cacheable``).
+NOT_REPLAYED = "did not replay in a fresh process"
+
+
 def file_error(
     path: str, message: str, line: int = 1, col: int = 0, kind: str = "error", error_kind: str = "other"
 ) -> Verdict:

@@ -24,6 +24,8 @@ from pytest_lsp import LanguageClient
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.cache import ResultCache, ResultOptions
+from grist_lsp.model import NOT_REPLAYED, Status, Verdict, file_error
+from grist_lsp.service import CheckOptions, Service
 from tests.conftest import CHECKOUT
 from tests.test_server import CONFIG, open_file, published_for, start, status, wait_for
 
@@ -241,9 +243,11 @@ def test_the_key_holds_every_option_and_only_the_files_that_reach_the_module(tmp
     for name, value in changed.items():
         assert key(**{name: value}) != base, name
 
-    # A file nothing here imports or runs does not count; a test that imports the module does,
-    # and so does what that test imports.
+    # A file nothing here imports or runs does not count, nor does a library module that imports
+    # this one (the engine never enters it through that); a test that imports it does, and so
+    # does what that test imports.
     (root / "unrelated.py").write_text("X = 1\n", encoding="utf-8")
+    (root / "library.py").write_text("import model\n\n\ndef f():\n    return model\n", encoding="utf-8")
     assert key() == base
     (root / "test_model.py").write_text("import model\nimport fixtures\n", encoding="utf-8")
     with_test = key()
@@ -286,3 +290,22 @@ async def test_server_shows_a_cached_confirmation_on_open_without_running_anythi
     assert any(f["verified"] for f in verdict["fixes"])
     state = await status(client)
     assert state["engine_runs"] == 0 and state["cache_hits"] == 1
+
+
+def test_an_answer_a_busy_machine_may_have_spoiled_is_not_stored(tmp_path: Path) -> None:
+    """A file the engine could not run, or whose witness did not replay (a replay that timed
+    out), is checked again next time: what got in the way is not in the key."""
+    root = write_project(tmp_path / "spoiled")
+    service = Service.resolve([str(root / "model.py")], CheckOptions())
+    model = str(root / "model.py")
+    static = analyze_source(model, MODEL)
+    key = service.cache_key(model, MODEL, static)
+    (site,) = [v.site for v in static if v.site.kind == "log"]
+    unreplayed = Verdict(
+        site, Status.POSSIBLE, reason=f"dynamic: a witness was found but {NOT_REPLAYED}: timed out"
+    )
+    for answer in ([unreplayed], [file_error(model, "timed out", error_kind="timeout")]):
+        assert service.remember(key, model, answer, []) is None
+        assert service.cached(key) is None
+    assert service.remember(key, model, static, []) is None
+    assert service.cached(key) is not None and (root / ".grist_cache" / ".gitignore").is_file()

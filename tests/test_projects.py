@@ -419,3 +419,44 @@ def test_an_annotated_config_with_a_sentinel_is_made_and_a_plain_width_still_get
         "Head(16,)",
         "Transformer(ModelArgs(dim=32, n_layers=2, n_heads=2, vocab_size=32, multiple_of=32),)",
     }
+
+
+SAME_STEM = {
+    "pyproject.toml": "[project]\nname = 'two-models'\n",
+    "gpt/model.py": "import torch\n\n\ndef entropy(p):\n    return -(p * torch.log(p)).sum()\n",
+    "gpt/test_model.py": (
+        "import torch\nfrom model import entropy\n\n\n"
+        "def test_entropy():\n    assert entropy(torch.rand(4)) >= 0\n"
+    ),
+    "apps/__init__.py": "",
+    "apps/model.py": "def helper():\n    return 1\n",
+    # A test of the other `model` module (found first): running it for gpt/model.py would end
+    # the worker.
+    "apps/tests/test_helper.py": (
+        "import os\nfrom apps.model import helper\n\n\ndef test_helper():\n    os._exit(3)\n"
+    ),
+}
+
+
+def test_a_test_of_another_module_with_the_same_name_is_not_run(cli: Cli, write_tree) -> None:
+    root = write_tree(SAME_STEM)
+    res = cli("--check", "gpt/model.py", "--format", "json", cwd=root)
+    findings = json.loads(res.stdout)["findings"]
+    assert [(f["line"], f["status"], f["kind"]) for f in findings] == [(5, "confirmed", "log")], res.stdout
+    assert "gpt/test_model.py" in json.dumps(findings[0]["witness"])
+
+
+def test_an_import_loads_the_target_only_when_it_resolves_to_it_or_nowhere(write_tree) -> None:
+    from grist_lsp.discovery import imports_into
+
+    root = write_tree(SAME_STEM)
+    target = root / "gpt" / "model.py"
+    cases = {
+        "from model import entropy\n": (root / "gpt" / "test_x.py", True),  # its own folder
+        "from apps.model import helper\n": (root / "tests" / "test_x.py", False),  # another model.py
+        "from os import path\n": (root / "tests" / "test_x.py", False),  # names nothing of it
+        # A folder the test puts on sys.path itself: `model` resolves nowhere, so it may be ours.
+        "import sys\nsys.path.insert(0, 'gpt')\nimport model\n": (root / "tests" / "test_x.py", True),
+    }
+    for text, (path, expected) in cases.items():
+        assert imports_into(path, text, root, target) is expected, text

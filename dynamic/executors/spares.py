@@ -68,5 +68,5 @@ class Spares(Generic[W]):
         if worker is not None:
             worker.result().discard()
         if shared is not None:
-            shared.close()
+            shared.close(used=False)
         self._owner.shutdown(wait=False)
