@@ -20,7 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from grist_lsp.analyzer.analysis import analyze_source
-from grist_lsp.dynamic.engine import EngineOptions, confirm
+from grist_lsp.dynamic.engine import confirm
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.model import Status
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -155,7 +155,7 @@ def main() -> int:
     then a ``witness`` line per witness); results as JSON lines on ``GRIST_RESULT_FD``."""
     from grist_lsp.model import site_from_json, witness_from_json
 
-    from .engine import open_child_channel
+    from .executors.child import open_child_channel
     from .lazy_dynamo import skip_dynamo_import
     from .reproducer_runtime import stand_in_for_absent_display
 

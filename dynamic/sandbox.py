@@ -1,6 +1,6 @@
 """The sandbox for the program under check: what a child that runs user code may touch.
 
-Owns three things, used by ``engine.Subprocess`` (the one process layer every such child
+Owns three things, used by ``executors.child.Subprocess`` (the one process layer every such child
 goes through: search workers, replay, fix verification):
 
 * **the decision** (``Sandbox``): bubblewrap where it works (probed once per ``Sandbox``
@@ -30,6 +30,7 @@ import errno
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -127,6 +128,18 @@ class BwrapProbe:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._results: dict[tuple[str, ...], ProbeResult] = {}
+        self._host = socket.gethostname()
+
+    def __getstate__(self) -> tuple[str, dict[tuple[str, ...], ProbeResult]]:
+        # Sent to another process (a Ray task): its answers, without the lock.
+        return self._host, dict(self._results)
+
+    def __setstate__(self, state: tuple[str, dict[tuple[str, ...], ProbeResult]]) -> None:
+        host, results = state
+        self._lock = threading.Lock()
+        self._host = socket.gethostname()
+        # An answer holds for the machine that probed: another node (bwrap missing there, say) asks again.
+        self._results = dict(results) if host == self._host else {}
 
     def result(self, views: Iterable[str] = ()) -> ProbeResult:
         key = tuple(_outermost(views))

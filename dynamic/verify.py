@@ -50,8 +50,9 @@ from .budget import seconds_of_runs
 from .protocol import Done, Message, ReplayTask, RunTask, Task, TaskResult, decode_task, task_line
 
 if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
-    from grist_lsp.dynamic.engine import EngineOptions, Subprocess
-    from grist_lsp.dynamic.forkserver import ForkServer
+    from grist_lsp.dynamic.executors.child import Subprocess
+    from grist_lsp.dynamic.executors.forkserver import ForkServer
+    from grist_lsp.dynamic.options import EngineOptions
 
 VERIFY_MODULE = "grist_lsp.dynamic.verify"
 
@@ -564,8 +565,8 @@ class SharedChild:
         """A fresh child running ``module``, forked from the file's server (started on first use,
         in the owner thread); where there is none (not Linux), or it went away, a child started
         the usual way."""
-        from grist_lsp.dynamic import forkserver
-        from grist_lsp.dynamic.engine import Subprocess, child_confinement, worker_env
+        from grist_lsp.dynamic.executors import forkserver
+        from grist_lsp.dynamic.executors.child import Subprocess, child_confinement, worker_env
 
         confinement = child_confinement(self.options, self.path, (self.writable,))
         if self._server is None and forkserver.available():
@@ -765,7 +766,7 @@ def _worker_main() -> None:
     answered by a result line (with the task's ``id``) on the engine's result pipe, in order
     (limits and sandbox applied by ``open_child_channel``). A one-off run sends one task; a
     ``SharedChild`` keeps the child warm for all of a file's fix checks."""
-    from grist_lsp.dynamic.engine import open_child_channel
+    from grist_lsp.dynamic.executors.child import open_child_channel
 
     channel = open_child_channel()
     for line in sys.stdin:

@@ -911,7 +911,7 @@ def _entry_texts(req: dict) -> list[str]:
 
 def main() -> int:
     faulthandler.enable(file=sys.stderr, all_threads=False)
-    from .engine import open_child_channel
+    from .executors.child import open_child_channel
 
     result = open_child_channel()
     req = json.load(sys.stdin)

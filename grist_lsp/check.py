@@ -13,9 +13,9 @@ never imports torch.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,13 +23,16 @@ from typing import TYPE_CHECKING, Any
 from grist_lsp.config import ConfigError
 from grist_lsp.defaults import default
 from grist_lsp.discovery import discover
+from grist_lsp.dynamic.executors.files import FileExecutor, Lost
 from grist_lsp.edits import apply_fixes, unified_diff
-from grist_lsp.model import STATUS_RANK, Status, Verdict
+from grist_lsp.model import STATUS_RANK, Status, Verdict, file_error
 from grist_lsp.service import CheckOptions, ProgressFn, Service, Settings, resolve_settings
 from grist_lsp.suppressions import Suppression
 
 if TYPE_CHECKING:
-    from grist_lsp.dynamic.spares import Spares
+    from grist_lsp.dynamic.executors.spares import Spares
+    from grist_lsp.dynamic.options import EngineOptions
+    from grist_lsp.dynamic.verify import SharedChild
 
 __all__ = ["CheckOptions", "Report", "Settings", "check_paths", "resolve_settings"]
 
@@ -89,7 +92,9 @@ class _Run:
     suppressed: int = 0
     baselined: int = 0
     cached: int = 0  # files whose dynamic results came from the result cache
-    spares: Spares | None = None  # children started ahead of the searches, for the first file searched
+    spares: Spares[SharedChild] | None = (
+        None  # children started ahead of the searches, for the first file searched
+    )
 
 
 def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | None = None) -> Report:
@@ -110,8 +115,12 @@ def check_paths(paths: list[str], options: CheckOptions, progress: ProgressFn | 
     run = _Run(service, report, files)
     # A search is likely (no cache, or one that never saw these options and versions): its first
     # children import torch while the static pass runs. A warm cache starts them on a miss only.
+    # Ray tasks start their own children: for them, Ray is imported meanwhile instead.
     searching = bool(files) and not settings.static_only
-    if searching and (service.cache is None or service.cache.cold()):
+    local = settings.executor == "local"
+    if searching and not local:
+        _prepare_ray()
+    if searching and local and (service.cache is None or service.cache.cold()):
         run.spares = service.spares(str(files[0]))
     try:
         _static_pass(run, options, progress)
@@ -237,8 +246,48 @@ def _modules_run_by(run: _Run) -> dict[Path, Path]:
     return run_by
 
 
+def _prepare_ray() -> None:
+    """Ray missing: a usage error now, before any work; else import it while the static pass runs."""
+    from grist_lsp.dynamic.executors import ray_tasks
+
+    try:
+        ray_tasks.require_ray()
+    except ray_tasks.RayUnavailable as exc:
+        raise ConfigError(str(exc)) from None
+    threading.Thread(target=ray_tasks.preload, name="grist-import-ray", daemon=True).start()
+
+
 def _import_rewrites() -> None:
     from grist_lsp.analyzer import fixes  # noqa: F401  (loaded for later; libcst is a second of imports)
+
+
+@dataclass
+class FileUnit:
+    """One file's dynamic check, as sent to an executor (picklable: a Ray task gets it)."""
+
+    path: str
+    text: str
+    verdicts: list[Verdict]
+    options: EngineOptions
+
+
+def check_unit(service: Service, unit: FileUnit) -> tuple[list[Verdict], list[str]]:
+    """A unit's check where no caller's progress, cancel or spares reach (a Ray task)."""
+    return service.check_file(unit.path, unit.text, unit.verdicts, unit.options)
+
+
+def _executor(settings: Settings, workers: int) -> FileExecutor:
+    """The file executor ``settings`` name; a usage error when Ray is asked for and unusable."""
+    if settings.executor == "ray":
+        from grist_lsp.dynamic.executors.ray_tasks import RayExecutor, RayUnavailable
+
+        try:
+            return RayExecutor(settings.ray_address, workers)
+        except RayUnavailable as exc:
+            raise ConfigError(str(exc)) from None
+    from grist_lsp.dynamic.executors.local import LocalExecutor
+
+    return LocalExecutor(workers)
 
 
 def _run_dynamic(
@@ -248,7 +297,8 @@ def _run_dynamic(
     progress: ProgressFn | None,
     run_by: dict[Path, Path],
 ) -> None:
-    """Confirm open sites, then verify fixes, one file per thread (workers are subprocesses)."""
+    """Confirm open sites, then verify fixes, one file per unit of the executor (local: a thread
+    each, whose workers are subprocesses; ray: a Ray task each)."""
     if not todo:
         return
     service, warnings = run.service, run.report.warnings
@@ -265,7 +315,8 @@ def _run_dynamic(
     if not misses:
         return  # nothing to run: no worker starts, torch is not imported
     todo = misses
-    if run.spares is None:
+    remote = service.settings.executor != "local"
+    if run.spares is None and not remote:
         run.spares = service.spares(str(todo[0]))
     # The rewrites are needed once the first search ends: import them while this process only
     # waits for the workers.
@@ -280,38 +331,54 @@ def _run_dynamic(
     tally = _Tally(len(todo), progress)
     # Our own event too, so Ctrl-C can stop the engine's workers even when the caller gave none.
     cancel = options.cancel or threading.Event()
-
-    def one(path: Path) -> tuple[Path, list[Verdict]]:
-        file_opts = dataclasses.replace(opts, via=_via(path, run_by))
-        verdicts, notes = service.check_file(
-            str(path),
-            run.texts[path],
-            run.per_file[path],
-            file_opts,
-            tally.for_file(path),
-            cancel,
-            run.spares,
+    units = {
+        str(p): FileUnit(
+            str(p),
+            run.texts[p],
+            run.per_file[p],
+            dataclasses.replace(opts, via=_via(p, run_by)),
         )
-        # A cancelled check's answer is partial: never stored.
-        problem = None if cancel.is_set() else service.remember(keys[path], str(path), verdicts, notes)
-        with tally.lock:
-            warnings.extend(notes)
-            if problem and problem not in warnings:
-                warnings.append(problem)
-        return path, verdicts
+        for p in todo
+    }
 
-    pool = ThreadPoolExecutor(max_workers=file_workers, thread_name_prefix="grist-file")
+    def local(unit: FileUnit) -> tuple[list[Verdict], list[str]]:
+        path = Path(unit.path)
+        return service.check_file(
+            unit.path, unit.text, unit.verdicts, unit.options, tally.for_file(path), cancel, run.spares
+        )
+
+    executor = _executor(service.settings, file_workers)
     try:
-        for future in as_completed([pool.submit(one, p) for p in todo]):
-            path, verdicts = future.result()
-            run.per_file[path] = verdicts
+        # A task gets the settings only: the cache is this process's, read and written here.
+        work = functools.partial(check_unit, dataclasses.replace(service)) if remote else local
+        for key, outcome in executor.map(work, units):
+            path = Path(key)
+            if isinstance(outcome, Lost):
+                run.per_file[path] = [*run.per_file[path], _lost(key, outcome)]
+            else:
+                verdicts, notes = outcome
+                run.per_file[path] = verdicts
+                warnings.extend(notes)
+                # A cancelled check's answer is partial: never stored.
+                problem = None if cancel.is_set() else service.remember(keys[path], key, verdicts, notes)
+                if problem and problem not in warnings:
+                    warnings.append(problem)
             tally.file_done(path)
     except BaseException:
         # Ctrl-C (or any failure here): tell running searches to kill their workers, start no more.
         cancel.set()
         raise
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        executor.close()
+
+
+def _lost(path: str, lost: Lost) -> Verdict:
+    return file_error(
+        path,
+        f"{path}: not checked dynamically: {lost.reason}; its static findings stand; "
+        "run the check again, or with --executor local",
+        error_kind="crash",
+    )
 
 
 def _via(path: Path, run_by: dict[Path, Path]) -> str | None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from grist_lsp import __version__
-from grist_lsp.config import FAIL_ON_CHOICES
+from grist_lsp.config import EXECUTOR_CHOICES, FAIL_ON_CHOICES
 from grist_lsp.defaults import OPTIONS
 from grist_lsp.model import counted
 
@@ -83,6 +83,8 @@ _FLAG_KINDS: dict[str, dict[str, Any]] = {
     "exclude": {"action": "append", "metavar": "PATTERN"},
     "fail_on": {"choices": FAIL_ON_CHOICES},
     "max_input_scale": {"type": _input_scale, "metavar": "X"},
+    "executor": {"choices": EXECUTOR_CHOICES},
+    "ray_address": {"metavar": "HOST:PORT"},
     "baseline": {"metavar": "FILE"},
     "cache_dir": {"metavar": "DIR"},
     "static_only": {"action": "store_true"},

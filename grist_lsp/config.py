@@ -37,9 +37,12 @@ _KNOWN_KEYS = {
     "max-input-scale",
     "sandbox",
     "script-args",
+    "executor",
+    "ray-address",
     "cache-dir",
 }
 SANDBOX_CHOICES = ("auto", "off")
+EXECUTOR_CHOICES = ("local", "ray")
 
 
 class ConfigError(Exception):
@@ -73,6 +76,8 @@ class GristConfig:
         None  # witnesses beyond this factor of the program's inputs stay `possible`
     )
     sandbox: str | None = None  # "auto" | "off": isolation of the program under check
+    executor: str | None = None  # "local" | "ray": where files are checked
+    ray_address: str | None = None  # the Ray cluster of the ray executor
     # Absolute script path -> the command-line arguments it is run with (`script-args`).
     script_args: dict[str, list[str]] = field(default_factory=dict)
     cache_dir: Path | None = None  # the result cache's folder (`cache-dir`), absolute
@@ -152,6 +157,8 @@ def parse_table(table: dict[str, Any], where: str, root: Path, source: Path | No
         baseline=read.baseline(),
         max_input_scale=read.number("max-input-scale", float, 1),
         sandbox=read.choice("sandbox", SANDBOX_CHOICES, '"auto" or "off"'),
+        executor=read.choice("executor", EXECUTOR_CHOICES, '"local" or "ray"'),
+        ray_address=read.string("ray-address", '"10.0.0.5:6379"'),
         script_args=read.script_args(root),
         cache_dir=read.folder("cache-dir", root),
     )
@@ -210,6 +217,14 @@ class _TableReader:
         value = self.values.get(key)
         if value is not None and value not in choices:
             raise ConfigError(f"{self.where}: [tool.grist] `{key}` must be {words}, got {value!r}")
+        return value
+
+    def string(self, key: str, example: str) -> str | None:
+        value = self.values.get(key)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise ConfigError(
+                f"{self.where}: [tool.grist] `{key}` must be a non-empty string, like {key} = {example}"
+            )
         return value
 
     def codes(self, key: str) -> list[str]:

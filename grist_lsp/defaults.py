@@ -97,6 +97,23 @@ OPTIONS: tuple[Option, ...] = (
         cli_help="run the program under check with your full rights (no bubblewrap, no audit hook)",
     ),
     Option(
+        "executor",
+        "string",
+        "local",
+        "where files are checked: local (worker processes on this machine) or ray (one Ray task per file; "
+        "pip install 'grist-lsp[ray]')",
+        cli="--executor",
+        toml="executor",
+    ),
+    Option(
+        "ray_address",
+        "string",
+        None,
+        "the Ray cluster of --executor ray (default: $RAY_ADDRESS, else a local cluster of --jobs CPUs)",
+        cli="--ray-address",
+        toml="ray-address",
+    ),
+    Option(
         "max_input_scale",
         "number",
         None,

@@ -43,9 +43,9 @@ from grist_lsp.policy import Policy, Prepared, make_policy
 
 if TYPE_CHECKING:
     from grist_lsp.cache import Cached, ResultCache
-    from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.executors.spares import Spares
+    from grist_lsp.dynamic.options import EngineOptions
     from grist_lsp.dynamic.sandbox import BwrapProbe
-    from grist_lsp.dynamic.spares import Spares
     from grist_lsp.dynamic.verify import SharedChild
 
 ProgressFn = Callable[[str, float], None]
@@ -77,6 +77,10 @@ class CheckOptions:
     max_input_scale: float | None = None  # confirmations needing inputs beyond this factor stay possible
     show_unused_suppressions: bool = False
     sandbox: str | None = None  # "auto" | "off" (--no-sandbox), over `[tool.grist] sandbox`
+    executor: str | None = None  # "local" | "ray": where files are checked
+    ray_address: str | None = (
+        None  # the Ray cluster of the ray executor (else $RAY_ADDRESS, else a local one)
+    )
     cache_dir: str | None = (
         None  # the result cache's folder (relative to the cwd), over `[tool.grist] cache-dir`
     )
@@ -113,6 +117,8 @@ class Settings:
     write_reproducers: str | None
     policy: Policy
     sandbox: str = "auto"
+    executor: str = "local"  # where files are checked: "local" or "ray"
+    ray_address: str | None = None  # None: $RAY_ADDRESS, else a local cluster
     exclude: list[str] = field(default_factory=list)  # `[tool.grist]` exclude + the caller's
     script_args: dict[str, list[str]] = field(default_factory=dict)  # absolute script -> its arguments
     cache_dir: Path | None = None  # the result cache's folder; None: no cache (--no-cache)
@@ -275,6 +281,8 @@ def resolve_settings(
         write_reproducers=_reproducer_folder(options),
         policy=policy,
         sandbox=_pick(options.sandbox, config.sandbox, editor, "sandbox"),
+        executor=_pick(options.executor, config.executor, editor, "executor"),
+        ray_address=_pick(options.ray_address, config.ray_address, editor, "ray_address"),
         exclude=config.exclude + list(options.exclude),
         script_args=_script_args(options, config),
         cache_dir=_cache_dir(options, config, root),
@@ -352,7 +360,7 @@ class Service:
     # --- dynamic ---------------------------------------------------------------
 
     def engine_options(self, jobs: int | None = None, via: str | None = None) -> EngineOptions:
-        from grist_lsp.dynamic.engine import EngineOptions
+        from grist_lsp.dynamic.options import EngineOptions
         from grist_lsp.dynamic.sandbox import BwrapProbe
 
         if self.sandbox_probe is None:
@@ -485,7 +493,7 @@ class Service:
         options: EngineOptions,
         progress: ProgressFn | None = None,
         cancel: threading.Event | None = None,
-        spares: Spares | None = None,
+        spares: Spares[SharedChild] | None = None,
     ) -> tuple[list[Verdict], list[str]]:
         """Confirm, then verify fixes, in one warm child: the verdicts and warnings for stderr.
         ``spares``: children started ahead by the caller, taken when they fit this file."""
@@ -514,17 +522,18 @@ class Service:
         finally:
             shared.close()
 
-    def spares(self, path: str) -> Spares:
+    def spares(self, path: str) -> Spares[SharedChild]:
         """A warm child (and its fork server) started now for ``path``'s project (``close`` it after)."""
-        from grist_lsp.dynamic.spares import Spares
+        from grist_lsp.dynamic.executors.spares import Spares
+        from grist_lsp.dynamic.verify import SharedChild
 
-        return Spares(self.engine_options(), path)
+        return Spares(self.engine_options(), path, SharedChild)
 
     def sandbox_warning(self, options: EngineOptions) -> str | None:
         """Why the OS sandbox is unavailable, when it is (said once per run)."""
-        from grist_lsp.dynamic import engine
+        from grist_lsp.dynamic.executors.child import sandbox_warning
 
-        return engine.sandbox_warning(options)
+        return sandbox_warning(options)
 
 
 def _engine_failed(path: str, exc: Exception) -> Verdict:

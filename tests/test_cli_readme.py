@@ -32,9 +32,9 @@ def test_readme_test_command_is_the_one_ci_runs() -> None:
     ]
     last = commands[-1]
     assert last == "python -m pytest"
-    assert f"pip install torch==2.13.0 && pip install -e '.[dev]' && {last}" in _readme()
+    assert f"pip install torch==2.13.0 && pip install -e '.[dev,ray]' && {last}" in _readme()
     # torch is installed pinned before the package, so pip never resolves a CUDA build.
-    assert ci.index("pip install torch==2.13.0") < ci.index("pip install -e '.[dev]'")
+    assert ci.index("pip install torch==2.13.0") < ci.index("pip install -e '.[dev,ray]'")
 
 
 def test_readme_static_checks_are_the_ones_ci_runs() -> None:

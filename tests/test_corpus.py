@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus"))
 import corpus_markers as cm  # noqa: E402
 
 from grist_lsp.analyzer.analysis import analyze_file  # noqa: E402
-from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
+from grist_lsp.dynamic.engine import confirm  # noqa: E402
+from grist_lsp.dynamic.options import EngineOptions  # noqa: E402
 from grist_lsp.model import Status  # noqa: E402
 
 PROGRAMS = cm.program_files()

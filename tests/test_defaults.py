@@ -10,7 +10,7 @@ from typing import Any
 
 from grist_lsp.cli import build_parser
 from grist_lsp.defaults import OPTIONS, server_settings
-from grist_lsp.dynamic.engine import EngineOptions
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.server.settings import Settings, merge_settings
 from grist_lsp.service import CheckOptions, EditorSettings, resolve_settings
 

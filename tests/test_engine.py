@@ -16,7 +16,8 @@ import pytest
 import torch
 
 from grist_lsp.analyzer.catalogue import KINDS, lookup
-from grist_lsp.dynamic.engine import EngineOptions, confirm
+from grist_lsp.dynamic.engine import confirm
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.model import Site, Span, Status, Verdict, to_json
 
 CORPUS = Path(__file__).parent / "corpus" / "engine"

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from grist_lsp.analyzer.analysis import analyze_source
-from grist_lsp.dynamic.engine import EngineOptions, confirm
+from grist_lsp.dynamic.engine import confirm
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.model import Status
 
 ENDLESS = """import torch

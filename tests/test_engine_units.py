@@ -14,7 +14,8 @@ import torch
 
 from grist_lsp.analyzer.catalogue import lookup
 from grist_lsp.dynamic import entries as E
-from grist_lsp.dynamic.engine import EngineOptions, _SiteLines, confirm
+from grist_lsp.dynamic.engine import _SiteLines, confirm
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.dynamic.protocol import SiteReport
 from grist_lsp.dynamic.replay import replay
 from grist_lsp.dynamic.search import GIVE_UP_AFTER, LABEL_MUTATION, Search, SearchSettings, mutations, search

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from grist_lsp.analyzer.analysis import analyze_source
-from grist_lsp.dynamic.engine import EngineOptions, confirm
+from grist_lsp.dynamic.engine import confirm
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.dynamic.reproducer import write_reproducer
 from grist_lsp.dynamic.verify import apply_edits, check_fix, fix_verdicts
 from grist_lsp.model import Fix, Status, TextEdit, Verdict

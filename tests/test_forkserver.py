@@ -1,4 +1,4 @@
-"""One torch start-up per file (``dynamic/forkserver.py``): every child of a check is forked from
+"""One torch start-up per file (``dynamic/executors/forkserver.py``): every child of a check is forked from
 the file's server, and a child that crashes, hangs or runs out of memory loses nobody else's work."""
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from grist_lsp.check import CheckOptions, check_paths
-from grist_lsp.dynamic import engine, forkserver
-from grist_lsp.dynamic.engine import EngineOptions
+from grist_lsp.dynamic import engine
+from grist_lsp.dynamic.executors import forkserver
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.dynamic.protocol import Message, RunTask, TaskResult, task_line
 from grist_lsp.dynamic.verify import VERIFY_MODULE, SharedChild
 from grist_lsp.model import Status
@@ -161,7 +162,7 @@ def test_the_servers_children_die_with_the_caller(tmp_path: Path) -> None:
     program.write_text(PROGRAM)
     script = f"""
 import os, sys, time
-from grist_lsp.dynamic.engine import EngineOptions
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.dynamic.verify import SharedChild
 child = SharedChild(EngineOptions(project_root={str(tmp_path)!r}), {str(program)!r})
 child.start()
@@ -229,7 +230,10 @@ def _server_python(launched: int) -> int:
                     todo.extend(int(c) for c in f.read().split())
             except OSError:
                 continue
-            if os.path.basename(argv[0]).startswith(b"python") and b"grist_lsp.dynamic.forkserver" in argv:
+            if (
+                os.path.basename(argv[0]).startswith(b"python")
+                and b"grist_lsp.dynamic.executors.forkserver" in argv
+            ):
                 return pid
         time.sleep(0.05)
     pytest.fail("the fork server's Python process never appeared")

@@ -29,7 +29,8 @@ import corpus_markers as cm  # noqa: E402
 from grist_lsp.analyzer.analysis import analyze_file, analyze_source  # noqa: E402
 from grist_lsp.analyzer.catalogue import KINDS  # noqa: E402
 from grist_lsp.analyzer.fixes import propose_fixes  # noqa: E402
-from grist_lsp.dynamic.engine import EngineOptions, confirm  # noqa: E402
+from grist_lsp.dynamic.engine import confirm  # noqa: E402
+from grist_lsp.dynamic.options import EngineOptions  # noqa: E402
 from grist_lsp.dynamic.verify import fix_verdicts  # noqa: E402
 from grist_lsp.model import Status  # noqa: E402
 

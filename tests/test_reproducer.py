@@ -288,7 +288,8 @@ def batch(tmp_path_factory: pytest.TempPathFactory) -> Batch:
     )
 
     # a real witness: the engine confirms log(p) in a script (entered as `script:`, so replay)
-    from grist_lsp.dynamic.engine import EngineOptions, confirm
+    from grist_lsp.dynamic.engine import confirm
+    from grist_lsp.dynamic.options import EngineOptions
 
     p = _copy("script_entropy.py", programs / "script", "entropy_script.py")
     text = p.read_text()

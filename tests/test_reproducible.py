@@ -17,7 +17,8 @@ import pytest
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.budget import runs_for
-from grist_lsp.dynamic.engine import EngineOptions, confirm
+from grist_lsp.dynamic.engine import confirm
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.model import Status
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from grist_lsp.analyzer.analysis import analyze_source
-from grist_lsp.dynamic.engine import EngineOptions, confirm
+from grist_lsp.dynamic.engine import confirm
+from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.dynamic.sandbox import BwrapProbe
 from grist_lsp.model import Status, Verdict
 

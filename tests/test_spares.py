@@ -1,4 +1,4 @@
-"""Children started ahead of the static pass (``dynamic/spares.py``): handed out once, to a file
+"""Children started ahead of the static pass (``dynamic/executors/spares.py``): handed out once, to a file
 whose children would be started the same way, and none left running."""
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from grist_lsp.check import CheckOptions, check_paths
-from grist_lsp.dynamic import engine
-from grist_lsp.dynamic.engine import EngineOptions
-from grist_lsp.dynamic.spares import Spares
+from grist_lsp.dynamic.executors import child
+from grist_lsp.dynamic.executors.spares import Spares
+from grist_lsp.dynamic.options import EngineOptions
+from grist_lsp.dynamic.verify import SharedChild
 from grist_lsp.model import Status
 from grist_lsp.service import Service
 
@@ -27,7 +28,7 @@ def test_the_spare_goes_once_and_only_to_a_matching_file(tmp_path: Path) -> None
     program = tmp_path / "prog.py"
     program.write_text(PROGRAM)
     options = EngineOptions(project_root=str(tmp_path))
-    spares = Spares(options, str(program))
+    spares = Spares(options, str(program), SharedChild)
     try:
         assert (
             spares.shared_child(EngineOptions(project_root=str(tmp_path), timeout=1.0), str(program)) is None
@@ -44,19 +45,19 @@ def test_close_kills_the_spares_nobody_took(tmp_path: Path) -> None:
     program = tmp_path / "prog.py"
     program.write_text(PROGRAM)
     options = EngineOptions(project_root=str(tmp_path))
-    started: list[engine.Subprocess] = []
-    original = engine.Subprocess.__init__
+    started: list[child.Subprocess] = []
+    original = child.Subprocess.__init__
 
-    def recording(self: engine.Subprocess, *args: Any, **kwargs: Any) -> None:
+    def recording(self: child.Subprocess, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         started.append(self)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine.Subprocess, "__init__", recording)
-        Spares(options, str(program)).close()
+        mp.setattr(child.Subprocess, "__init__", recording)
+        Spares(options, str(program), SharedChild).close()
     assert len(started) == 1, "the warm child"
-    for child in started:
-        assert child.proc.wait(timeout=10) is not None
+    for started_child in started:
+        assert started_child.proc.wait(timeout=10) is not None
 
 
 def test_a_checks_children_start_before_its_static_pass_and_are_its_only_ones(
@@ -65,9 +66,9 @@ def test_a_checks_children_start_before_its_static_pass_and_are_its_only_ones(
     program = tmp_path / "prog.py"
     program.write_text(PROGRAM)
     modules: list[str] = []
-    original = engine.Subprocess.__init__
+    original = child.Subprocess.__init__
 
-    def recording(self: engine.Subprocess, module: str, *args: Any, **kwargs: Any) -> None:
+    def recording(self: child.Subprocess, module: str, *args: Any, **kwargs: Any) -> None:
         modules.append(module)
         original(self, module, *args, **kwargs)
 
@@ -77,7 +78,7 @@ def test_a_checks_children_start_before_its_static_pass_and_are_its_only_ones(
         modules.append("static pass")
         return static(self, *args, **kwargs)
 
-    monkeypatch.setattr(engine.Subprocess, "__init__", recording)
+    monkeypatch.setattr(child.Subprocess, "__init__", recording)
     monkeypatch.setattr(Service, "static", static_recording)
     report = check_paths([str(program)], CheckOptions(budget=2.0))
     [log] = [v for v in report.verdicts if v.site.op == "torch.log"]

@@ -313,7 +313,7 @@ def missing_twins(twins: list[Path], kind: str, at_least: int = 6) -> list[str]:
 def verified_fix_flags(bugs: list[Path], results: dict[Path, list], kind: str) -> dict[str, list[bool]]:
     """For each bug twin whose ``kind`` site the engine confirmed with fixes to offer: each fix's
     ``verified`` after dynamic/verify.py re-checked it (seed 0, as ``confirm_files``)."""
-    from grist_lsp.dynamic.engine import EngineOptions
+    from grist_lsp.dynamic.options import EngineOptions
     from grist_lsp.dynamic.verify import fix_verdicts
 
     options = EngineOptions(budget=2.0, seed=0, jobs=1, project_root=str(REPO))
@@ -367,7 +367,8 @@ def confirm_files(paths: list[Path], seed: int = 0, budget: float = 2.0) -> dict
     from concurrent.futures import ThreadPoolExecutor
 
     from grist_lsp.analyzer.analysis import analyze_file
-    from grist_lsp.dynamic.engine import EngineOptions, confirm
+    from grist_lsp.dynamic.engine import confirm
+    from grist_lsp.dynamic.options import EngineOptions
 
     def run(path: Path) -> tuple[Path, list]:
         options = EngineOptions(budget=budget, seed=seed, jobs=1, project_root=str(REPO))

@@ -2,8 +2,9 @@
 
 Most of a one-file check's wall clock is its children's ``import torch`` (seconds), and the
 caller has other work first: reading options, discovering files, the static pass, probing the
-sandbox. ``Spares`` starts one warm verify child at the beginning of a check, and with it the
-fork server every other child of that file is forked from (the search worker, the fix checks'
+sandbox. ``Spares`` starts one warm child (the fix checks' kind, made by the caller's factory:
+this layer does not import the fix checks) at the beginning of a check, and with it the fork
+server every other child of that file is forked from (the search worker, the fix checks'
 workers: ``verify.SharedChild.child``), so torch imports once, while the caller does that work.
 The spare is handed out once, to the first file whose own children would have been started
 identically (same confinement, same memory cap, same timeout); a spare nobody took is killed by
@@ -13,21 +14,28 @@ identically (same confinement, same memory cap, same timeout); a spare nobody to
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
 
-from .engine import EngineOptions, child_confinement
-from .verify import SharedChild
+from ..options import EngineOptions
+from .child import WarmChild, child_confinement
+
+W = TypeVar("W", bound=WarmChild, covariant=True)  # a Spares of a SharedChild is a Spares of a WarmChild
 
 
-class Spares:
-    """One ``SharedChild`` (and its fork server), started now for files under ``path``'s project."""
+class Spares(Generic[W]):
+    """One warm child (``warm_child(options, path)``, with its fork server), started now for
+    files under ``path``'s project."""
 
-    def __init__(self, options: EngineOptions, path: str) -> None:
+    def __init__(
+        self, options: EngineOptions, path: str, warm_child: Callable[[EngineOptions, str], W]
+    ) -> None:
         self._lock = threading.Lock()
         self._shared_key = (options.memory_mb, options.timeout, child_confinement(options, path))
-        self._shared: SharedChild | None = SharedChild(options, path)
+        self._shared: W | None = warm_child(options, path)
         self._shared.start()
 
-    def shared_child(self, options: EngineOptions, path: str) -> SharedChild | None:
+    def shared_child(self, options: EngineOptions, path: str) -> W | None:
         """The spare warm child, once; its new holder closes it."""
         key = (options.memory_mb, options.timeout, child_confinement(options, path))
         with self._lock:

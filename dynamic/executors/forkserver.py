@@ -9,7 +9,7 @@ code ever ran, made in milliseconds.
 
 Parent side: ``ForkServer`` (``spawn`` -> ``Forked``, a ``subprocess.Popen`` look-alike that
 ``engine.Subprocess`` drives as it drives a Popen). Server side: ``python -m
-grist_lsp.dynamic.forkserver``, one request per packet on a Unix socket, each request carrying
+grist_lsp.dynamic.executors.forkserver``, one request per packet on a Unix socket, each request carrying
 the new child's stdin, output and result descriptors (``SCM_RIGHTS``). Each child gets a session
 of its own (the engine's group kill reaches it and its own children only), dies with the server
 (``PR_SET_PDEATHSIG``), and applies its own memory cap after the fork, as a fresh child does.
@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .sandbox import Confinement, Launch
+    from ..sandbox import Confinement, Launch
 
 SOCKET_ENV = "GRIST_FORK_SOCKET"  # the server's end of the request socket
 # What the server imports before its first fork: what each of these children imports on its way
