@@ -863,12 +863,24 @@ class Search:
             for k, v in self.examples.items()
         }
         if self.weights_on:
-            self.deltas = {k: torch.zeros_like(d) for k, d in self.deltas.items()}
+            self.deltas = {k: self._restart_delta(k, d, scale) for k, d in self.deltas.items()}
         self.cur_ev = self.runner.evaluate(self.cur, self._run_deltas(self.deltas))
         if self.cur_ev.found:
             return self.done(self.cur_ev, self.cur, self.deltas, "random restart")
         self.step_size = 0.05
         return None
+
+    def _restart_delta(self, key: str, d: torch.Tensor, scale: float) -> torch.Tensor:
+        """A weight's delta at a restart: back at entry, except a zero-initialised tensor, which
+        goes to a random point near zero within its bound. Under zero init every unit of a layer
+        is the same and a ReLU at 0 passes no gradient back, so no gradient step ever moves those
+        weights apart (a ReLU network with ``nn.init.zeros_``); a random start breaks the symmetry
+        as a random init would, and the witness says how far the weights went."""
+        p = self.runner.param_values.get(key)
+        if p is None or p.numel() < 2 or not torch.is_floating_point(p) or bool(p.any()):
+            return torch.zeros_like(d)
+        noise = self._noise(d) * scale * RESTART_WEIGHT_SCALE
+        return self.limits.clip(key, noise, p)
 
     def _noise(self, v: torch.Tensor) -> torch.Tensor:
         return torch.randn(v.shape, generator=self.gen, dtype=v.dtype)
@@ -1280,6 +1292,9 @@ def _signed(
 
 
 WEIGHT_SCALE_FLOOR = 1e-2  # the step scale of a tensor of zeros (a bias at init)
+# A zero-initialised weight's random start at a restart, per unit of the restart's scale (0.5-4.5):
+# about a standard init's spread for a layer of a few hundred inputs, well inside its bound of 1.
+RESTART_WEIGHT_SCALE = 0.05
 
 
 def _relative(

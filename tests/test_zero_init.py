@@ -125,3 +125,19 @@ def test_a_zero_initialised_classifier_at_a_small_learning_rate_is_confirmed_tra
         log["witness"]["steps"] >= 1 and f"after {log['witness']['steps']} training steps" in log["message"]
     )
     _reproducers_fail(tmp_path)
+
+
+def test_a_zero_initialised_relu_network_is_confirmed_with_its_weights_moved_apart(tmp_path: Path):
+    """nn.init.zeros_ on a ReLU MLP: every hidden unit is the same, a ReLU at 0 passes no gradient
+    back, and the program's own training only ever moves the output bias. The search gives the
+    zero weights a random start (as a random init would) and the witness says how far they went."""
+    text = (PROGRAMS / "zero_relu_mlp_sgd.py").read_text()
+    (tmp_path / "train.py").write_text(text)
+    result, findings = _check(tmp_path, "train.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert (log["line"], log["status"]) == (_labelled_line(text, "confirmed log"), "confirmed"), log
+    moved = log["witness"]["weights_moved"]
+    assert moved.get("model.hidden.weight", 0) > 0 and moved.get("model.out.weight", 0) > 0, moved
+    assert "model.hidden.weight by up to" in log["message"]
+    _reproducers_fail(tmp_path)
