@@ -1329,7 +1329,10 @@ def _weight_mutations(
     wfactor: WeightLimits,
 ) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
     """Single-number parameters (a learned temperature, scale or log-variance) moved to the
-    values training can carry them to: across zero, to zero, a hair either side of it."""
+    values training can carry them to: across zero, to zero, a tenth of the way either side of
+    it, a hair either side of it. A tenth matters where both extremes are walls: a temperature a
+    hair below 0 underflows every ``exp(sim / tau)`` at once (0 / 0 upstream), while at -tau / 10
+    only the largest similarities underflow, and a ratio of them goes to 0 from there."""
     for k, d in deltas.items():
         p = params.get(k)
         if p is None or p.numel() != 1 or not torch.is_floating_point(p):
@@ -1339,6 +1342,8 @@ def _weight_mutations(
         for how, target in (
             (f"{name} negated", -v),
             (f"{name} at 0", 0.0),
+            (f"{name} at a tenth of it, negated", -v * 0.1),
+            (f"{name} at a tenth of it", v * 0.1),
             (f"{name} just above 0", abs(v) * 1e-3),
             (f"{name} just below 0", -abs(v) * 1e-3),
         ):
