@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from grist_lsp.model import counted
+
 REPO = Path(__file__).resolve().parents[1]
 
 PROGRAMS = REPO / "bench" / "training"  # the training bench's programs, labelled at their bug's line
@@ -86,7 +88,7 @@ def test_a_zero_initialised_softmax_regression_is_confirmed_from_a_state_trainin
     # From which training step its state comes (W = 0 at step 0 has no input gradient at all),
     # and how far its inputs went from the program's own.
     assert isinstance(witness["steps"], int) and witness["steps"] >= 1, witness
-    assert f"after {witness['steps']} training steps" in log["message"]
+    assert f"after {counted(witness['steps'], 'training step')}" in log["message"]
     assert witness["beyond_examples"] is not None and "the range the program used" in witness["input_scale"]
     _reproducers_fail(tmp_path)
 
@@ -122,7 +124,8 @@ def test_a_zero_initialised_classifier_at_a_small_learning_rate_is_confirmed_tra
     [log] = [f for f in findings if f["kind"] == "log"]
     assert (log["line"], log["status"]) == (_labelled_line(text, "confirmed log"), "confirmed"), log
     assert (
-        log["witness"]["steps"] >= 1 and f"after {log['witness']['steps']} training steps" in log["message"]
+        log["witness"]["steps"] >= 1
+        and f"after {counted(log['witness']['steps'], 'training step')}" in log["message"]
     )
     _reproducers_fail(tmp_path)
 
