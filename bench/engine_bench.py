@@ -247,6 +247,7 @@ def time_to_nan_on_its_own(path: Path, limit: float, cwd: Path = REPO) -> tuple[
     timer = threading.Timer(limit, proc.kill)
     timer.start()
     found, line = None, ""
+    assert proc.stdout is not None, "the script's stdout is a pipe (Popen stdout=PIPE)"
     try:
         for line in proc.stdout:
             if "non-finite loss" in line:
@@ -388,7 +389,7 @@ def headline(runs: list[FileRun], scripts: list[Path], limit: float, budget: flo
 
 def main(argv: list[str] | None = None) -> int:
     exit_on_sigterm()
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("paths", nargs="*", help="program files (default: every marked program)")
     ap.add_argument("--seeds", type=int, default=1, help="repeat with seeds 0..N-1 and report stability")
     ap.add_argument(
