@@ -2,6 +2,7 @@
 
     python bench/engine_bench.py                      # seed 0, budget 2 s per site, headline on
     python bench/engine_bench.py --seeds 3 --budget 2 # stability over seeds 0, 1, 2
+    python bench/engine_bench.py --seeds 5 --first-seed 5  # seeds 5..9 (a long run in slices)
     python bench/engine_bench.py --no-headline tests/corpus/programs/dice_loss.py
 
 Per site: file:line, kind, the marker (what a person checked by hand), the static
@@ -247,6 +248,7 @@ def time_to_nan_on_its_own(path: Path, limit: float, cwd: Path = REPO) -> tuple[
     timer = threading.Timer(limit, proc.kill)
     timer.start()
     found, line = None, ""
+    assert proc.stdout is not None, "the script's stdout is a pipe (Popen stdout=PIPE)"
     try:
         for line in proc.stdout:
             if "non-finite loss" in line:
@@ -388,9 +390,12 @@ def headline(runs: list[FileRun], scripts: list[Path], limit: float, budget: flo
 
 def main(argv: list[str] | None = None) -> int:
     exit_on_sigterm()
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("paths", nargs="*", help="program files (default: every marked program)")
     ap.add_argument("--seeds", type=int, default=1, help="repeat with seeds 0..N-1 and report stability")
+    ap.add_argument(
+        "--first-seed", type=int, default=0, help="start at this seed (run a long --seeds in slices)"
+    )
     ap.add_argument("--budget", type=float, default=2.0, help="engine search seconds per site")
     ap.add_argument("--jobs", type=int, default=1, help="engine workers per file")
     ap.add_argument("--parallel", type=int, default=2, help="files checked at once")
@@ -404,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     files = [Path(p).resolve() for p in args.paths] or cm.program_files()
     all_runs: list[FileRun] = []
     per_seed = {}
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         with ThreadPoolExecutor(max_workers=max(1, args.parallel)) as pool:
             runs = list(pool.map(lambda f: run_file(f, seed, args.budget, args.jobs), files))
         all_runs += runs

@@ -863,12 +863,24 @@ class Search:
             for k, v in self.examples.items()
         }
         if self.weights_on:
-            self.deltas = {k: torch.zeros_like(d) for k, d in self.deltas.items()}
+            self.deltas = {k: self._restart_delta(k, d, scale) for k, d in self.deltas.items()}
         self.cur_ev = self.runner.evaluate(self.cur, self._run_deltas(self.deltas))
         if self.cur_ev.found:
             return self.done(self.cur_ev, self.cur, self.deltas, "random restart")
         self.step_size = 0.05
         return None
+
+    def _restart_delta(self, key: str, d: torch.Tensor, scale: float) -> torch.Tensor:
+        """A weight's delta at a restart: back at entry, except a zero-initialised tensor, which
+        goes to a random point near zero within its bound. Under zero init every unit of a layer
+        is the same and a ReLU at 0 passes no gradient back, so no gradient step ever moves those
+        weights apart (a ReLU network with ``nn.init.zeros_``); a random start breaks the symmetry
+        as a random init would, and the witness says how far the weights went."""
+        p = self.runner.param_values.get(key)
+        if p is None or p.numel() < 2 or not torch.is_floating_point(p) or bool(p.any()):
+            return torch.zeros_like(d)
+        noise = self._noise(d) * scale * RESTART_WEIGHT_SCALE
+        return self.limits.clip(key, noise, p)
 
     def _noise(self, v: torch.Tensor) -> torch.Tensor:
         return torch.randn(v.shape, generator=self.gen, dtype=v.dtype)
@@ -1280,6 +1292,9 @@ def _signed(
 
 
 WEIGHT_SCALE_FLOOR = 1e-2  # the step scale of a tensor of zeros (a bias at init)
+# A zero-initialised weight's random start at a restart, per unit of the restart's scale (0.5-4.5):
+# about a standard init's spread for a layer of a few hundred inputs, well inside its bound of 1.
+RESTART_WEIGHT_SCALE = 0.05
 
 
 def _relative(
@@ -1314,7 +1329,10 @@ def _weight_mutations(
     wfactor: WeightLimits,
 ) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
     """Single-number parameters (a learned temperature, scale or log-variance) moved to the
-    values training can carry them to: across zero, to zero, a hair either side of it."""
+    values training can carry them to: across zero, to zero, a tenth of the way either side of
+    it, a hair either side of it. A tenth matters where both extremes are walls: a temperature a
+    hair below 0 underflows every ``exp(sim / tau)`` at once (0 / 0 upstream), while at -tau / 10
+    only the largest similarities underflow, and a ratio of them goes to 0 from there."""
     for k, d in deltas.items():
         p = params.get(k)
         if p is None or p.numel() != 1 or not torch.is_floating_point(p):
@@ -1324,6 +1342,8 @@ def _weight_mutations(
         for how, target in (
             (f"{name} negated", -v),
             (f"{name} at 0", 0.0),
+            (f"{name} at a tenth of it, negated", -v * 0.1),
+            (f"{name} at a tenth of it", v * 0.1),
             (f"{name} just above 0", abs(v) * 1e-3),
             (f"{name} just below 0", -abs(v) * 1e-3),
         ):

@@ -839,7 +839,9 @@ def message(
     top = ", ".join(f"{n} by up to {d:.3g}" for n, d in sorted(moved.items(), key=lambda kv: -kv[1])[:2])
     if steps is not None:
         # The program's own optimizer moved these weights: reachable by definition, not bounded.
-        when += f" after {steps} training steps" + (f" (weights as training left them: {top})" if top else "")
+        when += f" after {counted(steps, 'training step')}" + (
+            f" (weights as training left them: {top})" if top else ""
+        )
     elif moved:
         when += f" and weights moved ({top})"
     what = (

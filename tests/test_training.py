@@ -18,6 +18,7 @@ import pytest
 
 from grist_lsp.analyzer.programs import has_training_loop, is_script
 from grist_lsp.discovery import imported_modules
+from grist_lsp.model import counted
 
 # Logistic regression from an old tutorial: Variable(FloatTensor(list)), bare weights, SGD, an
 # endless loop that exits once the loss is NaN (by itself after tens of thousands of steps).
@@ -94,7 +95,7 @@ def test_a_while_true_script_that_exits_on_nan_is_confirmed_with_the_state_train
     witness = log["witness"]
     assert witness["entry"].startswith("script:")
     assert isinstance(witness["steps"], int) and witness["steps"] >= 1
-    assert "training steps" in log["message"]
+    assert f"after {counted(witness['steps'], 'training step')}" in log["message"]
     # The program's own file is untouched, and its results file was not written in the project.
     assert (project / "train.py").read_text() == before
     assert not (project / "results.txt").exists()

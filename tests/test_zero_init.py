@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from grist_lsp.model import counted
+
 REPO = Path(__file__).resolve().parents[1]
 
 PROGRAMS = REPO / "bench" / "training"  # the training bench's programs, labelled at their bug's line
@@ -86,7 +88,7 @@ def test_a_zero_initialised_softmax_regression_is_confirmed_from_a_state_trainin
     # From which training step its state comes (W = 0 at step 0 has no input gradient at all),
     # and how far its inputs went from the program's own.
     assert isinstance(witness["steps"], int) and witness["steps"] >= 1, witness
-    assert f"after {witness['steps']} training steps" in log["message"]
+    assert f"after {counted(witness['steps'], 'training step')}" in log["message"]
     assert witness["beyond_examples"] is not None and "the range the program used" in witness["input_scale"]
     _reproducers_fail(tmp_path)
 
@@ -122,6 +124,23 @@ def test_a_zero_initialised_classifier_at_a_small_learning_rate_is_confirmed_tra
     [log] = [f for f in findings if f["kind"] == "log"]
     assert (log["line"], log["status"]) == (_labelled_line(text, "confirmed log"), "confirmed"), log
     assert (
-        log["witness"]["steps"] >= 1 and f"after {log['witness']['steps']} training steps" in log["message"]
+        log["witness"]["steps"] >= 1
+        and f"after {counted(log['witness']['steps'], 'training step')}" in log["message"]
     )
+    _reproducers_fail(tmp_path)
+
+
+def test_a_zero_initialised_relu_network_is_confirmed_with_its_weights_moved_apart(tmp_path: Path):
+    """nn.init.zeros_ on a ReLU MLP: every hidden unit is the same, a ReLU at 0 passes no gradient
+    back, and the program's own training only ever moves the output bias. The search gives the
+    zero weights a random start (as a random init would) and the witness says how far they went."""
+    text = (PROGRAMS / "zero_relu_mlp_sgd.py").read_text()
+    (tmp_path / "train.py").write_text(text)
+    result, findings = _check(tmp_path, "train.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert (log["line"], log["status"]) == (_labelled_line(text, "confirmed log"), "confirmed"), log
+    moved = log["witness"]["weights_moved"]
+    assert moved.get("model.hidden.weight", 0) > 0 and moved.get("model.out.weight", 0) > 0, moved
+    assert "model.hidden.weight by up to" in log["message"]
     _reproducers_fail(tmp_path)
