@@ -81,6 +81,10 @@ def _in_process(init: Callable[..., None]) -> Callable[..., None]:
     return in_process
 
 
+# Factories that hand out memory as it was: `nn.Linear` makes its weight with `torch.empty` and
+# then initialises it in place, so a NaN bit pattern there says nothing of the program.
+_UNINITIALISED = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided"})
+
 # Drawing and dashboard packages: what their calls return is only ever drawn, saved or shown.
 # (Not tqdm, wandb or tensorboard: a progress bar wraps the data loop, and a config or a version
 # read from them steers the program.)
@@ -409,6 +413,8 @@ class Observer(RunHere):
                         )
 
     def _judge_elsewhere(self, name: str, operands: list[torch.Tensor], out: Any, frame: Any) -> None:
+        if name.rpartition(".")[2] in _UNINITIALISED:
+            return  # whatever the memory held: NaN bits in a buffer the program then fills are no bug
         where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno}"
         # INF alone is no verdict here (a mask filled with -inf is fine); it shows up in the
         # outputs, the loss or the gradients if it matters, and a NaN is never fine.

@@ -80,7 +80,8 @@ def test_a_checks_children_start_before_its_static_pass_and_are_its_only_ones(
 
     monkeypatch.setattr(child.Subprocess, "__init__", recording)
     monkeypatch.setattr(Service, "static", static_recording)
-    report = check_paths([str(program)], CheckOptions(budget=2.0))
+    # A cache of its own, cold: the suite's other checks may have warmed the default one.
+    report = check_paths([str(program)], CheckOptions(budget=2.0, cache_dir=str(tmp_path / "cache")))
     [log] = [v for v in report.verdicts if v.site.op == "torch.log"]
     assert log.status is Status.CONFIRMED
     # The warm child starts before the static pass (torch imports meanwhile, in its fork server);
