@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -390,16 +390,10 @@ class Service:
         if self._cache is None and s.cache_dir is not None:
             from grist_lsp.cache import ResultCache, ResultOptions
 
+            # The engine's own options, less those results do not depend on (``ResultOptions``).
+            engine = self.engine_options()
             options = ResultOptions(
-                budget=s.budget,
-                seed=s.seed,
-                entries=list(s.entries),
-                script_args={k: list(v) for k, v in s.script_args.items()},
-                project_root=str(s.root),
-                timeout=s.timeout,
-                memory_mb=s.memory_mb,
-                write_reproducers=s.write_reproducers,
-                sandbox=s.sandbox,
+                **{f.name: getattr(engine, f.name) for f in fields(ResultOptions) if hasattr(engine, f.name)},
                 max_input_scale=s.policy.max_input_scale,
             )
             self._cache = ResultCache(s.cache_dir, s.root, options)
