@@ -963,9 +963,7 @@ class Tracer(RunHere):
             return not_found
         with torch.enable_grad():
             try:
-                (upstream,) = torch.autograd.grad(
-                    value, [b.out], torch.ones_like(value), retain_graph=True, allow_unused=True
-                )
+                (upstream,) = vjp([value], [b.out], [torch.ones_like(value)], retain_graph=True)
             except RuntimeError:
                 return not_found
             if upstream is None:
@@ -985,9 +983,7 @@ class Tracer(RunHere):
             if not bad:
                 return not_found
             try:
-                grads = torch.autograd.grad(
-                    value, weights, torch.ones_like(value), retain_graph=True, allow_unused=True
-                )
+                grads = vjp([value], weights, [torch.ones_like(value)], retain_graph=True)
             except RuntimeError:
                 return not_found
         if not any(g is not None and not bool(torch.isfinite(g).all()) for g in grads):
@@ -1062,6 +1058,23 @@ def _bad_value(operand: torch.Tensor | None, out: torch.Tensor) -> float | None:
         return None
 
 
+def vjp(
+    outputs: list[torch.Tensor],
+    inputs: list[torch.Tensor],
+    grads: list[torch.Tensor],
+    retain_graph: bool = False,
+) -> tuple[torch.Tensor | None, ...]:
+    """``torch.autograd.grad(outputs, inputs, grads, allow_unused=True)``, asked as the gradient
+    of one real scalar, ``sum((o * g).sum())``: the same vector-Jacobian product. Why: given
+    explicit ``grad_outputs``, torch imports ``torch.fx.experimental.symbolic_shapes`` (and
+    sympy) at the first call, about half a second of every worker's first search."""
+    if any(o.is_complex() or g.is_complex() for o, g in zip(outputs, grads)):
+        return torch.autograd.grad(outputs, inputs, grads, retain_graph=retain_graph, allow_unused=True)
+    total = sum((o * g.detach()).sum() for o, g in zip(outputs, grads))
+    assert isinstance(total, torch.Tensor)
+    return torch.autograd.grad(total, inputs, retain_graph=retain_graph, allow_unused=True)
+
+
 def _local_backward(
     func: Any, args: tuple, kwargs: dict, kw: str | None, idx: int | None, before: torch.Tensor
 ) -> tuple[str, float] | None:
@@ -1097,7 +1110,7 @@ def _input_gradients(func: Any, args: tuple, kwargs: dict, upstream: torch.Tenso
             return []
         if not leaves or not isinstance(out, torch.Tensor) or not out.requires_grad:
             return []
-        gs = torch.autograd.grad(out, leaves, upstream.detach().expand_as(out), allow_unused=True)
+        gs = vjp([out], leaves, [upstream.expand_as(out)])
     return [g for g in gs if g is not None]
 
 
@@ -1130,7 +1143,7 @@ def _operand_gradient(
         if not outs or (upstream is not None and len(outs) != 1):
             return None
         grads = [torch.ones_like(o) if upstream is None else upstream.detach().expand_as(o) for o in outs]
-        (g,) = torch.autograd.grad(outs, leaf, grads, allow_unused=True)
+        (g,) = vjp(outs, [leaf], grads)
     return g
 
 
