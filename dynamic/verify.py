@@ -804,8 +804,10 @@ def _task(task: Task) -> dict[str, Any]:
 
 TRAINING_STEPS_COMPARED = 20
 # A program that does not train may loop for ever too (an evaluation loop that stops only on a NaN
-# it never meets once fixed): it is compared on its first scalar results (each step's metric).
-SCALARS_COMPARED = 1000
+# it never meets once fixed): it is compared on its first scalar results (each step's metric, and
+# the few other scalars a step makes: about as many steps as a training program's twenty). More
+# costs the check seconds on an endless loop (two runs of it, the original's and the fix's).
+SCALARS_COMPARED = 100
 
 
 def _loss_watch_class() -> type:

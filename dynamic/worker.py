@@ -65,15 +65,18 @@ RECORD_ROUNDS = 200
 # that what the worker reports depends on the seed and the options, never on the machine's load.
 # A training program's sites get GRIST's training runs and short per-site searches in turns, in
 # slices of one site's budget that grow: a bug either kind reaches quickly costs the file little,
-# whichever kind it is, and neither waits long behind the other. Training runs get 0.5 of a
-# budget in all: what they do not find there (a bug no state of training reaches) is left to the
-# per-site searches that follow, which still have most of theirs.
+# whichever kind it is, and neither waits long behind the other. Training runs get 0.3 of a
+# budget in all (600 steps at the default budget): what they do not find there (a bug no state of
+# training reaches) is left to the per-site searches that follow, which still have most of theirs.
+# On the training bench (2026-12-04) every bug a training run found took at most 25 steps, while
+# the searches that found the others took up to 120 runs; a site neither breaks pays every
+# training step, so the longest slice is the search's.
 TURNS: tuple[tuple[str, float], ...] = (
     ("train", 0.05),
     ("search", 0.05),
     ("train", 0.10),
-    ("search", 0.10),
-    ("train", 0.35),
+    ("search", 0.25),
+    ("train", 0.15),
 )
 MIN_RUNS = 20  # a share of a site's budget smaller than this many runs is not worth a search of its own
 # Tensor elements all paused searches may keep (float32: 200 MB); past it a search starts afresh
