@@ -125,6 +125,19 @@ def findings(report: dict) -> list[str]:
     return sorted(out)
 
 
+def differences(local: dict, remote: dict, limit: int = 10) -> list[str]:
+    """What differs between two reports' findings (times aside): each finding only one has, as
+    file:line, status and the end of its reason, at most ``limit`` of them."""
+    mine, theirs = set(findings(local)), set(findings(remote))
+    out = []
+    for side, only in (("local only", mine - theirs), ("ray only  ", theirs - mine)):
+        for text in sorted(only)[:limit]:
+            f = json.loads(text)
+            why = (f.get("reason") or f.get("message") or "")[-140:]
+            out.append(f"{side}: {Path(f['file']).name}:{f['line']} {f['status']}: ...{why}")
+    return out
+
+
 def rerun(cache: Path, since: float) -> list[str]:
     """The files whose cache entries a run wrote after ``since``: the files it checked again."""
     names = set()
@@ -258,6 +271,8 @@ def main() -> int:
                 f"({(ray_wall / wall - 1) * 100:+.0f}% vs --jobs {args.jobs} cold)"
             )
             print(f"       findings equal the local cold run's: {findings(on_ray) == findings(cold)}")
+            for line in differences(cold, on_ray):
+                print(f"       {line}")
             print(f"       Ray per task: {ray_overhead(args.jobs)}")
     finally:
         if args.keep:

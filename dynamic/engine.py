@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from grist_lsp.model import NOT_REPLAYED, Site, Status, Verdict, Witness, counted, file_error, to_json
 
-from .budget import CLOCK_CAP
+from .budget import CLOCK_CAP, CLOCK_FLOOR, SLICES_PER_SITE
 from .executors.child import WORKER_MODULE, Subprocess, WarmChild, WorkerResult, child_confinement
 from .failures import DISTRIBUTED_HINT, waited_in_distributed
 from .options import EngineOptions
@@ -310,9 +310,11 @@ class _WorkerRun:
     @property
     def seconds(self) -> float:
         """The worker's wall clock: each site's searches (at most ``CLOCK_CAP`` times its budget in
-        CPU seconds, the cap on a search), shrinking and start-up about one more, and room for a
-        machine that gives the worker a share of a core only (``LOAD_ROOM``): a hang's last net."""
-        searches = CLOCK_CAP * self.options.budget * (len(self.group) + 1)
+        CPU seconds, the cap on a search, and ``CLOCK_FLOOR`` more a slice), shrinking and start-up
+        about one more, and room for a machine that gives the worker a share of a core only
+        (``LOAD_ROOM``): a hang's last net."""
+        per_site = CLOCK_CAP * self.options.budget + SLICES_PER_SITE * CLOCK_FLOOR
+        searches = per_site * (len(self.group) + 1)
         return self.options.timeout + LOAD_ROOM * searches + 10.0
 
     def run(

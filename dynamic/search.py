@@ -51,7 +51,7 @@ import torch
 from grist_lsp.analyzer.catalogue import KINDS
 from grist_lsp.model import FACTORY_KEY, Site
 
-from .budget import CLOCK_CAP, RUNS_PER_SECOND, cap_clock, runs_for
+from .budget import RUNS_PER_SECOND, cap_clock, clock_cap, runs_for
 from .entries import Program
 from .tracing import SiteOutcome
 
@@ -59,7 +59,7 @@ from .tracing import SiteOutcome
 @dataclass
 class SearchSettings:
     # This site's budget, in seconds of ``--budget``: it buys ``runs_for(budget)`` runs, and the
-    # clock stops the search at ``CLOCK_CAP * budget`` seconds whatever the runs.
+    # clock stops the search at ``clock_cap(budget)`` CPU seconds whatever the runs.
     budget: float = 5.0
     seed: int = 0
     bound_factor: float = 100.0
@@ -524,7 +524,7 @@ class Search:
         self.spent_before = 0.0  # seconds searched in earlier stretches (``resume``)
         self.paused_at: float | None = None
         self.resumable = False  # in the gradient loop: ``resume`` goes on from here
-        clock_end = cap_clock() + CLOCK_CAP * settings.budget
+        clock_end = cap_clock() + clock_cap(settings.budget)
         self.end = clock_end if deadline is None else min(deadline, clock_end)  # the safety cap
         self.run_end = runs_for(settings.budget)  # the budget: the run count this stretch stops at
         self.clock_stopped = False  # the clock, not the run budget, ended the latest stretch
@@ -576,7 +576,7 @@ class Search:
         adds them up as one search would."""
         self.spent_before, self.paused_at = self.seconds(), None
         self.t0 = time.monotonic()
-        self.end = cap_clock() + CLOCK_CAP * seconds
+        self.end = cap_clock() + clock_cap(seconds)
         self.run_end = self.runner.iterations + runs_for(seconds)
         return self._loop()
 

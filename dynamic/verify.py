@@ -208,7 +208,7 @@ def fix_verdicts(
     if any(v.status is Status.CONFIRMED and (only is None or v.site.key in only) for v in verdicts):
         shared.start()  # torch imports while the fixes are proposed
     try:
-        originals = _Originals(shared.writable)
+        originals = shared.originals
         fixer = Fixer(text)
         proposals: list[list[Fix]] = []
         out: list[Verdict] = []
@@ -279,7 +279,7 @@ def check_fix(
             fix,
             verdicts,
             options,
-            originals if originals is not None else _Originals(shared.writable),
+            originals if originals is not None else shared.originals,
             shared,
         )
     finally:
@@ -537,6 +537,9 @@ class SharedChild:
     def __init__(self, options: EngineOptions, path: str) -> None:
         self.options, self.path = options, path
         self.writable = tempfile.mkdtemp(prefix="grist-verify-")  # run outputs; removed by close()
+        # The unfixed program's own runs, shared by every fix check of this child (those of a
+        # confirmation checked early, while the search goes on, and the rest after it).
+        self.originals = _Originals(self.writable)
         self._lock = threading.Lock()  # one task at a time: the child answers in order
         self._child: Any = None
         self._answers: dict[int, dict[str, Any]] = {}
@@ -669,14 +672,14 @@ def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: SharedC
 
 @dataclass
 class _Originals:
-    """Runs of the unfixed program on its example inputs, one per (entry, seed), kept on disk."""
+    """Runs of the unfixed program on its example inputs, one per (text, entry, seed), kept on disk."""
 
     directory: str  # a folder the warm child may write (``SharedChild.writable``)
-    runs: dict[tuple[str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
+    runs: dict[tuple[str, str, int], tuple[dict[str, Any], str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def get(self, path: str, text: str, witness: Witness, runs: SharedChild) -> tuple[dict[str, Any], str]:
-        key = (witness.entry, witness.seed)
+        key = (text, witness.entry, witness.seed)
         with self.lock:  # one run per entry even when two fixes ask at once
             if key not in self.runs:
                 out_file = os.path.join(self.directory, f"original-{len(self.runs)}.pt")

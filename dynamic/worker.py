@@ -41,7 +41,15 @@ from grist_lsp.model import FACTORY_KEY, Site, Witness, counted, site_from_json
 
 from . import entries as E
 from . import protocol
-from .budget import CLOCK_CAP, RUNS_PER_SECOND, STEPS_PER_SECOND, runs_for, seconds_of_runs, steps_for
+from .budget import (
+    CLOCK_CAP,
+    RUNS_PER_SECOND,
+    STEPS_PER_SECOND,
+    clock_cap,
+    runs_for,
+    seconds_of_runs,
+    steps_for,
+)
 from .failures import RunTimeout, describe_failure, user_location
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import BadEntry, Done, Message, RunError, SiteReport
@@ -426,13 +434,13 @@ class Worker:
 
     def training_runs(self, a: Assignment, todo: set[str], by_key: dict[str, Site], steps: int) -> set[str]:
         """Training runs of ``a``'s program for ``steps`` training steps in all, one run per
-        finding; the keys found. The clock caps each run at ``CLOCK_CAP`` times what its steps
+        finding; the keys found. The clock caps each run at ``clock_cap`` of what its steps
         are worth (a program whose steps are slow)."""
         found: set[str] = set()
         todo = set(todo)
         label = a.program.label
         while todo and steps > 0 and not self.would_repeat(label, todo):
-            settings = TrainingSettings(seconds=CLOCK_CAP * steps / STEPS_PER_SECOND, max_steps=steps)
+            settings = TrainingSettings(seconds=clock_cap(steps / STEPS_PER_SECOND), max_steps=steps)
             targets = frozenset(todo)
             try:
                 report = self._timed(
@@ -442,8 +450,11 @@ class Worker:
                 )
             except RunTimeout:
                 report = None
-            # The run watched every open site at once: each pays its share, in runs.
-            used = max(report.steps, 1) if report is not None else steps
+            # The run watched every open site at once: each pays its share, in runs. A run the
+            # clock stopped pays all its steps, as a run it did not stop would: the steps the
+            # clock left over depend on the machine's load, and what they bought next (the
+            # searches' runs) would too, which one seed must not.
+            used = steps if report is None or report.timed_out else max(report.steps, 1)
             steps -= used
             for key in todo:
                 self.spent[key] += used * RUNS_PER_SECOND / STEPS_PER_SECOND / len(todo)
@@ -558,7 +569,7 @@ class Worker:
         before = s.runner.iterations
         budget = settings.budget
         report = self._timed(
-            CLOCK_CAP * budget + self.record_timeout,
+            clock_cap(budget) + self.record_timeout,
             (lambda: s.resume(budget)) if paused is not None else s.run,
             cpu=True,
         )

@@ -18,6 +18,7 @@ path (every keystroke in the editor, `--static-only`) never imports torch.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -490,6 +491,8 @@ class Service:
         spares: Spares[SharedChild] | None = None,
     ) -> tuple[list[Verdict], list[str]]:
         """Confirm, then verify fixes, in one warm child: the verdicts and warnings for stderr.
+        A confirmation's fixes are checked as soon as its witness replayed, while the search of
+        the file's other sites goes on (``_EarlyFixes``); the rest once the search is done.
         ``spares``: children started ahead by the caller, taken when they fit this file."""
         from grist_lsp.dynamic import engine, verify
 
@@ -497,9 +500,10 @@ class Service:
         # One warm child replays the witnesses and then runs the fix checks: it starts with the
         # search, so no start-up waits behind it.
         shared = (spares.shared_child(options, path) if spares else None) or verify.SharedChild(options, path)
+        early = _EarlyFixes(self, path, text, verdicts, options, shared, cancel)
         try:
             try:
-                verdicts = self.confirm(path, text, verdicts, options, progress, cancel, shared)
+                verdicts = self.confirm(path, text, verdicts, options, progress, cancel, shared, early.submit)
             except ConfigError:
                 raise  # a wrong entry: the caller's usage error, not this file's finding
             except Exception as exc:  # keep the static verdicts; say the engine failed on this file
@@ -508,12 +512,26 @@ class Service:
             if blocked:
                 warnings.append(f"{path}: {blocked}")
             if cancel is None or not cancel.is_set():
+                checked = early.results(warnings)
+                done = {
+                    v.site.key: checked[v.site.key]
+                    for v in verdicts
+                    if v.site.key in checked and v.status is Status.CONFIRMED
+                }
                 try:
-                    verdicts = self.verify_fixes(path, text, verdicts, options, shared)
+                    rest = self.verify_fixes(
+                        path, text, verdicts, options, shared, only={v.site.key for v in verdicts} - set(done)
+                    )
                 except Exception as exc:  # fixes are a bonus; never lose the findings over them
                     warnings.append(f"{path}: could not verify fixes ({type(exc).__name__}: {exc})")
+                    rest = verdicts
+                verdicts = [
+                    dataclasses.replace(v, fixes=done[v.site.key].fixes) if v.site.key in done else v
+                    for v in rest
+                ]
             return verdicts, warnings
         finally:
+            early.close()  # before the warm child goes: an early check may still be using it
             shared.close()
 
     def spares(self, path: str) -> Spares[SharedChild]:
@@ -528,6 +546,70 @@ class Service:
         from grist_lsp.dynamic.executors.child import sandbox_warning
 
         return sandbox_warning(options)
+
+
+class _EarlyFixes:
+    """The fix checks of a file's confirmations, each started as soon as its witness replayed,
+    one at a time, while the worker searches the file's other sites: on two cores the search
+    keeps one and a confirmation's fix check (its fresh search, replay and output runs) takes the
+    other, so the last site's search is what the file costs, not that search plus every fix check.
+
+    A fix is checked against the file's other sites as settled (``verify._engine_check``): a site
+    still being searched counts as possible, one confirmed later as confirmed, and both are
+    settled alike, so an early check answers what the check after the search would."""
+
+    def __init__(
+        self,
+        service: Service,
+        path: str,
+        text: str,
+        static: list[Verdict],
+        options: EngineOptions,
+        shared: SharedChild,
+        cancel: threading.Event | None,
+    ) -> None:
+        import concurrent.futures
+
+        self.service, self.path, self.text, self.options, self.shared = service, path, text, options, shared
+        self.cancel = cancel
+        self.context = list(static)  # the static verdicts, each confirmation put in as it comes
+        self.lock = threading.Lock()
+        self.pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="grist-early-fixes"
+        )
+        self.pending: dict[str, concurrent.futures.Future[list[Verdict]]] = {}
+
+    def submit(self, verdict: Verdict) -> None:
+        """``verdict`` was confirmed: check its fixes now (in the background)."""
+        if self.cancel is not None and self.cancel.is_set():
+            return
+        key = verdict.site.key
+        with self.lock:
+            self.context = [verdict if v.site.key == key else v for v in self.context]
+            context = list(self.context)
+            self.pending[key] = self.pool.submit(
+                self.service.verify_fixes, self.path, self.text, context, self.options, self.shared, {key}
+            )
+
+    def results(self, warnings: list[str]) -> dict[str, Verdict]:
+        """Site key -> its confirmed verdict with checked fixes, for every early check that
+        finished; one that failed is said in ``warnings`` and left to the check after the search."""
+        with self.lock:
+            pending = dict(self.pending)
+        done: dict[str, Verdict] = {}
+        for key, future in pending.items():
+            try:
+                checked = future.result()
+            except Exception as exc:  # fixes are a bonus; the check after the search tries again
+                warnings.append(f"{self.path}: could not verify fixes early ({type(exc).__name__}: {exc})")
+                continue
+            done.update(
+                {v.site.key: v for v in checked if v.site.key == key and v.status is Status.CONFIRMED}
+            )
+        return done
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _engine_failed(path: str, exc: Exception) -> Verdict:
