@@ -39,7 +39,7 @@ from grist_lsp.config import (
 )
 from grist_lsp.defaults import MAX_DEFAULT_JOBS, default
 from grist_lsp.discovery import Discovery, PathNotFound, discover
-from grist_lsp.model import Status, Verdict, file_error
+from grist_lsp.model import Fix, Status, Verdict, file_error
 from grist_lsp.policy import Policy, Prepared, make_policy
 
 if TYPE_CHECKING:
@@ -513,6 +513,7 @@ class Service:
                 warnings.append(f"{path}: {blocked}")
             if cancel is None or not cancel.is_set():
                 checked = early.results(warnings)
+                # Only a site the engine still calls confirmed keeps the fixes checked early.
                 done = {
                     v.site.key: checked[v.site.key]
                     for v in verdicts
@@ -526,8 +527,7 @@ class Service:
                     warnings.append(f"{path}: could not verify fixes ({type(exc).__name__}: {exc})")
                     rest = verdicts
                 verdicts = [
-                    dataclasses.replace(v, fixes=done[v.site.key].fixes) if v.site.key in done else v
-                    for v in rest
+                    dataclasses.replace(v, fixes=done[v.site.key]) if v.site.key in done else v for v in rest
                 ]
             return verdicts, warnings
         finally:
@@ -591,21 +591,19 @@ class _EarlyFixes:
                 self.service.verify_fixes, self.path, self.text, context, self.options, self.shared, {key}
             )
 
-    def results(self, warnings: list[str]) -> dict[str, Verdict]:
-        """Site key -> its confirmed verdict with checked fixes, for every early check that
-        finished; one that failed is said in ``warnings`` and left to the check after the search."""
+    def results(self, warnings: list[str]) -> dict[str, list[Fix]]:
+        """Site key -> its checked fixes, for every confirmation checked early; a check that
+        failed is said in ``warnings`` and left to the check after the search."""
         with self.lock:
             pending = dict(self.pending)
-        done: dict[str, Verdict] = {}
+        done: dict[str, list[Fix]] = {}
         for key, future in pending.items():
             try:
                 checked = future.result()
             except Exception as exc:  # fixes are a bonus; the check after the search tries again
                 warnings.append(f"{self.path}: could not verify fixes early ({type(exc).__name__}: {exc})")
                 continue
-            done.update(
-                {v.site.key: v for v in checked if v.site.key == key and v.status is Status.CONFIRMED}
-            )
+            done[key] = next(v.fixes for v in checked if v.site.key == key)
         return done
 
     def close(self) -> None:

@@ -561,3 +561,36 @@ def test_what_a_recording_run_keeps_of_a_loop_without_backward_does_not_grow_wit
     assert site.key in tracer.reached
     assert 1 <= len(tracer.recorded) <= MAX_OCCURRENCES, len(tracer.recorded)
     assert len(tracer.used_inputs) <= MAX_OCCURRENCES
+
+
+def test_vjp_is_autograds_product_and_imports_no_sympy_in_a_fresh_process():
+    from grist_lsp.dynamic.tracing import vjp
+
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    out = torch.log(x.abs() + 1) * x
+    upstream = torch.randn(3, 4, dtype=torch.float64)
+    (expected,) = torch.autograd.grad(out, x, upstream, retain_graph=True)
+    (got,) = vjp([out], [x], [upstream])
+    assert torch.allclose(got, expected)
+    # What the change is for: torch imports sympy for explicit grad_outputs, and vjp must not.
+    code = (
+        "import sys, torch\n"
+        "from grist_lsp.dynamic.tracing import vjp\n"
+        "x = torch.randn(5, requires_grad=True)\n"
+        "vjp([x.exp()], [x], [torch.ones(5)])\n"
+        "print('sympy' in sys.modules)\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+def test_the_clock_cap_of_a_slice_of_a_few_runs_is_never_below_its_floor():
+    from grist_lsp.dynamic.budget import CLOCK_CAP, CLOCK_FLOOR, clock_cap
+
+    assert clock_cap(0.02) == pytest.approx(CLOCK_CAP * 0.02 + CLOCK_FLOOR)
+    assert clock_cap(0.02) >= CLOCK_FLOOR > 0
+    assert clock_cap(5.0) == pytest.approx(CLOCK_CAP * 5.0 + CLOCK_FLOOR)

@@ -525,3 +525,20 @@ def test_a_site_shadowed_by_an_upstream_one_is_searched_with_the_upstream_kept_v
     assert _at(findings, "softmax") == [(8, "confirmed")], findings
     assert _at(findings, "inf_arith") == [(9, "confirmed")], findings
     _reproducers_fail(cwd / "repro", cwd, 2)
+
+
+def test_a_confirmations_fix_is_verified_beside_a_site_still_searched_and_that_site_keeps_its_proposal(
+    grist_cli, tmp_path: Path
+):
+    """The acos breaks within a few runs, the division never: the acos's fix is checked while
+    the division is still searched (``service._EarlyFixes``), and the report has both, each with
+    what it would have had if the fixes were all checked after the search."""
+    name = "angle_acos_while.py"
+    cwd = _project(tmp_path, name)
+    findings = _findings(grist_cli, cwd, name)
+    by_line = {f["line"]: f for f in findings if f["status"] in ("confirmed", "possible")}
+    acos, div = by_line[18], by_line[17]
+    assert (acos["kind"], acos["status"]) == ("acos", "confirmed"), acos
+    assert acos["fixes"] and acos["fixes"][0]["verified"], acos["fixes"]
+    assert (div["kind"], div["status"]) == ("div", "possible"), div
+    assert div["fixes"] and not any(fix["verified"] for fix in div["fixes"]), div["fixes"]
