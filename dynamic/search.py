@@ -53,7 +53,7 @@ from grist_lsp.model import FACTORY_KEY, Site
 
 from .budget import RUNS_PER_SECOND, cap_clock, clock_cap, runs_for
 from .entries import Program
-from .tracing import SiteOutcome
+from .tracing import LOOP_ROUNDS, SiteOutcome
 
 
 @dataclass
@@ -161,6 +161,7 @@ class Runner:
             weight_subs=wleaves,
             weight_values={k: w.clone() for k, w in (weights or {}).items()},
             target_step=self.target_step,
+            stop_after_rounds=LOOP_ROUNDS,
         )
         tracer, outcome, error = self.program.run(cfg, grad_everywhere=grad and self.grad_everywhere)
         params = {
@@ -283,6 +284,22 @@ def _leading_sizes(examples: dict[str, Any]) -> list[int]:
     return sorted(set(sizes), key=lambda n: (-sizes.count(n), n))
 
 
+def places(keys: list[str]) -> dict[str, list[str]]:
+    """Input keys grouped by the place that made them, each group named by its first key: the
+    tensors one line makes anew in each iteration of a loop (``file.py:12:torch.randint#0``,
+    ``#1``, ...) are one variable of the program, so a mutation that sets a label or zeros a
+    feature sets it in every occurrence at once, one run for the place and not one per iteration
+    (a loop of 64 iterations over 5 classes would otherwise be 320 runs of the same idea)."""
+    grouped: dict[str, list[str]] = {}
+    first: dict[str, str] = {}
+    for k in keys:
+        m = FACTORY_KEY.fullmatch(k)
+        place = f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else k
+        name = first.setdefault(place, k)
+        grouped.setdefault(name, []).append(k)
+    return grouped
+
+
 def mutations(
     examples: dict[str, Any], kind: str, bounds: dict[str, float]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -299,14 +316,16 @@ def mutations(
         yield from _shape_mutations(examples, kind, floats)
     if floats:
         yield from _value_mutations(examples, floats, bounds)
-    for k in ints:
-        v = examples[k]
-        top = int(v.max()) if v.numel() else 0
+    for k, same in places(ints).items():
+        top = max(int(examples[j].max()) if examples[j].numel() else 0 for j in same)
         for c in range(0, min(top + 1, 16)):
-            yield f"{LABEL_MUTATION}{k} all {c}", {**examples, k: torch.full_like(v, c)}
-    for k in bools:
-        yield f"{k} all False", {**examples, k: torch.zeros_like(examples[k])}
-        yield f"{k} all True", {**examples, k: torch.ones_like(examples[k])}
+            yield (
+                f"{LABEL_MUTATION}{k} all {c}",
+                {**examples, **{j: torch.full_like(examples[j], c) for j in same}},
+            )
+    for k, same in places(bools).items():
+        yield f"{k} all False", {**examples, **{j: torch.zeros_like(examples[j]) for j in same}}
+        yield f"{k} all True", {**examples, **{j: torch.ones_like(examples[j]) for j in same}}
     if not shape_kind:
         yield from _shape_mutations(examples, kind, floats)
 
@@ -335,7 +354,7 @@ def _shape_mutations(
                 for k, v in examples.items()
             },
         )
-    for k in floats:
+    for k in places(floats):
         yield from _length_one_dimensions(examples, k, n)
 
 
@@ -382,9 +401,10 @@ def _value_mutations(
     yield "a row of zeros", every_float(lambda v, _: _first_row_zero(v))
     # A feature that never varies: its std, range or variance over the rows is exactly 0.
     yield "a constant column", every_float(lambda v, _: _first_column_constant(v))
-    for k in floats:
-        if len(floats) > 1:
-            yield f"{k} all zeros", {**examples, k: torch.zeros_like(examples[k])}
+    grouped = places(floats)
+    if len(grouped) > 1:
+        for k, same in grouped.items():
+            yield f"{k} all zeros", {**examples, **{j: torch.zeros_like(examples[j]) for j in same}}
     yield "all ones", every_float(lambda v, _: torch.ones_like(v))
     yield "all -1", every_float(lambda v, _: -torch.ones_like(v))
     yield "largest values", every_float(lambda v, bound: torch.full_like(v, bound))

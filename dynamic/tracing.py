@@ -95,6 +95,17 @@ BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 # Tensors made at one place of the program that are inputs (recorded, substituted, steered): the
 # later ones pass through as the program's own.
 MAX_OCCURRENCES = 64
+# Training steps a run aimed at its target's evaluation at step T goes past T without meeting it.
+TARGET_STEP_SLACK = 16
+# In a loop that never calls ``backward`` (an evaluation loop), how often a run meets one site
+# again without reaching a new one before it stops (``TracerConfig.stop_after_rounds``): an endless
+# loop whose other sites wait for a NaN would otherwise run each recording, search and shrinking
+# run to the clock.
+LOOP_ROUNDS = 200
+# ... and, with the same setting, how many torch calls it makes without reaching a new site: a
+# loop that meets none of the watched sites at all (the checked file is a module the looping
+# script imports, and its sites are behind the loop) has no round to count.
+QUIET_CALLS = 20_000
 # Ops that may discard a where-branch site's value (see ``analyzer/where_branch.py``): the backward
 # pass of the where-branch oracle starts at the first of them whose output depends on the site.
 DISCARDING = frozenset(
@@ -363,6 +374,9 @@ class Tracer(RunHere):
         self._occurrence: dict[tuple, int] = {}
         self._external: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # id(orig) -> (orig, replacement)
         self._params: dict[int, tuple[torch.Tensor, str]] = {}
+        # The same weights by the memory they view (``_alias_of``); holding each tensor keeps its
+        # memory from being reused by an unrelated one while the entry lasts.
+        self._by_view: dict[tuple, tuple[torch.Tensor, str]] = {}
         self._param_count = 0
         self._moves_ok = True
         self._name_tries: dict[str, int] = {}
@@ -382,7 +396,11 @@ class Tracer(RunHere):
         self.branch: PendingBranch | None = None  # a where-branch target waiting for its discarding op
         self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
         self.optimised: set[int] = set()  # ids of tensors some optimizer updates
+        # Tensors a factory made (``torch.zeros(2, 1, requires_grad=True)``), and their substitutes:
+        # a weight made anew, never a step of manual training (``TrainingTracer._rebound``).
+        self.factory_made: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
         self._met_again: dict[str, int] = {}  # site key -> times met since a new site was last reached
+        self._quiet_calls = 0  # torch calls since a new site was last reached (``QUIET_CALLS``)
 
     # --- frames ---------------------------------------------------------------
 
@@ -593,12 +611,24 @@ class Tracer(RunHere):
                 keys.add(key)
         return keys
 
+    def _alias_of(self, p: torch.Tensor) -> str | None:
+        """The key of a known weight that ``p`` is another tensor object of: the same view of the same
+        memory. ``z = Variable(z, requires_grad=True)`` in each iteration of a loop makes a new leaf
+        of z's data; it is one weight of the program, moved as one, and a new key per iteration
+        would keep one more tensor (and look for its name) every iteration of an endless loop."""
+        hit = self._by_view.get(_view_of(p))
+        return hit[1] if hit is not None and hit[0] is not p else None
+
     def _parameter(self, p: torch.Tensor) -> torch.Tensor:
         hit = self._params.get(id(p))
-        if hit is None:
+        alias = self._alias_of(p) if hit is None else None
+        if alias is not None:
+            key = alias
+        elif hit is None:
             key = f"param#{self._param_count}"
             self._param_count += 1
             self._params[id(p)] = (p, key)
+            self._by_view[_view_of(p)] = (p, key)
             self.param_names[key] = self._parameter_name(p, key)
             value = self.cfg.weight_values.get(key)
             if value is not None and value.shape == p.shape:
@@ -656,6 +686,10 @@ class Tracer(RunHere):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
+        if self.cfg.stop_after_rounds is not None and not self.steps:
+            self._quiet_calls += 1
+            if self._quiet_calls > QUIET_CALLS:
+                raise RunStopped()
         name, func, args, kwargs = on_cpu(self._name(func), func, args, kwargs)
         if name in _TRANSPOSES and torch.is_grad_enabled() and args:
             args = (self._transposed_operand(args[0]), *args[1:])
@@ -689,6 +723,14 @@ class Tracer(RunHere):
             self.steps += 1
             if self.cfg.stop_after_steps is not None and self.steps >= self.cfg.stop_after_steps:
                 raise RunStopped()
+            if (
+                self._target_key is not None
+                and self.cfg.target_step
+                and (self.steps > self.cfg.target_step + TARGET_STEP_SLACK)
+            ):
+                # The target was aimed at some steps in and training went past them without it: it
+                # is met before the loop only (or rarely), and an endless loop would run to the clock.
+                raise RunStopped()
         if name in RANDOM_FACTORIES or name in DATA_FACTORIES or name in CONSTANT_FACTORIES:
             out = self._factory(name, out)
         for t in _tensors_in(out):
@@ -712,6 +754,13 @@ class Tracer(RunHere):
     def _factory(self, name: str, out: Any) -> Any:
         if not isinstance(out, torch.Tensor):
             return out
+        self.factory_made[out] = True
+        made = self._made(name, out)
+        self.factory_made[made] = True
+        return made
+
+    def _made(self, name: str, out: torch.Tensor) -> torch.Tensor:
+        """What the program gets for a factory's output ``out``: itself, or its input's substitute."""
         if (name in DATA_FACTORIES or name in CONSTANT_FACTORIES) and out.numel() <= 1:
             return out
         if out.requires_grad:
@@ -844,6 +893,7 @@ class Tracer(RunHere):
                 self._met_again_at(met[0][1].key)
             return func(*args, **kwargs)
         self._met_again.clear()
+        self._quiet_calls = 0
         op, site, pos = unreached[0]
         is_target = site.key == self._target_key
         if is_target and self.steps < self.cfg.target_step:
@@ -1010,6 +1060,14 @@ class Tracer(RunHere):
         return SiteOutcome(
             b.site, False, "finite", "backward", operand=b.snap, distance=b.distance, position=b.position
         )
+
+
+def _view_of(t: torch.Tensor) -> tuple:
+    """What makes two tensor objects one view of one memory: address, shape, strides, dtype."""
+    try:
+        return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, t.device)
+    except (RuntimeError, NotImplementedError):  # sparse and other layouts without one address
+        return (id(t),)
 
 
 def _graph_nodes(start: Any, limit: int) -> Iterator[Any]:

@@ -156,7 +156,7 @@ class TrainingTracer(Tracer):
         return live
 
     def _parameter(self, p: torch.Tensor) -> torch.Tensor:
-        known = id(p) in self._params
+        known = id(p) in self._params or self._alias_of(p) is not None
         out = super()._parameter(p)
         if not known:
             key = self._params[id(p)][1]
@@ -173,6 +173,13 @@ class TrainingTracer(Tracer):
         name = self.param_names.get(key) if key in self._named_by_variable else None
         if name is None:
             return
+        if p in self.factory_made:
+            # A tensor straight from a factory is a new weight of that name (a second model built
+            # after the first, ``W = torch.zeros(2, 1, requires_grad=True)`` again), not a step:
+            # the steps that rebind it from here on are its own.
+            self._slot_first[name] = key
+            self._slot_latest.pop(name, None)
+            return
         first = self._slot_first.setdefault(name, key)
         if first == key or self.initial[first].shape != p.shape:
             return
@@ -181,6 +188,7 @@ class TrainingTracer(Tracer):
         self._rebinding[key] = first
         if previous is not None:
             self._params = {i: (q, k) for i, (q, k) in self._params.items() if k != previous}
+            self._by_view = {v: (q, k) for v, (q, k) in self._by_view.items() if k != previous}
             self.initial.pop(previous, None)
             self.inputs.pop(previous, None)
             self._rebinding.pop(previous, None)

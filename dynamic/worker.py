@@ -55,7 +55,7 @@ from .lazy_dynamo import skip_dynamo_import
 from .protocol import BadEntry, Done, Message, RunError, SiteReport
 from .reproducer_runtime import stand_in_for_absent_display
 from .search import Found, Runner, Search, SearchReport, SearchSettings
-from .tracing import SiteOutcome
+from .tracing import LOOP_ROUNDS, SiteOutcome, Tracer
 from .training import TrainingSettings, train_search
 from .witness import describe, shrink, to_value
 
@@ -65,9 +65,9 @@ PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
 # loop calls ``backward`` where the static pass sees it (a reinforcement-learning script calls it
 # in a function once per episode). A run cut short here says so in its sites' notes.
 RECORD_STEPS = 20
-# ... and, in a loop that does not train, how often it meets a site again without reaching a new
-# one: an endless evaluation loop whose other sites wait for a NaN would run to the timeout.
-RECORD_ROUNDS = 200
+# Rounds of a loop that does not train (``tracing.LOOP_ROUNDS``) a run past a witness's site goes
+# (``_run_past_site``): one more meeting of the site than the first will do.
+PAST_SITE_ROUNDS = 2
 # Every budget below is counted in runs of the program (a search's) and training steps (a
 # training run's), bought at fixed rates (``budget.runs_for``, ``budget.steps_for``), so
 # that what the worker reports depends on the seed and the options, never on the machine's load.
@@ -210,6 +210,7 @@ class Worker:
         # Sites broken by a run that searched another site, and the assignment of that search.
         self.harvest: dict[str, Found] = {}
         self.harvested_by: dict[str, Assignment] = {}
+        self.reported: set[str] = set()  # sites whose witness was sent
         self.turns: dict[str, int] = {}  # how many short searches (TURNS) each site already had
         # Runs each site has had so far: its own searches, and its share of every training run that
         # watched it while it was open (a step at the rate of a run's worth of ``--budget``).
@@ -239,7 +240,10 @@ class Worker:
 
         which, sig = (signal.ITIMER_PROF, signal.SIGPROF) if cpu else (signal.ITIMER_REAL, signal.SIGALRM)
         old = signal.signal(sig, ring)
-        signal.setitimer(which, max(seconds, 0.05))
+        # It rings again every twentieth of a second until ``fn`` returns: a run of the user's
+        # program hands the first ring back as its own error (``trace_call``), and ``fn`` (a
+        # shrink, say) would go on to its next run with no clock at all.
+        signal.setitimer(which, max(seconds, 0.05), 0.05)
         try:
             return fn()
         finally:
@@ -292,7 +296,7 @@ class Worker:
                 stop_when_all_reached=True,
                 watch=frozenset(todo),
                 stop_after_steps=RECORD_STEPS,
-                stop_after_rounds=RECORD_ROUNDS,
+                stop_after_rounds=LOOP_ROUNDS,
             )
             if isinstance(prog, E.ProbeProgram):
                 tracer, _, error = self._timed(limit, lambda: prog.run(cfg))
@@ -587,6 +591,8 @@ class Worker:
             del self.paused[key]  # found, however: its paused searches are done
         witness, text = self.make_witness(a, site, found, settings, steps=steps)
         self.out(SiteReport(site.key, witness, a.program.label, note=found.how, message=text))
+        self.reported.add(site.key)
+        self.sweep(a, site, found)
 
     @staticmethod
     def _shapes_kept(values: dict[str, Any], before: dict[str, Any]) -> bool:
@@ -595,6 +601,35 @@ class Worker:
             for k, v in values.items()
             if isinstance(before.get(k), torch.Tensor)
         )
+
+    def _run_past_site(
+        self,
+        a: Assignment,
+        values: dict[str, Any],
+        deltas: dict[str, torch.Tensor],
+        step: int,
+        weights: dict[str, torch.Tensor],
+    ) -> tuple[Tracer, BaseException | None] | None:
+        """One run of the program given ``values`` (and moves), on through the training step that
+        reached the site (or to its end), watching every site: the tracer and the program's error,
+        None when the clock stopped it."""
+        cfg = a.program.tracer_config(
+            sites=self.sites,
+            subs={k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in values.items()},
+            weight_subs={k: d.clone() for k, d in deltas.items()},
+            weight_values={k: w.clone() for k, w in weights.items()},
+            stop_after_steps=step + 1,
+            # A loop that does not train has no step to stop after: a round past the site will do
+            # (an endless evaluation loop would otherwise run to the clock, growing all the while).
+            stop_after_rounds=PAST_SITE_ROUNDS,
+        )
+        try:  # the mode catches the timer's exception too: it comes back as ``error``
+            tracer, _, error = self._timed(
+                CLOCK_CAP * min(2.0, self.budget), lambda: a.program.run(cfg), cpu=True
+            )
+        except RunTimeout:
+            return None
+        return tracer, error
 
     def _runs_past_site(
         self,
@@ -606,18 +641,38 @@ class Worker:
     ) -> bool:
         """Whether the program, given ``values``, runs on through the training step that reached
         the site (or to its end) without raising: a replay of a fixed program does that."""
-        cfg = a.program.tracer_config(
-            sites=[],
-            subs={k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in values.items()},
-            weight_subs={k: d.clone() for k, d in deltas.items()},
-            weight_values={k: w.clone() for k, w in weights.items()},
-            stop_after_steps=step + 1,
-        )
-        try:  # the mode catches the timer's exception too: it comes back as ``error``
-            _, _, error = self._timed(CLOCK_CAP * min(2.0, self.budget), lambda: a.program.run(cfg), cpu=True)
-        except RunTimeout:
-            return False
-        return error is None
+        ran = self._run_past_site(a, values, deltas, step, weights)
+        return ran is not None and ran[1] is None
+
+    def sweep(self, a: Assignment, site: Site, found: Found) -> None:
+        """The open sites that the moves which broke ``site`` break too, from one run past it: a
+        tutorial takes ``torch.log(hypothesis)`` of one softmax in several statements, and each
+        would otherwise walk its own search the whole way from the recording. What the run breaks
+        at the step the witness reached goes to the harvest, shrunk and replayed like any other."""
+        open_keys = {s.key for s in self.targets} - self.reported - set(self.harvest) - {site.key}
+        if not open_keys:
+            return
+        # As in ``make_witness``: a training run's state breaks its site at the first evaluation.
+        step = 0 if found.weights else found.outcome.step
+        deltas = {} if found.weights else found.deltas
+        ran = self._run_past_site(a, found.values, deltas, step, found.weights)
+        if ran is None:
+            return
+        tracer = ran[0]
+        for key, other in tracer.reached.items():
+            if key in open_keys and other.found and other.step == step:
+                used = {k: found.values[k] for k in dict.fromkeys(tracer.used_inputs) if k in found.values}
+                self.harvest[key] = Found(
+                    other,
+                    used,
+                    {k: d.detach().clone() for k, d in deltas.items()},
+                    dict(tracer.param_names),
+                    found.iterations,
+                    found.seconds,
+                    f"the witness of line {site.span.start_line} breaks it too",
+                    weights=found.weights,
+                )
+                self.harvested_by[key] = a
 
     def make_witness(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None

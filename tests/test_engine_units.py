@@ -594,3 +594,57 @@ def test_the_clock_cap_of_a_slice_of_a_few_runs_is_never_below_its_floor():
     assert clock_cap(0.02) == pytest.approx(CLOCK_CAP * 0.02 + CLOCK_FLOOR)
     assert clock_cap(0.02) >= CLOCK_FLOOR > 0
     assert clock_cap(5.0) == pytest.approx(CLOCK_CAP * 5.0 + CLOCK_FLOOR)
+
+
+def test_a_label_mutation_sets_every_occurrence_of_one_place_at_once():
+    """Labels drawn in each of 64 iterations are 64 inputs of one line: each class is one mutation
+    of all of them, not 64 (a search would spend its runs on them before its gradient)."""
+    ex = {f"loop.py:9:torch.randint#{n}": torch.tensor([0, 3, 1]) for n in range(64)}
+    ex["loop.py:4:torch.rand#0"] = torch.rand(3, 4)
+    labels = [
+        (n, v)
+        for n, v in mutations(ex, "log", {"loop.py:4:torch.rand#0": 100.0})
+        if n.startswith(LABEL_MUTATION)
+    ]
+    assert [n for n, _ in labels] == [f"{LABEL_MUTATION}loop.py:9:torch.randint#0 all {c}" for c in range(4)]
+    for c, (_, values) in enumerate(labels):
+        assert all(bool((values[f"loop.py:9:torch.randint#{n}"] == c).all()) for n in range(64))
+
+
+REWRAPPED = """\
+import torch
+z = torch.rand(2, 3, requires_grad=True)
+for step in range(300):
+    z = torch.autograd.Variable(z, requires_grad=True)
+    p = torch.softmax(z, dim=1)
+"""
+
+
+def test_a_weight_rewrapped_each_iteration_is_one_weight_of_the_run(tmp_path):
+    """``Variable(z, requires_grad=True)`` makes a new leaf of z's memory every iteration: one key,
+    so a move of it applies in every iteration and the run keeps no tensor per iteration."""
+    prog = script(tmp_path, "rewrap.py", REWRAPPED)
+    tracer, _, error = prog.run(prog.tracer_config(sites=[]))
+    assert error is None, error
+    assert len(tracer._params) == 1 and tracer.free_params() == {"param#0"}
+
+
+QUIET_LOOP = """\
+import torch
+x = torch.rand(8)
+while True:
+    x = torch.sin(x) + 0.5
+"""
+
+
+def test_a_run_of_an_endless_loop_that_meets_no_watched_site_stops_by_its_count_of_calls(tmp_path):
+    """The checked file's site is behind a loop that meets none of its sites: no round to count,
+    so the run stops after QUIET_CALLS torch calls without a new site, not at the timeout."""
+    from grist_lsp.dynamic.tracing import LOOP_ROUNDS, QUIET_CALLS
+
+    text = QUIET_LOOP + "y = torch.log(x)\n"
+    prog = script(tmp_path, "quiet.py", text)
+    site = site_at(tmp_path / "quiet.py", text, "torch.log(x)", "torch.log")
+    tracer, outcome, error = prog.run(prog.tracer_config(sites=[site], stop_after_rounds=LOOP_ROUNDS))
+    assert (outcome, error) == (None, None)
+    assert site.key not in tracer.reached and tracer._quiet_calls == QUIET_CALLS + 1

@@ -488,8 +488,9 @@ def test_an_endless_evaluation_loop_without_backward_is_checked_without_running_
     cwd = _project(tmp_path, name)
     findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
     assert not [f for f in findings if f["status"] == "error"], findings
-    assert _at(findings, "log")[0] == (14, "confirmed"), findings
-    _reproducers_fail(cwd / "repro", cwd, 1)
+    # The second log is reached once the first is -inf: the first one's witness breaks it too.
+    assert _at(findings, "log") == [(14, "confirmed"), (19, "confirmed")], findings
+    _reproducers_fail(cwd / "repro", cwd, 2)
 
 
 def test_manual_training_by_rebinding_replays_in_a_fresh_process(grist_cli, tmp_path: Path):
@@ -542,3 +543,41 @@ def test_a_confirmations_fix_is_verified_beside_a_site_still_searched_and_that_s
     assert acos["fixes"] and acos["fixes"][0]["verified"], acos["fixes"]
     assert (div["kind"], div["status"]) == ("div", "possible"), div
     assert div["fixes"] and not any(fix["verified"] for fix in div["fixes"]), div["fixes"]
+
+
+def test_free_logits_with_labels_drawn_anew_each_iteration_are_confirmed(grist_cli, tmp_path: Path):
+    """``torch.randint`` in an endless loop without backward: each iteration's labels are an input
+    of their own; setting a label is one move for all of them, not one per iteration, so the
+    search still has its runs for the free logits."""
+    name = "free_logits_redrawn_labels.py"
+    cwd = _project(tmp_path, name)
+    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
+    assert _at(findings, "log") == [(16, "confirmed")], findings
+    assert not [f for f in findings if f["status"] == "error"], findings
+    _reproducers_fail(cwd / "repro", cwd, 1)
+
+
+def test_every_statement_taking_the_log_of_one_softmax_is_confirmed(grist_cli, tmp_path: Path):
+    """A walkthrough prints ``torch.log(probs)`` four ways before its endless loop: the witness of
+    the first breaks the others too (``Worker.sweep``), each replayed and reproduced on its own.
+    The helper module it imports is searched too, behind a loop that meets none of its sites
+    (``QUIET_CALLS`` stops those runs; see test_engine_units)."""
+    cwd = _project(tmp_path, "walkthrough_project")
+    findings = _findings(grist_cli, cwd, "walkthrough.py", "--write-reproducers", "repro")
+    assert _at(findings, "log") == [(line, "confirmed") for line in (16, 17, 18, 19, 28)], findings
+    assert not [f for f in findings if f["status"] == "error"], findings
+    _reproducers_fail(cwd / "repro", cwd, 5)
+
+
+def test_a_model_built_again_under_the_same_names_is_a_new_weight_not_a_training_step(
+    grist_cli, tmp_path: Path
+):
+    """``W = torch.zeros(...)`` twice: the second W is not the first one rebound by manual
+    training, so the state of the trained one replays; and a site before the endless training
+    loop, met once, does not keep a search's run going through the loop."""
+    name = "two_models_same_names.py"
+    cwd = _project(tmp_path, name)
+    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
+    assert _at(findings, "log") == [(12, "confirmed")] * 2 + [(21, "confirmed")] * 2, findings
+    assert not any("did not replay" in (f["reason"] or "") for f in findings), findings
+    _reproducers_fail(cwd / "repro", cwd, 4)

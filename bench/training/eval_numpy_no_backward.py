@@ -15,6 +15,6 @@ while True:
     step += 1
     if not torch.isfinite(nll):
         print(f"non-finite loss {nll.item()} at step {step}")
-        # Reached only once the loss is NaN, which the search stops at.
-        print("smallest probability", torch.log(probs.min()).item())  # expect: possible log
+        # Reached only once the loss is NaN: the inputs that broke line 14 break this one too.
+        print("smallest probability", torch.log(probs.min()).item())  # expect: confirmed log
         sys.exit(0)
