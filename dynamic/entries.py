@@ -45,7 +45,7 @@ from grist_lsp.discovery import imports_into
 from grist_lsp.model import is_factory_key
 
 from .configs import annotated_config, config_constructors, constructor_args, constructor_text
-from .tracing import SiteOutcome, Tracer, TracerConfig, trace_call
+from .tracing import QUIET_CALLS, SiteOutcome, Tracer, TracerConfig, trace_call
 
 BATCH = 4  # batch size of synthesized inputs
 LABEL_NAMES = frozenset(
@@ -219,7 +219,13 @@ class Program:
         with Tracer(cfg):
             return fn()
 
+    @property
+    def quiet_calls(self) -> int | None:
+        """Torch calls a run may make without reaching a new site before it stops (None: no limit)."""
+        return None
+
     def tracer_config(self, **kw: Any) -> TracerConfig:
+        kw.setdefault("quiet_calls", self.quiet_calls)
         return TracerConfig(
             target_file=self.target_file,
             texts=self.texts,
@@ -393,6 +399,11 @@ class RunProgram(Program):
     @property
     def script(self) -> str | None:
         return self.script_file
+
+    @property
+    def quiet_calls(self) -> int | None:
+        # The script's own loop may never meet the module's sites (``tracing.QUIET_CALLS``).
+        return QUIET_CALLS
 
 
 @dataclass

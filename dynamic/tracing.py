@@ -102,9 +102,10 @@ TARGET_STEP_SLACK = 16
 # loop whose other sites wait for a NaN would otherwise run each recording, search and shrinking
 # run to the clock.
 LOOP_ROUNDS = 200
-# ... and, with the same setting, how many torch calls it makes without reaching a new site: a
-# loop that meets none of the watched sites at all (the checked file is a module the looping
-# script imports, and its sites are behind the loop) has no round to count.
+# How many torch calls a run of another script that imports the checked module makes without
+# reaching a new site of the module before it stops (``TracerConfig.quiet_calls``): the script's
+# endless loop meets none of the module's sites, so it has no round to count, and its sites behind
+# the loop would cost the whole recording timeout. (A script's own endless loop is a hang to report.)
 QUIET_CALLS = 20_000
 # Ops that may discard a where-branch site's value (see ``analyzer/where_branch.py``): the backward
 # pass of the where-branch oracle starts at the first of them whose output depends on the site.
@@ -349,6 +350,8 @@ class TracerConfig:
     # The same for a loop that never calls ``backward`` (an evaluation loop): stop once one site
     # has been met this many times again since the run last reached a new one.
     stop_after_rounds: int | None = None
+    # ... and, in a loop that trains nothing, once this many torch calls meet no new site (``QUIET_CALLS``).
+    quiet_calls: int | None = None
     produced: WeakTensorKeyDictionary | None = (
         None  # tensors made under the mode; shared by one program's runs
     )
@@ -686,9 +689,9 @@ class Tracer(RunHere):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
-        if self.cfg.stop_after_rounds is not None and not self.steps:
+        if self.cfg.quiet_calls is not None and not self.steps:
             self._quiet_calls += 1
-            if self._quiet_calls > QUIET_CALLS:
+            if self._quiet_calls > self.cfg.quiet_calls:
                 raise RunStopped()
         name, func, args, kwargs = on_cpu(self._name(func), func, args, kwargs)
         if name in _TRANSPOSES and torch.is_grad_enabled() and args:

@@ -638,13 +638,23 @@ while True:
 
 
 def test_a_run_of_an_endless_loop_that_meets_no_watched_site_stops_by_its_count_of_calls(tmp_path):
-    """The checked file's site is behind a loop that meets none of its sites: no round to count,
-    so the run stops after QUIET_CALLS torch calls without a new site, not at the timeout."""
-    from grist_lsp.dynamic.tracing import LOOP_ROUNDS, QUIET_CALLS
+    """A script that imports the checked module loops for ever and meets none of the module's
+    sites: no round to count, so a run of it (``run:``, ``RunProgram.quiet_calls``) stops after
+    QUIET_CALLS torch calls without a new site, not at the timeout."""
+    from grist_lsp.dynamic.tracing import QUIET_CALLS
 
     text = QUIET_LOOP + "y = torch.log(x)\n"
     prog = script(tmp_path, "quiet.py", text)
     site = site_at(tmp_path / "quiet.py", text, "torch.log(x)", "torch.log")
-    tracer, outcome, error = prog.run(prog.tracer_config(sites=[site], stop_after_rounds=LOOP_ROUNDS))
+    assert prog.quiet_calls is None  # a script's own endless loop is a hang to report
+    importer = E.RunProgram(
+        label="run:main.py",
+        target_file=prog.target_file,
+        texts={},
+        user_files=frozenset(),
+        script_file="main.py",
+    )
+    assert importer.quiet_calls == QUIET_CALLS
+    tracer, outcome, error = prog.run(prog.tracer_config(sites=[site], quiet_calls=QUIET_CALLS))
     assert (outcome, error) == (None, None)
     assert site.key not in tracer.reached and tracer._quiet_calls == QUIET_CALLS + 1
