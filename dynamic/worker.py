@@ -631,19 +631,6 @@ class Worker:
             return None
         return tracer, error
 
-    def _runs_past_site(
-        self,
-        a: Assignment,
-        values: dict[str, Any],
-        deltas: dict[str, torch.Tensor],
-        step: int,
-        weights: dict[str, torch.Tensor],
-    ) -> bool:
-        """Whether the program, given ``values``, runs on through the training step that reached
-        the site (or to its end) without raising: a replay of a fixed program does that."""
-        ran = self._run_past_site(a, values, deltas, step, weights)
-        return ran is not None and ran[1] is None
-
     def sweep(self, a: Assignment, site: Site, found: Found) -> None:
         """The open sites that the moves which broke ``site`` break too, from one run past it: a
         tutorial takes ``torch.log(hypothesis)`` of one softmax in several statements, and each
@@ -696,12 +683,12 @@ class Worker:
             values = self._timed(
                 CLOCK_CAP * min(2.0, self.budget) + 1.0, lambda: shrink(values, fails), cpu=True
             )
-            if not self._shapes_kept(values, found.values) and not self._runs_past_site(
-                a, values, run_deltas, outcome.step, found.weights
-            ):
-                # one batch row broke the code after the site (labels of the whole batch): a fixed
-                # program would fail there on the witness, so the reproducer keeps the batch
-                values = found.values
+            if not self._shapes_kept(values, found.values):
+                ran = self._run_past_site(a, values, run_deltas, outcome.step, found.weights)
+                if ran is None or ran[1] is not None:
+                    # one batch row broke the code after the site (labels of the whole batch): a
+                    # fixed program would fail there on the witness, so the reproducer keeps the batch
+                    values = found.values
             ev = runner.evaluate(values, run_deltas or None, grad=False, weights=found.weights)
             if ev.outcome is not None and ev.outcome.found:  # ev.found, spelled so the checker narrows
                 outcome = ev.outcome
