@@ -1066,7 +1066,10 @@ class Tracer(RunHere):
 
 
 def _view_of(t: torch.Tensor) -> tuple:
-    """What makes two tensor objects one view of one memory: address, shape, strides, dtype."""
+    """What makes two tensor objects one view of one memory: address, shape, strides, dtype (an
+    empty tensor has no memory to share: it is only itself)."""
+    if not t.numel():
+        return (id(t),)
     try:
         return (t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype, t.device)
     except (RuntimeError, NotImplementedError):  # sparse and other layouts without one address

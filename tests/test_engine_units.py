@@ -658,3 +658,12 @@ def test_a_run_of_an_endless_loop_that_meets_no_watched_site_stops_by_its_count_
     tracer, outcome, error = prog.run(prog.tracer_config(sites=[site], quiet_calls=QUIET_CALLS))
     assert (outcome, error) == (None, None)
     assert site.key not in tracer.reached and tracer._quiet_calls == QUIET_CALLS + 1
+
+
+def test_two_empty_weights_are_two_weights():
+    """An empty tensor has no memory to share (its address may be 0): never another's alias."""
+    from grist_lsp.dynamic.tracing import _view_of
+
+    z = torch.rand(3, requires_grad=True)
+    assert _view_of(z) == _view_of(torch.autograd.Variable(z, requires_grad=True))
+    assert _view_of(torch.zeros(0, requires_grad=True)) != _view_of(torch.zeros(0, requires_grad=True))
