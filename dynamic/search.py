@@ -53,7 +53,7 @@ from grist_lsp.model import FACTORY_KEY, Site
 
 from .budget import RUNS_PER_SECOND, cap_clock, clock_cap, runs_for
 from .entries import Program
-from .tracing import LOOP_ROUNDS, SiteOutcome
+from .tracing import LOOP_ROUNDS, SiteOutcome, Tracer
 
 
 @dataclass
@@ -103,6 +103,42 @@ class Found:
     # Parameter key -> exact value in the failing run (a training run's state; ``deltas`` then
     # only say how far the weights went).
     weights: dict[str, torch.Tensor] = field(default_factory=dict)
+
+    @property
+    def aimed_step(self) -> int:
+        """The training step a run of this finding aims at: a training run's state is loaded at
+        entry and breaks its site at the first evaluation; a search's moves, at the step it reached."""
+        return 0 if self.weights else self.outcome.step
+
+    @property
+    def run_deltas(self) -> dict[str, torch.Tensor]:
+        """The weight moves a run of this finding adds (none over a training run's exact state)."""
+        return {} if self.weights else self.deltas
+
+    @classmethod
+    def seen(
+        cls,
+        other: SiteOutcome,
+        tracer: Tracer,
+        values: dict[str, Any],
+        deltas: dict[str, torch.Tensor],
+        weights: dict[str, torch.Tensor],
+        iterations: int,
+        seconds: float,
+        how: str,
+    ) -> Found:
+        """Site ``other``, broken by a run (``tracer``'s) that was not aimed at it: the inputs that
+        run used, its moves and its weights."""
+        return cls(
+            other,
+            {k: values[k] for k in dict.fromkeys(tracer.used_inputs) if k in values},
+            {k: d.detach().clone() for k, d in deltas.items()},
+            dict(tracer.param_names),
+            iterations,
+            seconds,
+            how,
+            weights={k: w.clone() for k, w in weights.items()},
+        )
 
 
 @dataclass
@@ -176,16 +212,15 @@ class Runner:
         if self.harvest is not None:
             for key, other in tracer.reached.items():
                 if other.found and key != self.site.key and key not in self.harvest:
-                    used = {k: values[k] for k in dict.fromkeys(tracer.used_inputs) if k in values}
-                    self.harvest[key] = Found(
+                    self.harvest[key] = Found.seen(
                         other,
-                        used,
-                        {k: d.detach().clone() for k, d in (deltas or {}).items()},
-                        dict(tracer.param_names),
+                        tracer,
+                        values,
+                        deltas or {},
+                        weights or {},
                         self.iterations,
                         time.monotonic() - self.started,
                         "seen while searching another site",
-                        weights={k: w.clone() for k, w in (weights or {}).items()},
                     )
         d = float("inf")
         grads: dict[str, torch.Tensor] = {}
@@ -291,13 +326,17 @@ def places(keys: list[str]) -> dict[str, list[str]]:
     feature sets it in every occurrence at once, one run for the place and not one per iteration
     (a loop of 64 iterations over 5 classes would otherwise be 320 runs of the same idea)."""
     grouped: dict[str, list[str]] = {}
-    first: dict[str, str] = {}
     for k in keys:
         m = FACTORY_KEY.fullmatch(k)
-        place = f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else k
-        name = first.setdefault(place, k)
-        grouped.setdefault(name, []).append(k)
-    return grouped
+        grouped.setdefault(f"{m.group(1)}:{m.group(2)}:{m.group(3)}" if m else k, []).append(k)
+    return {same[0]: same for same in grouped.values()}
+
+
+def _with(
+    examples: dict[str, Any], keys: list[str], make: Callable[[torch.Tensor], torch.Tensor]
+) -> dict[str, Any]:
+    """The examples with each of ``keys`` replaced by ``make`` of its value."""
+    return {**examples, **{k: make(examples[k]) for k in keys}}
 
 
 def mutations(
@@ -319,13 +358,10 @@ def mutations(
     for k, same in places(ints).items():
         top = max(int(examples[j].max()) if examples[j].numel() else 0 for j in same)
         for c in range(0, min(top + 1, 16)):
-            yield (
-                f"{LABEL_MUTATION}{k} all {c}",
-                {**examples, **{j: torch.full_like(examples[j], c) for j in same}},
-            )
+            yield f"{LABEL_MUTATION}{k} all {c}", _with(examples, same, lambda v, c=c: torch.full_like(v, c))
     for k, same in places(bools).items():
-        yield f"{k} all False", {**examples, **{j: torch.zeros_like(examples[j]) for j in same}}
-        yield f"{k} all True", {**examples, **{j: torch.ones_like(examples[j]) for j in same}}
+        yield f"{k} all False", _with(examples, same, torch.zeros_like)
+        yield f"{k} all True", _with(examples, same, torch.ones_like)
     if not shape_kind:
         yield from _shape_mutations(examples, kind, floats)
 
@@ -404,7 +440,7 @@ def _value_mutations(
     grouped = places(floats)
     if len(grouped) > 1:
         for k, same in grouped.items():
-            yield f"{k} all zeros", {**examples, **{j: torch.zeros_like(examples[j]) for j in same}}
+            yield f"{k} all zeros", _with(examples, same, torch.zeros_like)
     yield "all ones", every_float(lambda v, _: torch.ones_like(v))
     yield "all -1", every_float(lambda v, _: -torch.ones_like(v))
     yield "largest values", every_float(lambda v, bound: torch.full_like(v, bound))

@@ -639,38 +639,33 @@ class Worker:
         open_keys = {s.key for s in self.targets} - self.reported - set(self.harvest) - {site.key}
         if not open_keys:
             return
-        # As in ``make_witness``: a training run's state breaks its site at the first evaluation.
-        step = 0 if found.weights else found.outcome.step
-        deltas = {} if found.weights else found.deltas
-        ran = self._run_past_site(a, found.values, deltas, step, found.weights)
+        step = found.aimed_step
+        ran = self._run_past_site(a, found.values, found.run_deltas, step, found.weights)
         if ran is None:
             return
         tracer = ran[0]
         for key, other in tracer.reached.items():
             if key in open_keys and other.found and other.step == step:
-                used = {k: found.values[k] for k in dict.fromkeys(tracer.used_inputs) if k in found.values}
-                self.harvest[key] = Found(
+                self.harvest[key] = Found.seen(
                     other,
-                    used,
-                    {k: d.detach().clone() for k, d in deltas.items()},
-                    dict(tracer.param_names),
+                    tracer,
+                    found.values,
+                    found.run_deltas,
+                    found.weights,
                     found.iterations,
                     found.seconds,
                     f"the witness of line {site.span.start_line} breaks it too",
-                    weights=found.weights,
                 )
                 self.harvested_by[key] = a
 
     def make_witness(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
     ) -> tuple[Witness, str]:
-        # A search's witness breaks the site at the training step it aimed at; a training run's
-        # state is loaded at entry and breaks it at its first evaluation.
-        target_step = 0 if found.weights else found.outcome.step
+        target_step = found.aimed_step
         runner = Runner(a.program, site, self.sites, supports=settings.supports, target_step=target_step)
-        # A training run's state is its exact weights; a search's moves are deltas on the weights
-        # at entry (replayed by the same addition, so just as exact).
-        run_deltas = {} if found.weights else found.deltas
+        # A search's moves are deltas on the weights at entry, replayed by the same addition, so
+        # just as exact as a training run's state.
+        run_deltas = found.run_deltas
 
         def fails(values: dict[str, Any]) -> bool:
             got = runner.evaluate(values, run_deltas or None, grad=False, weights=found.weights).outcome
