@@ -399,9 +399,6 @@ class Tracer(RunHere):
         self.branch: PendingBranch | None = None  # a where-branch target waiting for its discarding op
         self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
         self.optimised: set[int] = set()  # ids of tensors some optimizer updates
-        # Tensors a factory made (``torch.zeros(2, 1, requires_grad=True)``), and their substitutes:
-        # a weight made anew, never a step of manual training (``TrainingTracer._rebound``).
-        self.factory_made: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
         self._met_again: dict[str, int] = {}  # site key -> times met since a new site was last reached
         self._quiet_calls = 0  # torch calls since a new site was last reached (``QUIET_CALLS``)
 
@@ -757,13 +754,6 @@ class Tracer(RunHere):
     def _factory(self, name: str, out: Any) -> Any:
         if not isinstance(out, torch.Tensor):
             return out
-        self.factory_made[out] = True
-        made = self._made(name, out)
-        self.factory_made[made] = True
-        return made
-
-    def _made(self, name: str, out: torch.Tensor) -> torch.Tensor:
-        """What the program gets for a factory's output ``out``: itself, or its input's substitute."""
         if (name in DATA_FACTORIES or name in CONSTANT_FACTORIES) and out.numel() <= 1:
             return out
         if out.requires_grad:

@@ -33,6 +33,7 @@ from typing import Any
 
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+from torch.utils.weak import WeakTensorKeyDictionary
 
 from grist_lsp.analyzer.catalogue import Op
 from grist_lsp.model import Site
@@ -135,6 +136,9 @@ class TrainingTracer(Tracer):
         # optimizer state only, with nothing to watch or steer, and half a training step's
         # tracing went to them.
         self.in_library_step = False
+        # Tensors a factory made (``torch.zeros(2, 1, requires_grad=True)``), and their substitutes:
+        # a weight made anew, never a step of manual training (``_rebound``).
+        self.factory_made: WeakTensorKeyDictionary = WeakTensorKeyDictionary()
 
     # --- inputs and weights -------------------------------------------------------
 
@@ -154,6 +158,13 @@ class TrainingTracer(Tracer):
         bound = self.settings.bound_factor * max(1.0, float(original.detach().abs().max()))
         self.inputs[key] = Movable(leaf, live, bound)
         return live
+
+    def _factory(self, name: str, out: Any) -> Any:
+        made = super()._factory(name, out)
+        if isinstance(out, torch.Tensor):
+            self.factory_made[out] = True
+            self.factory_made[made] = True
+        return made
 
     def _parameter(self, p: torch.Tensor) -> torch.Tensor:
         known = id(p) in self._params or self._alias_of(p) is not None
