@@ -189,8 +189,11 @@ async function check(page) {
     // The hover at the finding: its words, and no internal cache path.
     await page.click(".monaco-editor .view-lines");
     await goTo(page, LINE, COLUMN);
-    // Only the lines in view are rendered: the squiggle is looked for once the line is.
-    if ((await page.$$(".monaco-editor .squiggly-error")).length === 0) {
+    // Only the lines in view are rendered, and the editor re-renders a frame or more after
+    // the jump: the squiggle is waited for (CI caught a look made too soon), not sampled.
+    try {
+        await page.waitForSelector(".monaco-editor .squiggly-error", { timeout: 15_000 });
+    } catch {
         failures.push("no Error squiggle (a confirmed finding) in the editor");
     }
     await runCommand(page, "Show or Focus Hover");
