@@ -51,7 +51,7 @@ from .protocol import Done, Message, ReplayTask, RunTask, Task, TaskResult, deco
 
 if TYPE_CHECKING:  # for annotations only: the replay child (``python -m ...verify``) never loads the engine
     from grist_lsp.dynamic.executors.child import Subprocess
-    from grist_lsp.dynamic.executors.forkserver import ForkServer
+    from grist_lsp.dynamic.executors.forkserver import ForkServer, ForkServers
     from grist_lsp.dynamic.options import EngineOptions
 
 VERIFY_MODULE = "grist_lsp.dynamic.verify"
@@ -524,19 +524,21 @@ def _settled(site: Site, keys: set[tuple[int, int | None, str]], region: Span, k
 
 class SharedChild:
     """One warm ``python -m grist_lsp.dynamic.verify`` child for all of a file's fix checks, and
-    the file's fork server (``forkserver.py``) every other child of the file is forked from.
+    the fork server (``forkserver.py``) every other child of the file is forked from: the
+    check's, shared with its other files (``servers``), or the file's own.
 
     Every fix check needs a few short runs (a replay, the program on its own inputs); a child
     apiece pays torch's start-up each time, which is most of a fix check. This one is started
     once, fed tasks as JSON lines and answers them in order; a task that overruns its time
     kills it, and the next task starts a fresh one. ``child`` makes the engine's workers (the
     search, and each fix's fresh search) from the same server, so a file imports torch once.
-    ``writable``: the folder run outputs go to.
+    ``writable``: the folder run outputs go to (inside the servers' own, when shared).
     """
 
-    def __init__(self, options: EngineOptions, path: str) -> None:
-        self.options, self.path = options, path
-        self.writable = tempfile.mkdtemp(prefix="grist-verify-")  # run outputs; removed by close()
+    def __init__(self, options: EngineOptions, path: str, servers: ForkServers | None = None) -> None:
+        self.options, self.path, self.servers = options, path, servers
+        # Run outputs; removed by close(). A shared server's children may write its folder only.
+        self.writable = tempfile.mkdtemp(prefix="grist-verify-", dir=servers.writable if servers else None)
         # The unfixed program's own runs, shared by every fix check of this child (those of a
         # confirmation checked early, while the search goes on, and the rest after it).
         self.originals = _Originals(self.writable)
@@ -571,9 +573,13 @@ class SharedChild:
         from grist_lsp.dynamic.executors import forkserver
         from grist_lsp.dynamic.executors.child import Subprocess, child_confinement, worker_env
 
-        confinement = child_confinement(self.options, self.path, (self.writable,))
+        own = self.servers.writable if self.servers is not None else self.writable
+        confinement = child_confinement(self.options, self.path, (own,))
         if self._server is None and forkserver.available():
-            self._server = forkserver.ForkServer(confinement, worker_env)
+            if self.servers is not None:
+                self._server = self.servers.server(confinement)
+            else:
+                self._server = forkserver.ForkServer(confinement, worker_env)
         if self._server is not None:
             try:
                 return Subprocess(module, self.options.memory_mb, server=self._server)
@@ -585,11 +591,6 @@ class SharedChild:
         """A fresh ``python -m module`` child of this file (the engine's search workers), made
         from the file's server: no torch start-up of its own. The caller finishes it."""
         return self._owner.submit(self._new, module).result()
-
-    @property
-    def forked(self) -> int:
-        """How many children the file's server has forked (0 before it started)."""
-        return self._server.spawned if self._server is not None else 0
 
     def _started(self) -> Any:
         if self._child is None:
@@ -654,9 +655,9 @@ class SharedChild:
                 else:
                     self._child.discard()
                 self._child = None
-            if self._server is not None:
+            if self._server is not None and self.servers is None:  # a shared one is the check's
                 self._server.close()
-                self._server = None
+            self._server = None
         self._owner.shutdown(wait=False)
         shutil.rmtree(self.writable, ignore_errors=True)
 

@@ -499,7 +499,7 @@ class Service:
         warnings: list[str] = []
         # One warm child replays the witnesses and then runs the fix checks: it starts with the
         # search, so no start-up waits behind it.
-        shared = (spares.shared_child(options, path) if spares else None) or verify.SharedChild(options, path)
+        shared = spares.warm_child(options, path) if spares else verify.SharedChild(options, path)
         early = _EarlyFixes(self, path, text, verdicts, options, shared, cancel)
         try:
             try:
@@ -535,7 +535,8 @@ class Service:
             shared.close()
 
     def spares(self, path: str) -> Spares[SharedChild]:
-        """A warm child (and its fork server) started now for ``path``'s project (``close`` it after)."""
+        """A warm child (and the fork server) started now for ``path``'s project, and the fork
+        servers of the check's other files (``close`` it after the last file)."""
         from grist_lsp.dynamic.executors.spares import Spares
         from grist_lsp.dynamic.verify import SharedChild
 

@@ -30,12 +30,8 @@ print(y.sum())
 """
 
 
-@pytest.fixture(scope="module")
-def counted_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[tuple[str, bool]], list[int]]:
-    """One check of PROGRAM with every child start recorded: (report, [(module, forked)], servers)."""
-    folder = tmp_path_factory.mktemp("forked")
-    program = folder / "prog.py"
-    program.write_text(PROGRAM)
+def _counted(paths: list[str], jobs: int | None = None) -> tuple[Any, list[tuple[str, bool]], list[int]]:
+    """One check of ``paths`` with every child start recorded: (report, [(module, forked)], servers)."""
     children: list[tuple[str, bool]] = []
     servers: list[int] = []
     child_init, server_init = engine.Subprocess.__init__, forkserver.ForkServer.__init__
@@ -51,8 +47,16 @@ def counted_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[t
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(engine.Subprocess, "__init__", child)
         mp.setattr(forkserver.ForkServer, "__init__", server)
-        report = check_paths([str(program)], CheckOptions(budget=2.0))
+        report = check_paths(paths, CheckOptions(budget=2.0, jobs=jobs, no_cache=True))
     return report, children, servers
+
+
+@pytest.fixture(scope="module")
+def counted_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[tuple[str, bool]], list[int]]:
+    folder = tmp_path_factory.mktemp("forked")
+    program = folder / "prog.py"
+    program.write_text(PROGRAM)
+    return _counted([str(program)])
 
 
 def test_a_check_with_a_verified_fix_imports_torch_once(counted_check: Any) -> None:
@@ -70,6 +74,23 @@ def test_a_check_with_a_verified_fix_imports_torch_once(counted_check: Any) -> N
 
 def test_the_server_and_its_children_are_gone_after_the_check(counted_check: Any) -> None:
     _, _, servers = counted_check
+    for pid in servers:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_the_files_of_one_project_checked_at_once_share_one_server(tmp_path: Path) -> None:
+    # Two files, each with a confirmed log and a fix to verify, checked two at a time (two
+    # jobs): one process imports torch for both, and every child of either is forked from it.
+    for name in ("first.py", "second.py"):
+        (tmp_path / name).write_text(PROGRAM)
+    report, children, servers = _counted([str(tmp_path)], jobs=2)
+    logs = sorted((v.site.file, v.status) for v in report.verdicts if v.site.op == "torch.log")
+    assert logs == [(str(tmp_path / n), Status.CONFIRMED) for n in ("first.py", "second.py")], report.warnings
+    assert all(any(f.verified for f in v.fixes) for v in report.verdicts if v.site.op == "torch.log")
+    assert len(servers) == 1
+    assert [m for m, _ in children].count(VERIFY_MODULE) >= 2  # a warm child per file
+    assert all(forked for _, forked in children), children
     for pid in servers:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

@@ -1,11 +1,11 @@
-"""One torch start-up for all of a file's children: a fork server.
+"""One torch start-up for all of a check's children: a fork server.
 
 Importing torch is most of what a child costs (about a second of CPU each); a check of one file
 needs several children (the search worker, the warm verify child, a worker and a replay per fix
 re-check), and each one must be a fresh process: a witness is replayed where no search ran. The
-server is started once per file, under that file's sandbox (``Confinement``), imports torch and
-grist's child modules, and then only forks: every child is a copy of a process in which no user
-code ever ran, made in milliseconds.
+server is started once per sandbox (``Confinement``: a file's, or every file's of one project in a
+check, ``ForkServers``), imports torch and grist's child modules, and then only forks: every
+child is a copy of a process in which no user code ever ran, made in milliseconds.
 
 Parent side: ``ForkServer`` (``spawn`` -> ``Forked``, a ``subprocess.Popen`` look-alike that
 ``engine.Subprocess`` drives as it drives a Popen). Server side: ``python -m
@@ -19,11 +19,13 @@ server kills its children and exits.
 
 from __future__ import annotations
 
+import concurrent.futures
 import gc
 import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -132,7 +134,6 @@ class ForkServer:
         self._pids: dict[int, int] = {}  # request id -> pid
         self._statuses: dict[int, int] = {}  # request id -> exit status (Popen's convention)
         self._gone = False
-        self.spawned = 0  # children forked so far (the check's JSON stats count them)
         threading.Thread(target=self._read, name="grist-forkserver", daemon=True).start()
 
     def _read(self) -> None:
@@ -172,7 +173,6 @@ class ForkServer:
                     socket.send_fds(self._sock, [request], [read_end, stdout.fileno(), result_fd])
                 except OSError as exc:
                     raise ForkServerGone(self.failure()) from exc
-                self.spawned += 1
         except BaseException:
             os.close(write_end)
             raise
@@ -224,6 +224,48 @@ class ForkServer:
         if self._launch is not None:
             self._launch.cleanup()
         self._err.close()
+
+
+class ForkServers:
+    """The fork servers of one check, shared by the children of all its files: one server per
+    confinement, so the files of one project (one confinement) import torch once between them,
+    where a server per file imported it once per file checked at the same time (and every
+    forked child then held its own server's copy of torch's pages).
+
+    ``writable``: a folder the children of every server may write; each file's warm child makes
+    its own folder inside it (``verify.SharedChild``). ``close`` stops the servers, after the
+    last file is done."""
+
+    def __init__(self, environment: Callable[[], dict[str, str]]) -> None:
+        self.environment = environment
+        self.writable = tempfile.mkdtemp(prefix="grist-check-")
+        self._lock = threading.Lock()
+        self._servers: list[ForkServer] = []
+        # Servers start from a thread that lives until ``close``: the sandbox ties a child's life
+        # to the thread that started it (a parent-death signal), and a file's threads end first.
+        self._owner = concurrent.futures.ThreadPoolExecutor(
+            max_workers=1, thread_name_prefix="grist-forkservers"
+        )
+
+    def server(self, confinement: Confinement | None) -> ForkServer:
+        """The server of ``confinement``, started on first use (a server that went away stays:
+        its callers start their children the usual way, as with a file's own server)."""
+        with self._lock:
+            for server in self._servers:
+                if server.confinement == confinement:
+                    return server
+            server = self._owner.submit(ForkServer, confinement, self.environment).result()
+            self._servers.append(server)
+            return server
+
+    def close(self) -> None:
+        """Stop every server (their children die with them) and remove ``writable``."""
+        with self._lock:
+            servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
+        self._owner.shutdown(wait=False)
+        shutil.rmtree(self.writable, ignore_errors=True)
 
 
 # --- the server ------------------------------------------------------------------------
