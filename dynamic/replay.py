@@ -157,9 +157,9 @@ def main() -> int:
 
     from .executors.child import open_child_channel
     from .lazy_dynamo import skip_dynamo_import
-    from .reproducer_runtime import stand_in_for_absent_display
+    from .reproducer_runtime import stand_in_for_absent_packages
 
-    stand_in_for_absent_display()
+    stand_in_for_absent_packages()
     result = open_child_channel()
     text = None
     for line in sys.stdin:

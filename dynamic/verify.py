@@ -789,10 +789,10 @@ def _worker_main() -> None:
 
 def _task(task: Task) -> dict[str, Any]:
     from grist_lsp.dynamic.lazy_dynamo import skip_dynamo_import
-    from grist_lsp.dynamic.reproducer_runtime import stand_in_for_absent_display
+    from grist_lsp.dynamic.reproducer_runtime import stand_in_for_absent_packages
 
     skip_dynamo_import([task.text])
-    stand_in_for_absent_display()
+    stand_in_for_absent_packages()
     if isinstance(task, ReplayTask):
         from grist_lsp.dynamic.replay import replay
 

@@ -53,7 +53,7 @@ from .budget import (
 from .failures import RunTimeout, describe_failure, user_location
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import BadEntry, Done, Message, RunError, SiteReport
-from .reproducer_runtime import stand_in_for_absent_display
+from .reproducer_runtime import stand_in_for_absent_packages
 from .search import Found, Runner, Search, SearchReport, SearchSettings
 from .tracing import LOOP_ROUNDS, SiteOutcome, Tracer
 from .training import TrainingSettings, train_search
@@ -969,7 +969,7 @@ def main() -> int:
     result = open_child_channel()
     req = json.load(sys.stdin)
     skip_dynamo_import([req["text"], *_entry_texts(req)])
-    stand_in_for_absent_display()
+    stand_in_for_absent_packages()
     E.add_import_dirs(req["path"], E.project_root_for(req["path"], req.get("project_root")))
     sys.meta_path.insert(0, E.TextFinder(os.path.abspath(req["path"]), req["text"]))
 
