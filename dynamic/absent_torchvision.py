@@ -17,13 +17,17 @@ them is the program's own or the DataLoader's collate, so the engine sees them a
 batch (``tracing``). Pixels are numpy arrays until ``ToTensor``, and a ``Compose`` keeps them in
 numpy to its end; no torch call is made here, so none is traced as the program's.
 
-Installed by ``reproducer_runtime.stand_in_for_absent_packages`` (last on ``sys.meta_path``: an
-installed torchvision is always the real one).
+Installed by ``stand_in_for_absent_packages``, with the drawing packages' stand-ins, in every
+child of the engine (last on ``sys.meta_path``: an installed torchvision is always the real one).
+Not in ``reproducer_runtime``: a plain reproducer carries that inline and needs no grist-lsp, so
+it runs a program that imports torchvision where torchvision is installed.
 """
 
 import ast
+import importlib
 import importlib.abc
 import importlib.machinery
+import sys
 import types
 import zlib
 from collections.abc import Callable, Sequence
@@ -32,6 +36,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from .reproducer_runtime import stand_in_for_absent_display
 
 BLOCK = 1024  # images drawn together: a dataset's pixels are made one block at a time, as read
 
@@ -331,6 +337,9 @@ class _Module(types.ModuleType):
         raise _absent(f"{self.__name__}.{name}")
 
 
+SUBMODULES = ("datasets", "transforms", "utils")
+
+
 def _contents(name: str) -> dict[str, Any] | None:
     if name == "torchvision":
         return {"__version__": "0.0+grist-stand-in"}
@@ -351,6 +360,9 @@ class _Loader(importlib.abc.Loader):
 
     def exec_module(self, module: types.ModuleType) -> None:
         module.__dict__.update(_contents(module.__name__) or {})
+        if module.__name__ == "torchvision":  # as the real package does: ``torchvision.datasets.MNIST``
+            for sub in SUBMODULES:
+                setattr(module, sub, importlib.import_module(f"torchvision.{sub}"))
 
 
 class AbsentTorchvisionFinder(importlib.abc.MetaPathFinder):
@@ -362,6 +374,13 @@ class AbsentTorchvisionFinder(importlib.abc.MetaPathFinder):
                 raise ImportError(str(_absent(fullname)), name=fullname)
             return None
         return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
+
+
+def stand_in_for_absent_packages() -> None:
+    """The drawing packages and torchvision, where absent, served by stand-ins in this process."""
+    stand_in_for_absent_display()
+    if not any(isinstance(f, AbsentTorchvisionFinder) for f in sys.meta_path):
+        sys.meta_path.append(AbsentTorchvisionFinder())
 
 
 def stand_in_note(text: str) -> str | None:

@@ -58,8 +58,10 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
     import torch
 
     from . import entries as E
+    from .absent_torchvision import stand_in_for_absent_packages
     from .witness import from_value
 
+    stand_in_for_absent_packages()  # a replay reproducer's pytest process calls this directly
     if text is None:
         with open(site.file, encoding="utf-8") as f:
             text = f.read()
@@ -155,9 +157,9 @@ def main() -> int:
     then a ``witness`` line per witness); results as JSON lines on ``GRIST_RESULT_FD``."""
     from grist_lsp.model import site_from_json, witness_from_json
 
+    from .absent_torchvision import stand_in_for_absent_packages
     from .executors.child import open_child_channel
     from .lazy_dynamo import skip_dynamo_import
-    from .reproducer_runtime import stand_in_for_absent_packages
 
     stand_in_for_absent_packages()
     result = open_child_channel()

@@ -147,26 +147,16 @@ class AbsentDisplayFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
 
 
-def stand_in_for_absent_packages() -> None:
-    """Serve the packages this machine lacks that a program can run without, in this process.
+def stand_in_for_absent_display() -> None:
+    """Serve the display-only packages this machine lacks from stand-ins, in this process.
 
     Drawing and dashboard packages (``DISPLAY_ONLY``) give nothing back to the computation, so a
-    program that imports one still runs where it is absent (a CI runner, a slim container); a
+    program that imports one still runs where it is absent (a CI runner, a slim container). The
+    finder sits last on ``sys.meta_path``: an installed package is always the real one, and a
     program that uses a drawing's value as data (``plt.imread``) fails at that line as it would
-    have failed to import. torchvision's datasets are synthetic images of their real shape
-    (``grist_lsp.dynamic.absent_torchvision``: not carried inline, so a plain reproducer of a
-    program that imports torchvision needs torchvision). The finders sit last on
-    ``sys.meta_path``: an installed package is always the real one."""
-    finders: list[Any] = [AbsentDisplayFinder()]
-    try:
-        from grist_lsp.dynamic.absent_torchvision import AbsentTorchvisionFinder
-
-        finders.append(AbsentTorchvisionFinder())
-    except ImportError:
-        pass
-    for finder in finders:
-        if not any(type(f) is type(finder) for f in sys.meta_path):
-            sys.meta_path.append(finder)
+    have failed to import."""
+    if not any(isinstance(f, AbsentDisplayFinder) for f in sys.meta_path):
+        sys.meta_path.append(AbsentDisplayFinder())
 
 
 class RunHere(TorchFunctionMode):
@@ -183,12 +173,11 @@ class RunHere(TorchFunctionMode):
       ``torch.cuda.amp.autocast()``) is a CPU one in the dtype CUDA would use (float16 unless
       the program says), so float16 products overflow as they do on the GPU;
     * the legacy ``torch.cuda.FloatTensor`` types are the CPU ones;
-    * a drawing package the machine lacks is a stand-in, and torchvision's datasets too
-      (``stand_in_for_absent_packages``).
+    * a drawing package the machine lacks is a stand-in (``stand_in_for_absent_display``).
     """
 
     def __enter__(self) -> Any:
-        stand_in_for_absent_packages()
+        stand_in_for_absent_display()
         self._swapped: list[tuple[Any, str, Any]] = []
         loader = torch.utils.data.DataLoader
         self._swap(loader, "__init__", _in_process(loader.__init__))

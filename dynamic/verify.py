@@ -788,8 +788,8 @@ def _worker_main() -> None:
 
 
 def _task(task: Task) -> dict[str, Any]:
+    from grist_lsp.dynamic.absent_torchvision import stand_in_for_absent_packages
     from grist_lsp.dynamic.lazy_dynamo import skip_dynamo_import
-    from grist_lsp.dynamic.reproducer_runtime import stand_in_for_absent_packages
 
     skip_dynamo_import([task.text])
     stand_in_for_absent_packages()

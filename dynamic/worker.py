@@ -41,6 +41,7 @@ from grist_lsp.model import FACTORY_KEY, Site, Witness, counted, site_from_json
 
 from . import entries as E
 from . import protocol
+from .absent_torchvision import stand_in_for_absent_packages
 from .budget import (
     CLOCK_CAP,
     RUNS_PER_SECOND,
@@ -53,7 +54,6 @@ from .budget import (
 from .failures import RunTimeout, describe_failure, user_location
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import BadEntry, Done, Message, RunError, SiteReport
-from .reproducer_runtime import stand_in_for_absent_packages
 from .search import Found, Runner, Search, SearchReport, SearchSettings
 from .tracing import LOOP_ROUNDS, SiteOutcome, Tracer
 from .training import TrainingSettings, train_search

@@ -96,6 +96,26 @@ def test_the_datasets_have_the_real_shapes_lengths_and_classes() -> None:
         train[60_000]
 
 
+def test_the_package_reaches_its_submodules_as_the_real_one_does(tmp_path: Path) -> None:
+    program = tmp_path / "cifar.py"
+    program.write_text(
+        "import torchvision\n"
+        "import torchvision.transforms as T\n"
+        "ds = torchvision.datasets.CIFAR10('data', transform=T.ToTensor())\n"
+        "print(tuple(ds[0][0].shape), len(ds))\n"
+    )
+    runner = (
+        "import runpy, sys\n"
+        "from grist_lsp.dynamic.absent_torchvision import stand_in_for_absent_packages\n"
+        "stand_in_for_absent_packages()\n"
+        "runpy.run_path(sys.argv[1])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", runner, str(program)], capture_output=True, text=True, timeout=120
+    )
+    assert out.stdout.strip() == "(3, 32, 32) 50000", out.stderr
+
+
 def test_transforms_give_what_torchvisions_give() -> None:
     image, _ = _dataset("CIFAR10", train=True)[7]
     tensor = tv.ToTensor()(image)

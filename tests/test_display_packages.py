@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from grist_lsp.dynamic.reproducer_runtime import DISPLAY_ONLY, StandIn, stand_in_for_absent_packages
+from grist_lsp.dynamic.reproducer_runtime import DISPLAY_ONLY, StandIn, stand_in_for_absent_display
 
 # The GAN of a classic tutorial, in small: the discriminator's sigmoid reaches 1, log(1 - D) -inf.
 GAN_WITH_PLOTS = """\
@@ -85,8 +85,8 @@ def test_an_installed_package_is_never_stood_in_for_and_a_stand_in_unpacks_like_
     # This process's import system is put back afterwards: other tests import for real.
     monkeypatch.setattr(sys, "meta_path", list(sys.meta_path))
     monkeypatch.setattr(sys, "modules", dict(sys.modules))
-    stand_in_for_absent_packages()
-    stand_in_for_absent_packages()  # once is enough: the finder is not added twice
+    stand_in_for_absent_display()
+    stand_in_for_absent_display()  # once is enough: the finder is not added twice
     assert sum(type(f).__name__ == "AbsentDisplayFinder" for f in sys.meta_path) == 1
     assert importlib.util.find_spec("json").origin.endswith("json/__init__.py")
     absent = sorted(n for n in DISPLAY_ONLY if n not in sys.modules and not _installed(n))
