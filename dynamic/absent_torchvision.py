@@ -10,7 +10,8 @@ length, item shape, pixel range and classes, whose pixels and labels are drawn a
 same for every run, so a witness replays). ``transforms`` offers the common ones (``ToTensor``,
 ``Normalize``, ``Compose``, flips, crops, resizes); ``utils`` (``save_image``, ``make_grid``)
 only draws. Anything else of torchvision fails where the program uses it, saying so; the check
-says on stderr that the data was synthetic (``stand_in_note``).
+says that the data was synthetic (``failures.stand_in_note``, which imports no torch: the
+check's own process never does).
 
 Items come out as a real torchvision's do from its PIL images: the first torch op that meets
 them is the program's own or the DataLoader's collate, so the engine sees them as inputs of the
@@ -23,7 +24,6 @@ Not in ``reproducer_runtime``: a plain reproducer carries that inline and needs 
 it runs a program that imports torchvision where torchvision is installed.
 """
 
-import ast
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -381,27 +381,3 @@ def stand_in_for_absent_packages() -> None:
     stand_in_for_absent_display()
     if not any(isinstance(f, AbsentTorchvisionFinder) for f in sys.meta_path):
         sys.meta_path.append(AbsentTorchvisionFinder())
-
-
-def stand_in_note(text: str) -> str | None:
-    """What to tell a user whose program ``text`` imports torchvision, when it is absent here."""
-    if "torchvision" not in text or importlib.machinery.PathFinder.find_spec("torchvision") is not None:
-        return None
-    from grist_lsp.analyzer.parsing import UNPARSABLE, parse
-
-    try:
-        tree = parse(text)
-    except UNPARSABLE:
-        return None
-    imports = any(
-        (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torchvision" for a in n.names))
-        or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "torchvision")
-        for n in ast.walk(tree)
-    )
-    if not imports:
-        return None
-    return (
-        "torchvision is not installed here: its datasets were stood in by synthetic images of their "
-        "real shape, pixel range and classes (witnesses are inputs the search built; install "
-        "torchvision and the data to run on the real images)"
-    )

@@ -22,7 +22,7 @@ from grist_lsp.model import NOT_REPLAYED, Site, Status, Verdict, Witness, counte
 
 from .budget import CLOCK_CAP, CLOCK_FLOOR, SLICES_PER_SITE
 from .executors.child import WORKER_MODULE, Subprocess, WarmChild, WorkerResult, child_confinement
-from .failures import DISTRIBUTED_HINT, waited_in_distributed
+from .failures import DISTRIBUTED_HINT, stand_in_note, waited_in_distributed
 from .options import EngineOptions
 from .protocol import Message, ReplayAnswer, ReplayTask, SiteReport
 
@@ -41,11 +41,11 @@ class UnusableEntry(Exception):
 LOAD_ROOM = 3.0
 
 
-def with_blocked_note(
+def with_note(
     verdicts: list[Verdict], errors: list[Verdict], note: str | None
 ) -> tuple[list[Verdict], list[Verdict]]:
-    """``note`` (what the sandbox blocked) added to the reason of the verdicts the engine ran,
-    or of the file's errors when no site was reached."""
+    """``note`` (what the sandbox blocked, data made up here) added to the reason of the verdicts
+    the engine ran, or of the file's errors when no site was reached."""
     if not note:
         return verdicts, errors
     ran = [v for v in verdicts if v.status in (Status.CONFIRMED, Status.POSSIBLE) and v.site.op]
@@ -261,7 +261,9 @@ def confirm(
     if options.write_reproducers and isinstance(options.write_reproducers, str):
         _write_reproducers(out, options.write_reproducers)
     # --- sandbox: what the program was refused goes on the file's verdicts, never silently ---
-    out, errors = with_blocked_note(out, errors, blocked_note([*results, *replayer.reports]))
+    out, errors = with_note(out, errors, blocked_note([*results, *replayer.reports]))
+    # --- data stood in for: a witness on synthetic images says so wherever it is shown ---
+    out, errors = with_note(out, errors, stand_in_note(text))
     return out + errors
 
 

@@ -11,13 +11,17 @@ kind is decided from the exception, its causes and where it was raised (torch's 
 
 from __future__ import annotations
 
+import ast
 import errno
+import importlib.machinery
 import os
 import re
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from types import TracebackType
+
+from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 
 ENTRY_HINT = "give an entry with --entry file.py:function"
 DISTRIBUTED_HINT = (
@@ -259,3 +263,26 @@ def describe_failure(
             f"operations: fix the error or {ENTRY_HINT}"
         )
     return Failure(text, line, kind)
+
+
+def stand_in_note(text: str) -> str | None:
+    """What to tell a user whose program ``text`` imports torchvision, when it is absent here:
+    its data was made up (``absent_torchvision``), so the witness is not a real image."""
+    if "torchvision" not in text or importlib.machinery.PathFinder.find_spec("torchvision") is not None:
+        return None
+    try:
+        tree = parse(text)
+    except UNPARSABLE:
+        return None
+    imports = any(
+        (isinstance(n, ast.Import) and any(a.name.split(".")[0] == "torchvision" for a in n.names))
+        or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "torchvision")
+        for n in ast.walk(tree)
+    )
+    if not imports:
+        return None
+    return (
+        "torchvision is not installed here: its datasets were stood in by synthetic images of their "
+        "real shape, pixel range and classes (witnesses are inputs the search built; install "
+        "torchvision and the data to run on the real images)"
+    )

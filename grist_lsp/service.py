@@ -495,7 +495,6 @@ class Service:
         the file's other sites goes on (``_EarlyFixes``); the rest once the search is done.
         ``spares``: children started ahead by the caller, taken when they fit this file."""
         from grist_lsp.dynamic import engine, verify
-        from grist_lsp.dynamic.absent_torchvision import stand_in_note
 
         warnings: list[str] = []
         # One warm child replays the witnesses and then runs the fix checks: it starts with the
@@ -512,7 +511,7 @@ class Service:
             blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
             if blocked:
                 warnings.append(f"{path}: {blocked}")
-            synthetic = stand_in_note(text)  # its data was made up here: a user must know
+            synthetic = engine.stand_in_note(text)  # its data was made up here: a user must know
             if synthetic:
                 warnings.append(f"{path}: {synthetic}")
             if cancel is None or not cancel.is_set():

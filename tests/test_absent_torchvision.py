@@ -70,6 +70,27 @@ def test_an_mnist_tutorial_is_confirmed_on_synthetic_images_and_says_so(grist_cl
     assert repro.returncode == 1 and "1 failed" in repro.stdout, repro.stdout + repro.stderr
 
 
+def test_the_checks_own_process_never_imports_torch(tmp_path: Path) -> None:
+    # Only the children import torch (once, in the fork server); the note about synthetic data is
+    # worked out in the check's own process, from the text, so it must not pull torch in.
+    (tmp_path / "mnist.py").write_text(MNIST_TUTORIAL)
+    runner = (
+        "import sys\n"
+        "from grist_lsp.check import check_paths\n"
+        "from grist_lsp.service import CheckOptions\n"
+        "report = check_paths([sys.argv[1]], CheckOptions(budget=2.0, no_cache=True))\n"
+        "print(sorted({v.status.value for v in report.verdicts}), 'torch' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", runner, str(tmp_path / "mnist.py")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert out.stdout.strip() == "['confirmed'] False", out.stdout + out.stderr
+
+
 def test_what_torchvision_does_not_offer_fails_at_the_programs_line_saying_so(grist_cli, write_tree) -> None:
     program = "import torch\nfrom torchvision import models\nnet = models.resnet18()\nprint(torch.log(torch.rand(3)))\n"
     project = write_tree({"uses_models.py": program})
