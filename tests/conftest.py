@@ -1,4 +1,5 @@
-"""Shared fixtures: run the real `grist-lsp` console script, write small projects.
+"""Shared fixtures: run the real `grist-lsp` console script, write small projects, run the
+reproducers it wrote in a fresh pytest process.
 
 Kept small on purpose; fixtures used by one test file live in that file.
 """
@@ -71,3 +72,20 @@ def write_tree(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
         return tmp_path
 
     return write
+
+
+@pytest.fixture
+def run_pytest() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run pytest on `target` (the reproducers a check wrote) in a fresh process: `run_pytest("repro", cwd=project)`."""
+
+    def run(target: Path | str, cwd: Path | str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(target)],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            stdin=subprocess.DEVNULL,
+        )
+
+    return run

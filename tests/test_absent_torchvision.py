@@ -50,7 +50,9 @@ for epoch in range(3):
 LOG_LINE = 18
 
 
-def test_an_mnist_tutorial_is_confirmed_on_synthetic_images_and_says_so(grist_cli, write_tree) -> None:
+def test_an_mnist_tutorial_is_confirmed_on_synthetic_images_and_says_so(
+    grist_cli, write_tree, run_pytest
+) -> None:
     project = write_tree({"mnist.py": MNIST_TUTORIAL})
     res = grist_cli("--check", "mnist.py", "--format", "json", "--write-reproducers", "repro", cwd=project)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -59,14 +61,7 @@ def test_an_mnist_tutorial_is_confirmed_on_synthetic_images_and_says_so(grist_cl
     assert [(f["line"], f["status"]) for f in findings if f["kind"] == "log"] == [(LOG_LINE, "confirmed")]
     assert "torchvision is not installed here" in res.stderr and "synthetic images" in res.stderr, res.stderr
     assert not (project / "data").exists() and not (project / "samples.png").exists()
-    repro = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "repro"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
+    repro = run_pytest("repro", cwd=project)
     assert repro.returncode == 1 and "1 failed" in repro.stdout, repro.stdout + repro.stderr
 
 

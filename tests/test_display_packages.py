@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
 import sys
 
 import pytest
@@ -59,7 +58,9 @@ plt.show()
 LOG_LINE = 28  # torch.log(1.0 - prob_fake)
 
 
-def test_a_training_script_that_plots_is_checked_where_matplotlib_is_absent(grist_cli, write_tree) -> None:
+def test_a_training_script_that_plots_is_checked_where_matplotlib_is_absent(
+    grist_cli, write_tree, run_pytest
+) -> None:
     project = write_tree({"gan.py": GAN_WITH_PLOTS})
     res = grist_cli("--check", "gan.py", "--format", "json", "--write-reproducers", "repro", cwd=project)
     assert res.returncode == 1, res.stdout + res.stderr
@@ -67,14 +68,7 @@ def test_a_training_script_that_plots_is_checked_where_matplotlib_is_absent(gris
     assert not [f for f in findings if f["status"] == "error"], findings
     confirmed = {(f["line"], f["column"]) for f in findings if f["status"] == "confirmed"}
     assert (LOG_LINE, 49) in confirmed, findings
-    repro = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "repro"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
+    repro = run_pytest("repro", cwd=project)
     assert repro.returncode == 1 and " failed" in repro.stdout, repro.stdout + repro.stderr
     assert " error" not in repro.stdout.splitlines()[-1], repro.stdout
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -72,19 +71,8 @@ def _check(grist_cli, cwd: Path, *args: str) -> tuple[subprocess.CompletedProces
     return result, json.loads(result.stdout)["findings"]
 
 
-def _pytest(folder: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(folder)],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 def test_a_while_true_script_that_exits_on_nan_is_confirmed_with_the_state_training_reached(
-    grist_cli, write_tree
+    grist_cli, write_tree, run_pytest
 ):
     project = write_tree({"train.py": WHILE_TRUE})
     before = (project / "train.py").read_text()
@@ -102,14 +90,14 @@ def test_a_while_true_script_that_exits_on_nan_is_confirmed_with_the_state_train
 
     # The reproducer fails in a fresh process while the bug is there...
     repro = project / "repro"
-    failing = _pytest(repro, project)
+    failing = run_pytest(repro, cwd=project)
     assert failing.returncode == 1 and " failed" in failing.stdout, failing.stdout + failing.stderr
     assert " error" not in failing.stdout.splitlines()[-1]
     # ...and passes once the verified fix is applied.
     fixed = grist_cli("--check", "train.py", "--fix", cwd=project)
     assert fixed.returncode in (0, 1), fixed.stderr
     assert (project / "train.py").read_text() != before
-    passing = _pytest(repro, project)
+    passing = run_pytest(repro, cwd=project)
     assert passing.returncode == 0, passing.stdout + passing.stderr
 
 
@@ -152,7 +140,7 @@ while True:
 
 
 def test_a_fix_that_removes_the_op_from_an_endless_loop_is_verified_and_its_reproducer_passes(
-    grist_cli, write_tree
+    grist_cli, write_tree, run_pytest
 ):
     project = write_tree({"train.py": ENDLESS})
     _, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
@@ -160,10 +148,10 @@ def test_a_fix_that_removes_the_op_from_an_endless_loop_is_verified_and_its_repr
     assert (log["line"], log["status"]) == (10, "confirmed"), log
     verified = [fix["title"] for fix in log["fixes"] if fix["verified"]]
     assert verified[0] == "Use log_softmax", log["fixes"]
-    assert _pytest(project / "repro", project).returncode == 1
+    assert run_pytest(project / "repro", cwd=project).returncode == 1
     grist_cli("--check", "train.py", "--fix", cwd=project)
     assert "F.log_softmax(x.matmul(W), dim=1)" in (project / "train.py").read_text()
-    passing = _pytest(project / "repro", project)
+    passing = run_pytest(project / "repro", cwd=project)
     assert passing.returncode == 0, passing.stdout + passing.stderr
 
 
@@ -198,14 +186,16 @@ if __name__ == "__main__":
 """
 
 
-def test_a_script_whose_dataloader_has_worker_processes_is_confirmed_and_reproduced(grist_cli, write_tree):
+def test_a_script_whose_dataloader_has_worker_processes_is_confirmed_and_reproduced(
+    grist_cli, write_tree, run_pytest
+):
     project = write_tree({"train.py": WORKERS})
     result, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
     assert "blocked" not in result.stderr, result.stderr
     [log] = [f for f in findings if f["kind"] == "log"]
     assert (log["line"], log["status"]) == (17, "confirmed"), log
     assert log["witness"]["entry"].startswith("script:")
-    failing = _pytest(project / "repro", project)
+    failing = run_pytest(project / "repro", cwd=project)
     assert failing.returncode == 1 and " failed" in failing.stdout, failing.stdout + failing.stderr
 
 
@@ -248,7 +238,7 @@ for epoch in range(10000):
 """
 
 
-def test_the_items_of_a_custom_dataset_are_inputs_the_search_moves(grist_cli, write_tree):
+def test_the_items_of_a_custom_dataset_are_inputs_the_search_moves(grist_cli, write_tree, run_pytest):
     project = write_tree({"train.py": CUSTOM_DATASET})
     result, findings = _check(grist_cli, project, "train.py", "--write-reproducers", "repro")
     logs = sorted((f for f in findings if f["kind"] == "log"), key=lambda f: f["column"])
@@ -258,7 +248,7 @@ def test_the_items_of_a_custom_dataset_are_inputs_the_search_moves(grist_cli, wr
     moved = [k for k in log_p["witness"]["inputs"] if names.get(k, "").startswith("item ")]
     assert moved and all(names[k].endswith("of the batch at line 25") for k in moved), names
     assert "item " in log_p["message"] and "of the batch at line 25" in log_p["message"], log_p["message"]
-    failing = _pytest(project / "repro", project)
+    failing = run_pytest(project / "repro", cwd=project)
     assert failing.returncode == 1 and "2 failed" in failing.stdout, failing.stdout + failing.stderr
 
 
@@ -451,8 +441,8 @@ def _findings(grist_cli, cwd: Path, *args: str) -> list[dict]:
     return _check(grist_cli, cwd, *args)[1]
 
 
-def _reproducers_fail(folder: Path, cwd: Path, count: int) -> None:
-    run = _pytest(folder, cwd)
+def _reproducers_fail(run_pytest, folder: Path, cwd: Path, count: int) -> None:
+    run = run_pytest(folder, cwd=cwd)
     assert run.returncode == 1 and f"{count} failed" in run.stdout, run.stdout + run.stderr
     assert " error" not in run.stdout.splitlines()[-1], run.stdout
 
@@ -462,7 +452,7 @@ def _at(findings: list[dict], kind: str) -> list[tuple[int, str]]:
 
 
 def test_free_logits_rewrapped_by_variable_go_as_far_as_the_softmax_needs_and_say_how_far(
-    grist_cli, tmp_path: Path
+    grist_cli, tmp_path: Path, run_pytest
 ):
     """softmax underflows at a logit gap of ~104 in float32; z starts in [0, 1)."""
     name = "free_logits_variable_loop.py"
@@ -472,7 +462,7 @@ def test_free_logits_rewrapped_by_variable_go_as_far_as_the_softmax_needs_and_sa
     assert (log["line"], log["status"]) == (19, "confirmed"), log
     # How far the free logits went is the witness's realism figure...
     assert log["witness"]["beyond_examples"] > 10, log["witness"]
-    _reproducers_fail(cwd / "repro", cwd, 1)
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
     # ...so a strict user's max-input-scale turns it down.
     strict = _findings(grist_cli, cwd, name, "--max-input-scale", "10")
     [log] = [f for f in strict if f["kind"] == "log"]
@@ -480,7 +470,7 @@ def test_free_logits_rewrapped_by_variable_go_as_far_as_the_softmax_needs_and_sa
 
 
 def test_an_endless_evaluation_loop_without_backward_is_checked_without_running_out(
-    grist_cli, tmp_path: Path
+    grist_cli, tmp_path: Path, run_pytest
 ):
     """A numpy batch each iteration, no backward; a second log waits for the NaN. What the engine
     keeps per iteration is bounded, so the check neither runs out of memory nor of time."""
@@ -490,10 +480,10 @@ def test_an_endless_evaluation_loop_without_backward_is_checked_without_running_
     assert not [f for f in findings if f["status"] == "error"], findings
     # The second log is reached once the first is -inf: the first one's witness breaks it too.
     assert _at(findings, "log") == [(14, "confirmed"), (19, "confirmed")], findings
-    _reproducers_fail(cwd / "repro", cwd, 2)
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 2)
 
 
-def test_manual_training_by_rebinding_replays_in_a_fresh_process(grist_cli, tmp_path: Path):
+def test_manual_training_by_rebinding_replays_in_a_fresh_process(grist_cli, tmp_path: Path, run_pytest):
     """W = W - lr * W.grad under no_grad, W.requires_grad_(True) each step: the weights of the
     failing step are new tensors, and the witness still puts them back."""
     name = "manual_rebind_logreg.py"
@@ -501,7 +491,7 @@ def test_manual_training_by_rebinding_replays_in_a_fresh_process(grist_cli, tmp_
     findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
     assert _at(findings, "log") == [(17, "confirmed"), (17, "confirmed")], findings
     assert not any("did not replay" in (f["reason"] or "") for f in findings), findings
-    _reproducers_fail(cwd / "repro", cwd, 2)
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 2)
 
 
 @pytest.mark.parametrize("checked", ["pkg/losses/some_loss.py", "tests/test_losses.py", "."])
@@ -517,7 +507,7 @@ def test_a_library_loss_is_checked_through_the_test_that_calls_it(grist_cli, tmp
 
 
 def test_a_site_shadowed_by_an_upstream_one_is_searched_with_the_upstream_kept_valid(
-    grist_cli, tmp_path: Path
+    grist_cli, tmp_path: Path, run_pytest
 ):
     """All-padding rows make the log_softmax NaN; a partly padded row breaks exp(logp) * logp."""
     name = "shadowed_padded_entropy.py"
@@ -525,7 +515,7 @@ def test_a_site_shadowed_by_an_upstream_one_is_searched_with_the_upstream_kept_v
     findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
     assert _at(findings, "softmax") == [(8, "confirmed")], findings
     assert _at(findings, "inf_arith") == [(9, "confirmed")], findings
-    _reproducers_fail(cwd / "repro", cwd, 2)
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 2)
 
 
 def test_a_confirmations_fix_is_verified_beside_a_site_still_searched_and_that_site_keeps_its_proposal(
@@ -545,7 +535,9 @@ def test_a_confirmations_fix_is_verified_beside_a_site_still_searched_and_that_s
     assert div["fixes"] and not any(fix["verified"] for fix in div["fixes"]), div["fixes"]
 
 
-def test_free_logits_with_labels_drawn_anew_each_iteration_are_confirmed(grist_cli, tmp_path: Path):
+def test_free_logits_with_labels_drawn_anew_each_iteration_are_confirmed(
+    grist_cli, tmp_path: Path, run_pytest
+):
     """``torch.randint`` in an endless loop without backward: each iteration's labels are an input
     of their own; setting a label is one move for all of them, not one per iteration, so the
     search still has its runs for the free logits."""
@@ -554,10 +546,10 @@ def test_free_logits_with_labels_drawn_anew_each_iteration_are_confirmed(grist_c
     findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
     assert _at(findings, "log") == [(16, "confirmed")], findings
     assert not [f for f in findings if f["status"] == "error"], findings
-    _reproducers_fail(cwd / "repro", cwd, 1)
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
 
 
-def test_every_statement_taking_the_log_of_one_softmax_is_confirmed(grist_cli, tmp_path: Path):
+def test_every_statement_taking_the_log_of_one_softmax_is_confirmed(grist_cli, tmp_path: Path, run_pytest):
     """A walkthrough prints ``torch.log(probs)`` four ways before its endless loop: the witness of
     the first breaks the others too (``Worker.sweep``), each replayed and reproduced on its own.
     The helper module it imports is searched too, behind a loop that meets none of its sites
@@ -566,11 +558,11 @@ def test_every_statement_taking_the_log_of_one_softmax_is_confirmed(grist_cli, t
     findings = _findings(grist_cli, cwd, "walkthrough.py", "--write-reproducers", "repro")
     assert _at(findings, "log") == [(line, "confirmed") for line in (16, 17, 18, 19, 28)], findings
     assert not [f for f in findings if f["status"] == "error"], findings
-    _reproducers_fail(cwd / "repro", cwd, 5)
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 5)
 
 
 def test_a_model_built_again_under_the_same_names_is_a_new_weight_not_a_training_step(
-    grist_cli, tmp_path: Path
+    grist_cli, tmp_path: Path, run_pytest
 ):
     """``W = torch.zeros(...)`` twice: the second W is not the first one rebound by manual
     training, so the state of the trained one replays; and a site before the endless training
@@ -580,4 +572,4 @@ def test_a_model_built_again_under_the_same_names_is_a_new_weight_not_a_training
     findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
     assert _at(findings, "log") == [(12, "confirmed")] * 2 + [(21, "confirmed")] * 2, findings
     assert not any("did not replay" in (f["reason"] or "") for f in findings), findings
-    _reproducers_fail(cwd / "repro", cwd, 4)
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 4)
