@@ -134,6 +134,11 @@ class SyntheticDataset(torch.utils.data.Dataset):
         labels = self._all()[1]
         return torch.from_numpy(labels) if self.shape.tensor_data else labels.tolist()
 
+    # The names older torchvision gave them, which the classic tutorials still read
+    # (``test_data.test_data[:2000] / 255.``, ``test_data.test_labels``).
+    train_data = test_data = data
+    train_labels = test_labels = targets
+
 
 def dataset_class(name: str) -> type[SyntheticDataset]:
     """The stand-in for ``torchvision.datasets.<name>`` (one of ``DATASETS``)."""

@@ -105,6 +105,7 @@ def test_the_datasets_have_the_real_shapes_lengths_and_classes() -> None:
     assert train.data.shape == (60_000, 28, 28) and train.data.dtype == torch.uint8
     assert train.targets.dtype == torch.int64 and int(train.targets.max()) <= 9
     assert np.array_equal(train.data[1234].numpy(), train[1234][0])  # one dataset, however read
+    assert torch.equal(test.test_data, test.data) and torch.equal(test.test_labels, test.targets)
     cifar = _dataset("CIFAR100", train=True)
     assert cifar.data.shape == (50_000, 32, 32, 3) and isinstance(cifar.targets, list)
     assert max(cifar.targets) == 99
