@@ -173,6 +173,10 @@ class Runner:
     walls: dict[tuple[str, int], int] = field(default_factory=dict)
     # The training step whose evaluation of the site is aimed at (``Witness.target_step``).
     target_step: int = 0
+    # Runs that reached the site, and those of them whose operand gave a distance: an operand that
+    # never does (a size, a Python number) is beyond anything the search moves (``Search.stalled``).
+    reached: int = 0
+    measured: int = 0
 
     def evaluate(
         self,
@@ -224,6 +228,9 @@ class Runner:
                     )
         d = float("inf")
         grads: dict[str, torch.Tensor] = {}
+        if outcome is not None:
+            self.reached += 1
+            self.measured += outcome.distance is not None
         if outcome is not None and outcome.distance is not None:
             dist = outcome.distance
             d = float(dist.detach())
@@ -489,6 +496,9 @@ STALL_AFTER = 12  # iterations without progress after which parameters move anyw
 # new best (most within 20); a site no input reaches (a norm bounded away from 0 by the weights'
 # bounds) would otherwise cost the whole budget, which on a program of 500x784 batches is seconds.
 GIVE_UP_AFTER = 100
+# A search whose site was reached this many times without its operand ever giving a distance
+# (a size, a Python number: nothing a run moves) gives up once every move has had its turn.
+UNMEASURED_AFTER = 8
 LATE_MUTATIONS = frozenset(
     {
         "largest values",
@@ -679,8 +689,16 @@ class Search:
         machine."""
         if self.late or (not self.weights_on and self.settings.move_weights and self.runner.param_values):
             return False
+        if self.unmeasurable():
+            return True
         since = self.runner.iterations - self.improved_at
         return since >= max(GIVE_UP_AFTER, self.improved_at)
+
+    def unmeasurable(self) -> bool:
+        """The site was reached ``UNMEASURED_AFTER`` times and its operand never gave a distance
+        (``x.sum() / x.size(0)``: a size, no tensor): past the mutations (shapes, zeros, extremes)
+        and the weights' first moves, no further run can change that."""
+        return self.runner.measured == 0 and self.runner.reached >= UNMEASURED_AFTER
 
     def _next_move(self) -> Callable[[], SearchReport | None]:
         ev = self.cur_ev
@@ -1063,7 +1081,12 @@ class Search:
         else:
             note = f"searched {runner.iterations} runs; {closest}"
         stalled = self.stalled()
-        if stalled:
+        if stalled and self.unmeasurable():
+            note += (
+                f"; the operand was never a tensor the search could measure (a size or a Python "
+                f"number) in {runner.reached} runs that reached it (it stopped there)"
+            )
+        elif stalled:
             note += (
                 f", none closer in its last {runner.iterations - self.improved_at} runs (it stopped there)"
             )

@@ -18,7 +18,15 @@ from grist_lsp.dynamic.engine import _SiteLines, confirm
 from grist_lsp.dynamic.options import EngineOptions
 from grist_lsp.dynamic.protocol import SiteReport
 from grist_lsp.dynamic.replay import replay
-from grist_lsp.dynamic.search import GIVE_UP_AFTER, LABEL_MUTATION, Search, SearchSettings, mutations, search
+from grist_lsp.dynamic.search import (
+    GIVE_UP_AFTER,
+    LABEL_MUTATION,
+    UNMEASURED_AFTER,
+    Search,
+    SearchSettings,
+    mutations,
+    search,
+)
 from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
 from grist_lsp.model import Site, Span, Status, Verdict, Witness, to_json, witness_from_json
 
@@ -225,6 +233,33 @@ def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_pa
     # Resuming a stalled search gives up again at once: nothing new to try.
     again = s.resume(60.0)
     assert again.stalled and again.iterations == report.iterations
+
+
+def test_a_search_whose_operand_is_never_a_tensor_stops_once_every_move_had_its_turn(tmp_path):
+    # Accuracy over a slice of a labels tensor: the divisor is a size (a Python int), which no
+    # value the search moves can change; it used to cost GIVE_UP_AFTER runs of the whole program.
+    text = (
+        "import torch\n"
+        "labels = torch.randint(0, 10, (100,))\n"
+        "scores = torch.randn(100, 10, requires_grad=True)\n"
+        "test_y = labels[:20]\n"
+        "pred = torch.max(scores[:20], 1)[1]\n"
+        "accuracy = torch.sum(pred == test_y).float() / test_y.size(0)\n"
+    )
+    prog = script(tmp_path, "acc.py", text)
+    site = site_at(
+        tmp_path / "acc.py",
+        text,
+        "torch.sum(pred == test_y).float() / test_y.size(0)",
+        "torch.Tensor.__truediv__",
+    )
+    tracer = record(prog, [site])
+    s = Search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=60.0, seed=0), None)
+    report = s.run()
+    assert report.found is None and report.stalled
+    assert s.runner.measured == 0 and s.runner.reached >= UNMEASURED_AFTER
+    assert report.iterations < GIVE_UP_AFTER // 2, report.note
+    assert "the operand was never a tensor the search could measure" in report.note
 
 
 def test_a_witness_with_fields_a_later_version_added_still_loads():
