@@ -22,12 +22,10 @@ from grist_lsp.model import NOT_REPLAYED, Site, Status, Verdict, Witness, counte
 
 from .budget import CLOCK_CAP, CLOCK_FLOOR, SLICES_PER_SITE
 from .executors.child import WORKER_MODULE, Subprocess, WarmChild, WorkerResult, child_confinement
-from .failures import DISTRIBUTED_HINT, stand_in_note, waited_in_distributed
+from .failures import DISTRIBUTED_HINT, SYNTHETIC_DATA, stand_in_note, waited_in_distributed
 from .options import EngineOptions
 from .protocol import Message, ReplayAnswer, ReplayTask, SiteReport
-
-# blocked_in: re-exported for the CLI, which reaches the engine through this module only.
-from .sandbox import Confinement, blocked_in, blocked_note  # noqa: F401
+from .sandbox import BLOCKED, Confinement, blocked_note
 
 
 class UnusableEntry(Exception):
@@ -53,6 +51,17 @@ def with_note(
     noted = [dataclasses.replace(v, reason=f"{v.reason}; {note}" if v.reason else note) for v in target]
     swap = {id(v): n for v, n in zip(target, noted)}
     return [swap.get(id(v), v) for v in verdicts], [swap.get(id(v), v) for v in errors]
+
+
+def notes_in(verdicts: list[Verdict]) -> list[str]:
+    """The notes ``with_note`` put on a file's verdicts (what the sandbox blocked, data made up
+    here), each once: the CLI says them on stderr, where a finding's reason is not shown."""
+    notes: list[str] = []
+    for v in verdicts:
+        for part in (v.reason or "").split("; "):
+            if (part.endswith(BLOCKED) or part == SYNTHETIC_DATA) and part not in notes:
+                notes.append(part)
+    return notes
 
 
 def _crash_location(stderr: str, target: str) -> int | None:

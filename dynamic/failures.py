@@ -265,6 +265,15 @@ def describe_failure(
     return Failure(text, line, kind)
 
 
+# The note a file whose program imports an absent torchvision carries (``absent_torchvision``):
+# one part of a reason, whose parts are joined by "; ", so it holds none itself.
+SYNTHETIC_DATA = (
+    "torchvision is not installed here: its datasets were stood in by synthetic images of their "
+    "real shape, pixel range and classes (witnesses are inputs the search built, not real images: "
+    "install torchvision and the data to run on those)"
+)
+
+
 def stand_in_note(text: str) -> str | None:
     """What to tell a user whose program ``text`` imports torchvision, when it is absent here:
     its data was made up (``absent_torchvision``), so the witness is not a real image."""
@@ -279,10 +288,4 @@ def stand_in_note(text: str) -> str | None:
         or (isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "torchvision")
         for n in ast.walk(tree)
     )
-    if not imports:
-        return None
-    return (
-        "torchvision is not installed here: its datasets were stood in by synthetic images of their "
-        "real shape, pixel range and classes (witnesses are inputs the search built; install "
-        "torchvision and the data to run on the real images)"
-    )
+    return SYNTHETIC_DATA if imports else None

@@ -458,12 +458,3 @@ def blocked_note(results: Iterable[Any], limit: int = 6) -> str | None:
     shown = ", ".join(actions[:limit])
     more = f" and {len(actions) - limit} more" if len(actions) > limit else ""
     return f"the program tried to {shown}{more}{BLOCKED}"
-
-
-def blocked_in(verdicts: Iterable[Any]) -> str | None:
-    """The ``blocked_note`` a file's verdicts carry in their reasons, if any."""
-    for v in verdicts:
-        for part in (getattr(v, "reason", "") or "").split("; "):
-            if part.endswith(BLOCKED):
-                return part
-    return None

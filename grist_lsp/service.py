@@ -508,12 +508,8 @@ class Service:
                 raise  # a wrong entry: the caller's usage error, not this file's finding
             except Exception as exc:  # keep the static verdicts; say the engine failed on this file
                 return verdicts + [_engine_failed(path, exc)], warnings
-            blocked = engine.blocked_in(verdicts)  # what the sandbox refused the program, on stderr too
-            if blocked:
-                warnings.append(f"{path}: {blocked}")
-            synthetic = engine.stand_in_note(text)  # its data was made up here: a user must know
-            if synthetic:
-                warnings.append(f"{path}: {synthetic}")
+            # What the sandbox refused the program, and data made up here: on stderr too.
+            warnings.extend(f"{path}: {note}" for note in engine.notes_in(verdicts))
             if cancel is None or not cancel.is_set():
                 checked = early.results(warnings)
                 # Only a site the engine still calls confirmed keeps the fixes checked early.
