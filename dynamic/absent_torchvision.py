@@ -229,11 +229,10 @@ class Lambda:
 class _Geometric:
     """A transform that moves pixels: the same on an image, a pending array or a tensor."""
 
-    def _np(self, x: Any) -> Any:
-        return _image_op(x, self.apply)
-
     def __call__(self, x: Any) -> Any:
         return _image_op(x, self.apply)
+
+    _np = __call__  # inside a Compose too: a pending array stays one
 
     def apply(self, a: np.ndarray, chw: bool) -> np.ndarray:
         raise NotImplementedError
@@ -343,18 +342,18 @@ class _Module(types.ModuleType):
 
 
 SUBMODULES = ("datasets", "transforms", "utils")
+MODULES = frozenset({"torchvision", *(f"torchvision.{sub}" for sub in SUBMODULES)})
 
 
-def _contents(name: str) -> dict[str, Any] | None:
-    if name == "torchvision":
-        return {"__version__": "0.0+grist-stand-in"}
+def _contents(name: str) -> dict[str, Any]:
+    """What module ``name`` (one of ``MODULES``) holds."""
     if name == "torchvision.datasets":
         return {n: dataset_class(n) for n in DATASETS}
     if name == "torchvision.transforms":
         return dict(TRANSFORMS)
     if name == "torchvision.utils":
         return {"save_image": _drawing, "make_grid": _drawing}
-    return None
+    return {"__version__": "0.0+grist-stand-in"}
 
 
 class _Loader(importlib.abc.Loader):
@@ -364,7 +363,7 @@ class _Loader(importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        module.__dict__.update(_contents(module.__name__) or {})
+        module.__dict__.update(_contents(module.__name__))
         if module.__name__ == "torchvision":  # as the real package does: ``torchvision.datasets.MNIST``
             for sub in SUBMODULES:
                 setattr(module, sub, importlib.import_module(f"torchvision.{sub}"))
@@ -374,11 +373,11 @@ class AbsentTorchvisionFinder(importlib.abc.MetaPathFinder):
     """Last on ``sys.meta_path``: reached only when no real torchvision is installed."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if _contents(fullname) is None:
-            if fullname.startswith("torchvision."):
-                raise ImportError(str(_absent(fullname)), name=fullname)
-            return None
-        return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
+        if fullname in MODULES:
+            return importlib.machinery.ModuleSpec(fullname, _Loader(), is_package=True)
+        if fullname.startswith("torchvision."):
+            raise ImportError(str(_absent(fullname)), name=fullname)
+        return None
 
 
 def stand_in_for_absent_packages() -> None:

@@ -532,13 +532,18 @@ class SharedChild:
     once, fed tasks as JSON lines and answers them in order; a task that overruns its time
     kills it, and the next task starts a fresh one. ``child`` makes the engine's workers (the
     search, and each fix's fresh search) from the same server, so a file imports torch once.
-    ``writable``: the folder run outputs go to (inside the servers' own, when shared).
+    ``writable``: the folder run outputs go to (inside the servers' folder).
     """
 
     def __init__(self, options: EngineOptions, path: str, servers: ForkServers | None = None) -> None:
-        self.options, self.path, self.servers = options, path, servers
-        # Run outputs; removed by close(). A shared server's children may write its folder only.
-        self.writable = tempfile.mkdtemp(prefix="grist-verify-", dir=servers.writable if servers else None)
+        from grist_lsp.dynamic.executors.child import worker_env
+        from grist_lsp.dynamic.executors.forkserver import ForkServers
+
+        self.options, self.path = options, path
+        # The check's servers, or this file's own (closed with it).
+        self.servers, self._own_servers = servers or ForkServers(worker_env), servers is None
+        # Run outputs; removed by close(). The servers' children may write their folder only.
+        self.writable = tempfile.mkdtemp(prefix="grist-verify-", dir=self.servers.writable)
         # The unfixed program's own runs, shared by every fix check of this child (those of a
         # confirmation checked early, while the search goes on, and the rest after it).
         self.originals = _Originals(self.writable)
@@ -571,15 +576,11 @@ class SharedChild:
         in the owner thread); where there is none (not Linux), or it went away, a child started
         the usual way."""
         from grist_lsp.dynamic.executors import forkserver
-        from grist_lsp.dynamic.executors.child import Subprocess, child_confinement, worker_env
+        from grist_lsp.dynamic.executors.child import Subprocess, child_confinement
 
-        own = self.servers.writable if self.servers is not None else self.writable
-        confinement = child_confinement(self.options, self.path, (own,))
+        confinement = child_confinement(self.options, self.path, (self.servers.writable,))
         if self._server is None and forkserver.available():
-            if self.servers is not None:
-                self._server = self.servers.server(confinement)
-            else:
-                self._server = forkserver.ForkServer(confinement, worker_env)
+            self._server = self.servers.server(confinement)
         if self._server is not None:
             try:
                 return Subprocess(module, self.options.memory_mb, server=self._server)
@@ -655,11 +656,11 @@ class SharedChild:
                 else:
                     self._child.discard()
                 self._child = None
-            if self._server is not None and self.servers is None:  # a shared one is the check's
-                self._server.close()
             self._server = None
         self._owner.shutdown(wait=False)
         shutil.rmtree(self.writable, ignore_errors=True)
+        if self._own_servers:  # a shared one is the check's, closed after its last file
+            self.servers.close()
 
 
 def _replay(path: str, fixed: str, verdict: Verdict, region: Span, runs: SharedChild) -> str:

@@ -227,8 +227,8 @@ class ForkServer:
 
 
 class ForkServers:
-    """The fork servers of one check, shared by the children of all its files: one server per
-    confinement, so the files of one project (one confinement) import torch once between them,
+    """The fork servers of one check, shared by the children of all its files (or of one file, in
+    the language server, which checks a file at a time): one server per confinement, so the files of one project (one confinement) import torch once between them,
     where a server per file imported it once per file checked at the same time (and every
     forked child then held its own server's copy of torch's pages).
 
