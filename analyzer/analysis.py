@@ -19,7 +19,7 @@ import re
 import tokenize
 import warnings
 
-from grist_lsp.analyzer.catalogue import KINDS, loud_error, pow_region_applies
+from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.parsing import parse
@@ -162,8 +162,7 @@ def _verdict(c: Candidate, ranges: RangeAnalysis, dtype: str) -> Verdict:
         )
         return _safe(site, reason)
     if c.scalar is not None:
-        loud = loud_error(site.op, site.kind)
-        return _safe(site, f"Python numbers ({c.scalar}): raises {loud}, not NaN/INF")
+        return _safe(site, c.scalar)
     if kind.region.beyond_max:
         return _overflow_verdict(c, ranges)
     if c.why is not None:

@@ -101,6 +101,10 @@ __all__ = [
 ]
 
 
+def _is_one(e: ast.AST) -> bool:
+    return isinstance(e, ast.Constant) and not isinstance(e.value, bool) and e.value == 1
+
+
 @dataclass
 class RangeAnalysis:
     """On-demand range facts for the expressions of one module."""
@@ -373,8 +377,12 @@ class RangeAnalysis:
         )
 
     def _arange_fraction(self, node: ast.BinOp) -> Fact | None:
-        """``arange(s, d) / d`` (through casts, views and slices) with s >= 0: in [0, 1)."""
+        """``arange(s, d) / d`` (through casts, views and slices) with s >= 0: in [0, 1); and
+        ``arange(s, d) / (d - 1)``, whose largest element is the divisor: in [0, 1]."""
         found = self._arange_in(node.left, node.right, False)
+        d = node.right
+        if found is None and isinstance(d, ast.BinOp) and isinstance(d.op, ast.Sub) and _is_one(d.right):
+            found = self._arange_in(node.left, d.left, False)
         if found is None or found[0].lo < 0:
             return None
         return Fact(

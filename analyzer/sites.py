@@ -55,7 +55,8 @@ from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines, node_words
 from grist_lsp.analyzer.precision import Precision, spells_half
 from grist_lsp.analyzer.provenance import Provenance
-from grist_lsp.analyzer.ranges import RangeAnalysis
+from grist_lsp.analyzer.ranges import RangeAnalysis, static_safe
+from grist_lsp.analyzer.tensors import ArrayOrigins, Origin
 from grist_lsp.model import Site
 
 _OPERATOR_NAMES = {
@@ -112,8 +113,25 @@ class Candidate:
     safe_keyword: str | None = None  # e.g. "correction=0"
     clamp: ast.AST | None = None  # torch.logit's eps: the op clamps the operand to [eps, 1 - eps]
     why: str | None = None  # how the operand may reach a shape region (zero elements, -inf rows)
-    # Words for an op on Python numbers only: Python raises there (catalogue.loud_error), no NaN.
+    # Why an op on Python values only is no NaN/INF site: Python raises there (catalogue.loud_error),
+    # or the operator joins paths. The verdict's whole reason.
     scalar: str | None = None
+
+
+def _sized_operands(e: ast.AST) -> list[ast.AST]:
+    """The tensors whose sizes an expression reads: ``len(x)``, ``x.shape[k]``, ``x.size(k)``,
+    ``x.numel()``."""
+    found = []
+    for n in ast.walk(e):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and n.args:
+            found.append(n.args[0])
+        elif isinstance(n, ast.Attribute) and n.attr == "shape":
+            found.append(n.value)
+        elif (
+            isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in ("size", "numel")
+        ):
+            found.append(n.func.value)
+    return found
 
 
 def _is_const(e: ast.AST) -> bool:
@@ -178,6 +196,7 @@ class SiteFinder:
         self.resolver = resolver
         self.ranges = ranges
         self.provenance = Provenance(flow, resolver, ranges)
+        self.origins = ArrayOrigins(flow, resolver)
         self.infinities = _may_spell_infinity(lines.text, ranges.dtype)
         self.precision = (
             Precision(flow, resolver, ranges, self.provenance) if spells_half(lines.text) else None
@@ -204,6 +223,15 @@ class SiteFinder:
         why = None
         label = op.operand_label
         region = KINDS[op.kind].region
+        if scalar is None and op.kind == "div":
+            scalar = self._setting_divisor(operand)
+        if scalar is None and operand is not None and self._constant_value_site(op, operand):
+            if exponent is None or not self.origins.may_be_array(exponent) or self.origins.constant(exponent):
+                words = node_words(operand, "the operand")
+                scalar = (
+                    f"{words} is computed from the program's settings only (constants, sizes, "
+                    "hyper-parameters): the same on every run, not a value data or training moves"
+                )
         if scalar is not None:
             self._append(node, op, label, None, operand, scalar=scalar)
             return
@@ -286,6 +314,59 @@ class SiteFinder:
         label = next(iter(flagged)) if len(flagged) == 1 else "both"
         return label, "; ".join(dict.fromkeys(flagged.values()))
 
+    def _setting_divisor(self, divisor: ast.AST | None) -> str | None:
+        """Why a division by a Python number is no NaN/INF site, or None. A Python divisor (a
+        hyper-parameter, a constant, a counter) is zero only by the program's own settings, which
+        raise or are a typo, not by data or training; a size is not (``x.sum() / len(kept)`` with
+        ``kept`` a filtered list, ``/ (h * w)`` of an empty feature map): the range analysis judges it."""
+        if divisor is None or isinstance(divisor, ast.Constant):
+            return None
+        if self.ranges.fact(divisor).pytype != "num" and self.origins.origin(divisor) is not Origin.SCALAR:
+            return None
+        if self.origins.is_path(divisor) or self._reads_size(divisor):
+            return None
+        if self._reaches(None, divisor):
+            return None  # self.scale = 0.0 somewhere: the program itself sets the zero
+        words = node_words(divisor, "a number")
+        return f"the divisor ({words}) is a Python number: a setting, a count or a size of the program, not a value data or training moves"
+
+    def _constant_value_site(self, op: Op, operand: ast.AST) -> bool:
+        """An elementwise site whose operand is computed from the program's settings only
+        (``tensors.Origin.CONSTANT``) and not known to reach the region."""
+        region = KINDS[op.kind].region
+        if region.matrix or region.shape or region.gradient or region.beyond_max or region.inf_operands:
+            return False
+        return self.origins.constant(operand) and not self._reaches(op, operand)
+
+    def _reaches(self, op: Op | None, e: ast.AST) -> bool:
+        """Whether the range analysis knows ``e`` may be in the op's region (a divisor: may be 0):
+        a value the program itself sets there (``g[0] = 0``, ``self.scale = 0.0``) is reported
+        whatever its origin."""
+        fact = self.ranges.fact(e)
+        if not fact.known or fact.pytype == "bottom":
+            return False
+        if op is None or op.kind == "div":
+            return fact.lo <= 0.0 <= fact.hi and not fact.nonzero
+        return not static_safe(fact, KINDS[op.kind].region, self.ranges.dtype)
+
+    def _reads_size(self, e: ast.AST, depth: int = 0) -> bool:
+        """Whether ``e`` reads a size (``len(x)``, ``x.shape[k]``, ``x.size(k)``, ``x.numel()``),
+        directly or through names bound to one (``b, c, h, w = x.shape``)."""
+        if _sized_operands(e):
+            return True
+        if depth > 4:
+            return False
+        for n in ast.walk(e):
+            if isinstance(n, ast.Name) and self.flow.is_use(n):
+                for d in self.flow.defs_reaching(n):
+                    if (
+                        d.how in ("assign", "unpack", "aug")
+                        and d.value is not None
+                        and self._reads_size(d.value, depth + 1)
+                    ):
+                        return True
+        return False
+
     def _nonzero_number(self, e: ast.AST) -> bool:
         fact = self.ranges.fact(e)
         return fact.pytype == "num" and (fact.lo > 0 or fact.hi < 0)
@@ -361,8 +442,11 @@ class SiteFinder:
         clamp = self._arg(node, op.clamp_index, op.clamp_keyword) if op.clamp_index is not None else None
         others = tuple(a for a in node.args[op.operand_index + 1 :] if not isinstance(a, ast.Starred))
         scalar = None
-        if loud_error(op.name, op.kind) is not None and operand is not None:
-            scalar = self._scalar_words([operand, *([exponent] if exponent is not None else [])])
+        loud = loud_error(op.name, op.kind)
+        if loud is not None and operand is not None:
+            # math.* converts its argument to a Python float (a one-element tensor too) and raises
+            operands = [operand, *([exponent] if exponent is not None else [])]
+            scalar = f"Python numbers ({self._words(operands)}): raises {loud}, not NaN/INF"
         self._add(node, op, operand, exponent, self._safe_keyword(op, node), clamp, others, scalar)
 
     def _method_call(self, node: ast.Call, op: Op, receiver: ast.expr) -> None:
@@ -416,11 +500,20 @@ class SiteFinder:
             return bool(qn and qn.startswith("math.")) and all(self._constant(a) for a in e.args)
         return False
 
-    def _scalar_words(self, operands: list[ast.AST]) -> str | None:
-        """``a, b`` when every operand is a Python number, else None."""
+    @staticmethod
+    def _words(operands: list[ast.AST]) -> str:
+        return ", ".join(node_words(e, "a number") for e in operands)
+
+    def _scalar_words(self, operands: list[ast.AST], node: ast.AST | None = None) -> str | None:
+        """``a, b`` when no operand may be a tensor or an array (``tensors.ArrayOrigins``: Python
+        numbers, paths, values of unknown origin), nor the result (``torch.log(w / a)``), else None."""
         if all(self.ranges.fact(e).pytype == "num" for e in operands):
-            return ", ".join(node_words(e, "a number") for e in operands)
-        return None
+            return self._words(operands)
+        if any(self.ranges.fact(e).pytype == "tensor" or self.origins.may_be_array(e) for e in operands):
+            return None
+        if node is not None and self.origins.may_be_array(node):
+            return None
+        return self._words(operands)
 
     def _skip_operator(self, left: ast.AST, right: ast.AST) -> bool:
         if self._constant(left) and self._constant(right):
@@ -428,8 +521,8 @@ class SiteFinder:
         lf, rf = self.ranges.fact(left), self.ranges.fact(right)
         if "str" in (lf.pytype, rf.pytype) or isinstance(left, ast.JoinedStr):
             return True  # "%d" % n, path / "name"
-        if lf.pytype in ("object", "module", "none"):
-            return True  # Path(...) / name and other objects' own operators
+        if lf.pytype in ("module", "none"):
+            return True  # a module's or None's operators: not arithmetic
         return False
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
@@ -439,7 +532,7 @@ class SiteFinder:
         rows = self._rows(BINARY_OPERATORS[name])
         if not rows or self._skip_operator(node.left, node.right):
             return
-        scalar = self._scalar_words([node.left, node.right])
+        scalar = self._scalar_words([node.left, node.right], node)
         if scalar is not None:
             self._scalar_operator(node, name, node.left, node.right, scalar)
             return
@@ -450,15 +543,20 @@ class SiteFinder:
             self._operator(node, op, node.left, node.right)
 
     def _scalar_operator(self, node: ast.AST, name: str, left: ast.AST, right: ast.AST, words: str) -> None:
-        """``left OP right`` on Python numbers: a division or power raises instead of making NaN/INF
-        (a safe site under a Python name); ``inf - inf`` and ``0 * inf`` are NaN in Python too."""
+        """``left OP right`` on Python values: a division or power raises instead of making NaN/INF
+        (a safe site under a Python name), ``/`` on a path joins it; ``inf - inf`` and ``0 * inf``
+        are NaN in Python too."""
         op = SCALAR_OPERATORS.get(name.removesuffix("Assign"))
         if op is None or not self._kind_possible(op.kind):
             return
         if KINDS[op.kind].region.inf_operands:
             self._operator(node, op, left, right)
+        elif name.startswith("Divide") and self.origins.is_path(left):
+            self._add(node, op, right, scalar=f"a path join ({words}): pathlib's /, not a division")
         elif op.kind != "pow" or not _nonneg_int_literal(right):
-            self._add(node, op, left if op.kind == "pow" else right, scalar=words)
+            loud = loud_error(op.name, op.kind)
+            reason = f"Python numbers ({words}): raises {loud}, not NaN/INF"
+            self._add(node, op, left if op.kind == "pow" else right, scalar=reason)
 
     def _operator(self, node: ast.AST, op: Op, left: ast.AST, right: ast.AST) -> None:
         """The site of ``left OP right`` (or ``left OP= right``): which side is the operand."""

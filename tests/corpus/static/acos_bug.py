@@ -11,5 +11,5 @@ def angle(a, b, v):
     t1 = torch.acos((a_n * b_n).sum(-1))  # expect: torch.acos@9 possible
     t2 = torch.acos(F.cosine_similarity(a, b))  # expect: torch.acos@9 possible
     t3 = a.asin()  # expect: torch.Tensor.asin@9 possible
-    t4 = math.acos(v)  # expect: math.acos@9 possible
+    t4 = math.acos(v)  # expect: math.acos@9 safe
     return t1, t2, t3, t4

@@ -2,7 +2,7 @@
 import torch
 
 
-def scales(x, probs):
+def scales(x: torch.Tensor, probs):
     logs = [torch.log(p) for p in probs]  # expect: torch.log@12 possible
     parts = [x / n for n in (1, 2, 4)]  # expect: torch.Tensor.__truediv__@13 safe
     f = lambda t: t.log()  # noqa: E731  # expect: torch.Tensor.log@18 possible

@@ -2,14 +2,14 @@
 import torch
 
 
-def normalise(x):
+def normalise(x: torch.Tensor):
     norm = x.norm()
     if norm == 0:
         return x
     return x / norm  # expect: torch.Tensor.__truediv__@11 safe
 
 
-def scale(x, d):
+def scale(x: torch.Tensor, d):
     if d > 0:
         y = x / d  # expect: torch.Tensor.__truediv__@12 safe
     else:
@@ -17,12 +17,12 @@ def scale(x, d):
     return y
 
 
-def checked(x, s):
+def checked(x: torch.Tensor, s):
     assert s > 1e-6, "scale too small"
     return torch.log(s) + x  # expect: torch.log@11 safe
 
 
-def loop(xs, d):
+def loop(xs: torch.Tensor, d):
     out = []
     for x in xs:
         if d == 0:
@@ -31,7 +31,7 @@ def loop(xs, d):
     return out
 
 
-def unguarded_after_loop(xs):
+def unguarded_after_loop(xs: torch.Tensor):
     d = torch.ones(1)
     for x in xs:
         d = torch.zeros(1)
@@ -41,7 +41,7 @@ def unguarded_after_loop(xs):
     return xs[0] / d  # expect: torch.Tensor.__truediv__@11 possible
 
 
-def reductions(x, d, e, g):
+def reductions(x: torch.Tensor, d, e, g):
     if d.min() > 0:
         a = torch.log(d)  # expect: torch.log@12 safe
     if (e > 1e-6).all():
@@ -55,8 +55,8 @@ def reductions(x, d, e, g):
     return a + b + c + h + torch.log(e)  # expect: torch.log@27 safe
 
 
-def halving(x, d):
+def halving(x: torch.Tensor, d):
     while d > 1e-3:
         x = x / d  # expect: torch.Tensor.__truediv__@12 safe
-        d = d / 2  # expect: torch.Tensor.__truediv__@12 safe
+        d = d / 2  # expect: builtins.float.__truediv__@12 safe
     return x / d  # expect: torch.Tensor.__truediv__@11 possible

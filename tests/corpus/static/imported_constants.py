@@ -9,7 +9,7 @@ class Norm:
     EPS = 1e-5
 
 
-def f(x):
+def f(x: torch.Tensor):
     a = EPS / x  # expect: torch.Tensor.__truediv__@8 possible
     b = x / (x.abs() + settings.EPS)  # expect: torch.Tensor.__truediv__@8 possible
     c = x / (x.abs() + Norm.EPS)  # expect: torch.Tensor.__truediv__@8 safe

@@ -6,7 +6,7 @@ def _safe_log(v):
     return torch.log(v)  # expect: torch.log@11 safe
 
 
-def _denominator(x):
+def _denominator(x: torch.Tensor):
     return x.norm() + 1e-8
 
 
@@ -14,7 +14,7 @@ def entropy(p):
     return -(p * torch.log(p)).sum()  # expect: torch.log@17 possible
 
 
-def forward(x, p):
+def forward(x: torch.Tensor, p):
     a = _safe_log(p.clamp_min(1e-6))
     b = x / _denominator(x)  # expect: torch.Tensor.__truediv__@8 safe
     return a + b + entropy(p)

@@ -1,0 +1,686 @@
+"""May a value be a torch tensor or a numpy array (or numpy scalar) at all?
+
+The question an operator site hangs on: ``a / b`` on Python numbers raises ``ZeroDivisionError``,
+``pathlib.Path / name`` is a path, and only arithmetic on an array is silently NaN/INF. The answer
+is positive evidence, never a default: a value is an array only when it comes from something that
+makes one:
+
+* torch and numpy calls whose declared return type is an array (``array_api.py``, generated from
+  the libraries' own stubs), Tensor methods, ``nn.Module`` calls (``self.fc(x)``, ``model(x)``),
+  ``Parameter``s and buffers, items of datasets and loaders;
+* ``forward`` and the other methods of a module class, whose callers pass tensors; parameters that
+  in-file callers pass arrays to, or that the body uses as an array (``x.shape``, ``x.exp()``,
+  ``torch.log(x)``), or that are annotated so;
+* what flows from those: names through their reaching definitions, ``self.`` attributes, returns of
+  in-file functions, arithmetic, indexing, calls of unknown functions given an array.
+
+An array made only from Python values by deterministic factories and arithmetic
+(``torch.linspace(0, T, steps)``, ``torch.cos(t) ** 2``, a noise schedule, a position encoding) is
+``CONSTANT``: the same on every run, fixed by the program's settings, never moved by data, inputs or
+training (``torch.randn`` and anything from a parameter or a loader is ``ARRAY``).
+
+Everything else is ``SCALAR`` (known not to be an array: literals, ``len``, ``range``, ``math``,
+``.item()``, ``.size(i)``, paths, strings) or ``UNKNOWN`` (a parameter of a function nobody in the
+file calls, an attribute of an object from elsewhere): neither is reported as a tensor operation.
+``MAKER`` is a value whose calls, items or iteration give arrays (a module, a loader, a dataset, a
+list of tensors) without being an array itself.
+
+On demand and memoised per expression; a cycle through a loop is cut optimistically, as the range
+analysis does for its Python types.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from grist_lsp.analyzer.array_api import (
+    ARRAY_FIRST,
+    NDARRAY_METHODS,
+    PYTHON_FUNCTIONS,
+    PYTHON_METHODS,
+    TENSOR_METHODS,
+)
+from grist_lsp.analyzer.dataflow import DataFlow, Def
+from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.transfers import number_arguments
+
+_A = TypeVar("_A")
+MAX_DEPTH = 60
+
+
+def _set_default(default: ast.AST | None) -> bool:
+    """A default that says the parameter is a Python value (``temperature=1.0``, ``mode="x"``);
+    ``None`` says nothing (``mask=None`` is a tensor when given)."""
+    return isinstance(default, ast.Constant) and default.value is not None
+
+
+class Origin(enum.IntEnum):
+    """What a value may be. A join is the maximum (``CYCLE`` is neutral), except that a
+    ``CONSTANT`` array joined with a value of unknown origin may be any array (``join``)."""
+
+    CYCLE = 0
+    SCALAR = 1
+    CONSTANT = 2
+    UNKNOWN = 3
+    MAKER = 4
+    ARRAY = 5
+
+
+_ARRAYS = (Origin.ARRAY, Origin.CONSTANT)
+
+
+def join(origins: Iterable[Origin]) -> Origin:
+    got = {o for o in origins if o is not Origin.CYCLE}
+    if Origin.CONSTANT in got and got & {Origin.UNKNOWN, Origin.MAKER}:
+        return Origin.ARRAY
+    return max(got) if got else Origin.CYCLE
+
+
+def _combine(origins: Iterable[Origin]) -> Origin:
+    """An array computed from these: ``CONSTANT`` when each is a constant array or a Python value."""
+    got = set(origins)
+    return Origin.CONSTANT if got <= {Origin.CONSTANT, Origin.SCALAR, Origin.CYCLE} else Origin.ARRAY
+
+
+def _passthrough(origins: Iterable[Origin]) -> Origin:
+    """What an unknown function makes of its arguments: an array from an array (``rearrange(x)``,
+    ``criterion(out, y)``), else nothing known."""
+    return Origin.ARRAY if set(origins) & set(_ARRAYS) else Origin.UNKNOWN
+
+
+# Method names that Python's own types define too: on a receiver of unknown origin they say
+# nothing about an array (``line.split()``, ``d.copy()``, ``xs.index(v)``).
+_PYTHON_TYPES_METHODS = frozenset(
+    name for t in (str, bytes, list, dict, set, tuple, int, float, complex) for name in dir(t)
+)
+# Tensor methods whose name a non-tensor object would hardly have: the receiver is an array.
+_ARRAY_ONLY_METHODS = (
+    (TENSOR_METHODS | NDARRAY_METHODS)
+    - _PYTHON_TYPES_METHODS
+    - {
+        "to",  # model.to(device) is a module
+        "cuda",
+        "cpu",
+        "float",
+        "double",
+        "half",
+        "bfloat16",
+        "type",
+        "apply",
+        "share_memory",
+        "requires_grad_",
+        "zero_",
+        "train",
+        "eval",
+        "register_hook",
+        "fill",
+        "put",
+        "take",
+        "item",
+        "dump",
+        "dumps",
+        "load",
+        "save",
+    }
+)
+_PYTHON_METHODS = PYTHON_METHODS | {"tolist", "item", "size", "numel", "dim", "ndimension", "nelement"}
+_ARRAY_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad", "weight", "bias"})
+_ATTRIBUTES_OF_ARRAYS = frozenset(
+    {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "itemsize", "layout", "nbytes"}
+)
+# Builtins that return a Python value whatever they are given.
+_PYTHON_BUILTINS = frozenset(
+    {
+        "len",
+        "int",
+        "float",
+        "bool",
+        "str",
+        "range",
+        "round",
+        "isinstance",
+        "hasattr",
+        "repr",
+        "format",
+        "ord",
+        "chr",
+        "hash",
+        "id",
+        "type",
+        "open",
+        "print",
+        "callable",
+        "issubclass",
+        "divmod",
+        "dict",
+        "set",
+        "frozenset",
+        "any",
+        "all",
+    }
+)
+# Standard-library modules whose functions never return an array.
+_PYTHON_MODULES = ("math.", "pathlib.", "os.", "time.", "random.", "json.", "re.", "string.", "datetime.")
+_ARRAY_ROOTS = ("torch.", "numpy.")
+_NON_ARRAY_TORCH = (
+    "torch.cuda.",
+    "torch.backends.",
+    "torch.distributed.",
+    "torch.optim.",
+    "torch.device",
+    "torch.manual_seed",
+    "torch.set_",
+    "torch.get_",
+    "torch.is_",
+    "torch.no_grad",
+    "torch.enable_grad",
+    "torch.inference_mode",
+    "torch.autocast",
+    "torch.finfo",
+    "torch.iinfo",
+    "torch.Size",
+    "torch.save",
+    "torch.compile",
+    "torch.jit.",
+    "torch.nn.init.calculate_gain",
+    "torch.utils.data.get_worker_info",
+    "numpy.random.seed",
+    "numpy.save",
+    "numpy.set_printoptions",
+    "numpy.finfo",
+    "numpy.iinfo",
+    "numpy.dtype",
+)
+_MAKER_TORCH = ("torch.utils.data.", "torch.distributions.", "torchvision.", "torchaudio.", "torchtext.")
+_RANDOM_WORDS = (
+    "rand",
+    "normal",
+    "bernoulli",
+    "multinomial",
+    "poisson",
+    "uniform",
+    "exponential",
+    "geometric",
+    "cauchy",
+    "sample",
+    "shuffle",
+    "permutation",
+    "choice",
+    "dropout",
+)
+# How data enters as an array: never a constant, whatever it is made from.
+_DATA_CONVERSIONS = frozenset(
+    {"tensor", "as_tensor", "from_numpy", "asarray", "array", "frombuffer", "load", "fromfile"}
+)
+
+
+def _random(name: str) -> bool:
+    return any(w in name for w in _RANDOM_WORDS)
+
+
+# Grids: factories whose arguments are sizes and bounds (Python numbers by their signatures), the
+# start of a schedule or a position encoding. zeros/ones/full/empty are not: they make state a
+# program fills in, and the engine treats them as inputs.
+_SETTINGS_FACTORIES = frozenset({"arange", "linspace", "logspace"})
+_ARRAY_CLASSES = frozenset(
+    {
+        "torch.Tensor",
+        "torch.FloatTensor",
+        "torch.LongTensor",
+        "torch.DoubleTensor",
+        "torch.HalfTensor",
+        "torch.IntTensor",
+        "torch.ByteTensor",
+        "torch.BoolTensor",
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+        "torch.autograd.Variable",
+        "torch.autograd.variable.Variable",
+        "numpy.ndarray",
+    }
+)
+
+
+@dataclass
+class ArrayOrigins:
+    """On-demand ``Origin``s for the expressions of one module."""
+
+    flow: DataFlow
+    resolver: Resolver
+    _memo: dict[object, Origin] = field(default_factory=dict)
+    _active: set[object] = field(default_factory=set)
+    _depth: int = 0
+    _used_as: dict[int, Origin] | None = None
+    _buffers: dict[int, set[str]] | None = None
+
+    def may_be_array(self, e: ast.AST) -> bool:
+        """True when ``e`` may hold a tensor or a numpy array at run time."""
+        return self.origin(e) in _ARRAYS
+
+    def constant(self, e: ast.AST) -> bool:
+        """True when ``e`` is an array computed from the program's settings only (``CONSTANT``)."""
+        return self.origin(e) is Origin.CONSTANT
+
+    def is_path(self, e: ast.AST) -> bool:
+        """A ``pathlib`` path: ``Path(...)``, ``Path.cwd()``, a name bound only to paths, ``p / name``,
+        ``p.parent``: its ``/`` joins paths."""
+        return self._guarded(("path", id(e)), self._path, e) is Origin.SCALAR
+
+    def _path(self, e: ast.AST) -> Origin:
+        no = Origin.UNKNOWN
+        if isinstance(e, ast.Call):
+            qn = self.resolver.qualified_name(e.func)
+            if qn is not None:
+                return Origin.SCALAR if qn.startswith("pathlib.") else no
+            return self._path(e.func.value) if isinstance(e.func, ast.Attribute) else no
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Div):
+            return Origin.SCALAR if self.is_path(e.left) else no
+        if isinstance(e, ast.Attribute) and e.attr in ("parent", "parents"):
+            return Origin.SCALAR if self.is_path(e.value) else no
+        if isinstance(e, ast.Name) and not self.resolver.qualified_name(e):
+            defs = self.flow.defs_reaching(e)
+            values = [d.value for d in defs if d.how in ("assign", "attr", "walrus", "param")]
+            if defs and len(values) == len(defs) and all(v is not None and self.is_path(v) for v in values):
+                return Origin.SCALAR
+        return no
+
+    def origin(self, e: ast.AST | None) -> Origin:
+        if e is None:
+            return Origin.UNKNOWN
+        return self._guarded(id(e), self._eval, e)
+
+    def _def(self, d: Def) -> Origin:
+        return self._guarded(("def", d.key), self._binding, d)
+
+    def _guarded(self, key: object, compute: Callable[[_A], Origin], arg: _A) -> Origin:
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        if key in self._active or self._depth > MAX_DEPTH:
+            return Origin.CYCLE
+        self._active.add(key)
+        self._depth += 1
+        try:
+            got = compute(arg)
+        except RecursionError:
+            return Origin.UNKNOWN
+        finally:
+            self._depth -= 1
+            self._active.discard(key)
+        self._memo[key] = got
+        return got
+
+    # --- expressions -------------------------------------------------------------
+
+    def _eval(self, e: ast.AST) -> Origin:
+        if isinstance(e, (ast.Constant, ast.JoinedStr, ast.Lambda, ast.Compare)):
+            if isinstance(e, ast.Compare):  # x > 0 of a tensor is a bool tensor
+                sides = [self.origin(x) for x in [e.left, *e.comparators]]
+                if set(sides) & set(_ARRAYS):
+                    return _combine(sides)
+                return Origin.UNKNOWN if Origin.UNKNOWN in sides else Origin.SCALAR
+            return Origin.SCALAR
+        if isinstance(e, ast.Tuple):
+            return join(self.origin(x) for x in e.elts) if e.elts else Origin.SCALAR
+        if isinstance(e, (ast.List, ast.Set)):
+            got = join(self.origin(x) for x in e.elts) if e.elts else Origin.UNKNOWN
+            return Origin.MAKER if got in _ARRAYS else got  # a list of tensors
+        if isinstance(e, (ast.Dict, ast.DictComp, ast.ListComp, ast.SetComp, ast.GeneratorExp)):
+            return Origin.UNKNOWN
+        if isinstance(e, ast.Name):
+            return self._name(e)
+        if isinstance(e, ast.Attribute):
+            return self._attribute(e)
+        if isinstance(e, ast.Subscript):
+            return self._subscript(e)
+        if isinstance(e, ast.UnaryOp):
+            return Origin.SCALAR if isinstance(e.op, ast.Not) else self.origin(e.operand)
+        if isinstance(e, ast.BinOp):
+            got = self._binop(e.left, e.right)
+            if got not in _ARRAYS and self._uses().get(id(e)) is Origin.ARRAY:
+                return Origin.ARRAY  # torch.log(w / a): what the expression feeds takes a tensor
+            return got
+        if isinstance(e, ast.BoolOp):
+            return join(self.origin(v) for v in e.values)
+        if isinstance(e, ast.IfExp):
+            return join([self.origin(e.body), self.origin(e.orelse)])
+        if isinstance(e, ast.NamedExpr):
+            return self.origin(e.value)
+        if isinstance(e, ast.Call):
+            return self._call(e)
+        if isinstance(e, ast.Starred):
+            return self.origin(e.value)
+        if isinstance(e, ast.Slice):
+            parts = [p for p in (e.lower, e.upper, e.step) if p is not None]
+            return join(self.origin(p) for p in parts) if parts else Origin.SCALAR
+        return Origin.UNKNOWN
+
+    def _binop(self, left: ast.AST, right: ast.AST) -> Origin:
+        a, b = self.origin(left), self.origin(right)
+        if a in _ARRAYS or b in _ARRAYS:
+            return _combine([a, b])
+        if a in (Origin.SCALAR, Origin.CYCLE) and b in (Origin.SCALAR, Origin.CYCLE):
+            return join([a, b])
+        return Origin.UNKNOWN
+
+    def _name(self, e: ast.Name) -> Origin:
+        qn = self.resolver.qualified_name(e)
+        if qn is not None:
+            return Origin.SCALAR  # a module, an imported function or constant, a builtin
+        defs = self.flow.defs_reaching(e)
+        return join(self._def(d) for d in defs) if defs else Origin.UNKNOWN
+
+    def _attribute(self, e: ast.Attribute) -> Origin:
+        if self.resolver.qualified_name(e) is not None:
+            return Origin.SCALAR  # math.pi, torch.float32, np.inf
+        if e.attr in _ATTRIBUTES_OF_ARRAYS:
+            return Origin.SCALAR
+        if self.flow.is_use(e):  # self.x: every assignment in the class
+            defs = self.flow.defs_reaching(e)
+            if defs:
+                return join(self._def(d) for d in defs)
+            if e.attr in self._class_buffers(e):
+                return Origin.ARRAY
+        elif isinstance(e.ctx, ast.Store):  # self.total /= d: what self.total is assigned anywhere
+            assigned = [d for d in self.flow.defs if d.how == "attr" and d.name == e.attr]
+            if assigned:
+                return join(self._def(d) for d in assigned)
+        base = self.origin(e.value)
+        if e.attr in _ARRAY_ATTRIBUTES and base is Origin.CONSTANT:
+            return base
+        if e.attr in _ARRAY_ATTRIBUTES and base in (Origin.ARRAY, Origin.MAKER, Origin.UNKNOWN):
+            return Origin.ARRAY  # x.data, x.T, self.fc.weight
+        if base is Origin.MAKER and e.attr in ("dataset", "module"):
+            return Origin.MAKER
+        return Origin.UNKNOWN
+
+    def _subscript(self, e: ast.Subscript) -> Origin:
+        base = self.origin(e.value)
+        if base is Origin.CONSTANT:
+            return _combine([base, self.origin(e.slice)])
+        if base in (Origin.ARRAY, Origin.MAKER):
+            return Origin.ARRAY  # x[0], dataset[i], tensors[k]
+        return base if base is Origin.SCALAR else Origin.UNKNOWN
+
+    # --- calls ---------------------------------------------------------------------
+
+    def _call(self, e: ast.Call) -> Origin:
+        qn = self.resolver.qualified_name(e.func)
+        if qn is not None:
+            return self._library_call(qn, e)
+        callee = self.flow.callee(e)
+        if callee is not None:
+            return self._in_file_call(callee, e)
+        args = [self.origin(a) for a in [*e.args, *(k.value for k in e.keywords)]]
+        if isinstance(e.func, ast.Attribute):
+            return self._method_call(e.func, args)
+        functions = self._bound_functions(e.func)
+        if functions:  # schedule_fn(T) with schedule_fn = one of this file's functions
+            return join(
+                join(self.origin(r) for r in self.flow.returns_of(f)) or Origin.SCALAR for f in functions
+            )
+        called = self.origin(e.func)
+        if called in (Origin.MAKER, Origin.ARRAY, Origin.CONSTANT):
+            return Origin.ARRAY  # model(x), criterion(out, y)
+        return _passthrough(args)
+
+    def _bound_functions(self, f: ast.AST) -> list[ast.AST]:
+        """The in-file functions a name is bound to when every definition binds one."""
+        if not isinstance(f, ast.Name):
+            return []
+        found = []
+        for d in self.flow.defs_reaching(f):
+            target = d.value if d.how in ("assign", "walrus") else None
+            funcs = self.flow.defs_reaching(target) if isinstance(target, ast.Name) else []
+            if len(funcs) != 1 or funcs[0].how != "function" or funcs[0].value is None:
+                return []
+            found.append(funcs[0].value)
+        return found
+
+    def _library_call(self, qn: str, e: ast.Call) -> Origin:
+        short = qn.rsplit(".", 1)[-1]
+        args = [*e.args, *(k.value for k in e.keywords)]
+        if qn.startswith("builtins."):
+            if short in _PYTHON_BUILTINS:
+                return Origin.SCALAR
+            if short == "enumerate":
+                return self.origin(e.args[0]) if e.args else Origin.UNKNOWN
+            origins = [self.origin(a) for a in args]
+            if short in ("list", "tuple", "iter", "sorted", "reversed", "zip", "next", "filter", "map"):
+                return join(origins) if origins else Origin.SCALAR
+            if origins and all(o in (Origin.SCALAR, Origin.CYCLE) for o in origins):
+                return Origin.SCALAR  # max(1, n), abs(d), sum of numbers
+            return _passthrough(origins)
+        if qn.startswith(_PYTHON_MODULES) or qn.startswith(_NON_ARRAY_TORCH):
+            return Origin.SCALAR
+        if qn in _ARRAY_CLASSES:
+            return Origin.ARRAY
+        if qn.startswith(_ARRAY_ROOTS):
+            if short in PYTHON_FUNCTIONS and qn.startswith("torch."):
+                return Origin.SCALAR
+            if short[:1].isupper():
+                return Origin.MAKER  # nn.Linear(...), DataLoader(...), Normal(...)
+            # torch.zeros, F.softmax, np.log (numpy scalars too); constant when made of settings
+            return self._made_of(qn, short, args, e.keywords)
+        if qn.startswith(_MAKER_TORCH) or short[:1].isupper():
+            return Origin.MAKER  # a dataset, a transform, a third-party module class
+        return _passthrough(self.origin(a) for a in args)
+
+    def _made_of(self, qn: str, short: str, args: list[ast.expr], keywords: list[ast.keyword]) -> Origin:
+        """A library array from ``args``: ``CONSTANT`` when deterministic and made of settings (an
+        argument of unknown origin passed to a factory such as ``linspace(0, T, n)`` is a number)."""
+        if _random(short) or short in _DATA_CONVERSIONS:
+            return Origin.ARRAY  # samples, and the program's data coming in (torch.tensor(rows))
+        if qn.startswith(("torch.nn.", "numpy.random.")):
+            return Origin.ARRAY
+        origins = [self.origin(a) for a in args]
+        if any(k.arg == "requires_grad" for k in keywords):
+            return Origin.ARRAY  # a weight
+        if short in _SETTINGS_FACTORIES:
+            return _combine(Origin.SCALAR if o is Origin.UNKNOWN else o for o in origins)
+        if Origin.UNKNOWN in origins or not set(origins) & set(_ARRAYS):
+            return Origin.ARRAY  # torch.tensor(data), from_numpy(a): the program's data comes in
+        return _combine(origins)
+
+    def _in_file_call(self, callee: ast.AST, e: ast.Call) -> Origin:
+        if isinstance(callee, ast.ClassDef) or getattr(callee, "name", None) == "__init__":
+            cls = callee if isinstance(callee, ast.ClassDef) else self.flow.method_class.get(id(callee))
+            return Origin.MAKER if cls is None or self._maker_class(cls) else Origin.SCALAR
+        returns = self.flow.returns_of(callee)
+        if not returns:
+            return Origin.SCALAR  # returns None
+        return join(self.origin(r) for r in returns)
+
+    def _method_call(self, f: ast.Attribute, args: list[Origin]) -> Origin:
+        receiver = self.origin(f.value)
+        name = f.attr
+        if receiver in _ARRAYS:
+            if name in _PYTHON_METHODS:
+                return Origin.SCALAR
+            if _random(name) or "grad" in name:
+                return Origin.ARRAY  # x.uniform_(), w.requires_grad_(): a sample, a weight
+            return _combine([receiver, *args])
+        methods = [m for (_cls, n), m in self.flow.class_methods.items() if n == name]
+        if methods:  # memory.sample(): an instance of a class of this file, its method by name
+            return join(
+                join(self.origin(r) for r in self.flow.returns_of(m)) or Origin.SCALAR for m in methods
+            )
+        if receiver is Origin.SCALAR:
+            return Origin.SCALAR  # "a,b".split(","), path.with_suffix(...)
+        if receiver is Origin.MAKER:
+            if name in ("parameters", "children", "modules", "buffers", "named_parameters", "to", "cuda"):
+                return Origin.MAKER
+            return _passthrough(args)
+        if name in _ARRAY_ONLY_METHODS:
+            return Origin.ARRAY  # r.exp(), returns.std(): only an array has them
+        if name in _PYTHON_METHODS:
+            return Origin.SCALAR
+        return _passthrough(args)
+
+    def _maker_class(self, cls: ast.ClassDef) -> bool:
+        """A class whose instances may be modules or datasets: any base but ``object`` (an
+        ``nn.Module``, a ``Dataset``, a class of this file deriving from one, a library base)."""
+        return any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases)
+
+    def _class_buffers(self, e: ast.Attribute) -> set[str]:
+        """Names a class registers with ``self.register_buffer("name", ...)`` (read as ``self.name``)."""
+        if self._buffers is None:
+            self._buffers = {}
+            for node, _function in self.flow.operations:
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("register_buffer", "register_parameter")
+                    and node.args
+                    and isinstance(node.args[0], ast.Constant)
+                    and isinstance(node.args[0].value, str)
+                ):
+                    self._buffers.setdefault(0, set()).add(node.args[0].value)
+        return self._buffers.get(0, set())
+
+    # --- definitions ---------------------------------------------------------------
+
+    def _binding(self, d: Def) -> Origin:
+        how = d.how
+        if how in ("assign", "walrus", "attr"):
+            if isinstance(d.value, (ast.List, ast.Dict, ast.Set)):
+                got = self.origin(d.value)
+                return Origin.UNKNOWN if got is Origin.SCALAR else got  # appended to anywhere
+            return self.origin(d.value)
+        if how == "unpack":
+            part, whole = d.unpacked()
+            if whole and part is not None:
+                return self.origin(part)
+            return self._item(self.origin(d.value)) if d.value is not None else Origin.UNKNOWN
+        if how == "aug":
+            s = d.value
+            assert isinstance(s, ast.AugAssign)
+            return self._binop(s.target, s.value)
+        if how == "param":
+            return self._param(d)
+        if how == "for":
+            return self._loop_item(d.value, d.path)
+        if how in ("import", "function", "class"):
+            return Origin.SCALAR
+        if how in ("mutate", "refine"):
+            prior = join(self._def(p) for p in self.flow.defs_reaching(d.node))
+            return join([prior, self.origin(d.value)]) if how == "mutate" else prior
+        return Origin.UNKNOWN
+
+    @staticmethod
+    def _item(container: Origin) -> Origin:
+        """An element of a value: of an array or a maker, an array; of a Python value, a Python value."""
+        if container in (Origin.ARRAY, Origin.MAKER):
+            return Origin.ARRAY
+        return container
+
+    def _loop_item(self, it: ast.AST | None, path: tuple[int, ...]) -> Origin:
+        if isinstance(it, ast.Call):
+            qn = self.resolver.qualified_name(it.func)
+            if qn == "builtins.range":
+                return Origin.SCALAR
+            if qn == "builtins.enumerate" and it.args:
+                if path and path[0] == 0:
+                    return Origin.SCALAR
+                return self._loop_item(it.args[0], path[1:]) if path else Origin.UNKNOWN
+            if qn == "builtins.zip" and path and path[0] < len(it.args):
+                return self._loop_item(it.args[path[0]], path[1:])
+        if isinstance(it, (ast.List, ast.Tuple)) and not path:
+            return join(self.origin(x) for x in it.elts) if it.elts else Origin.SCALAR
+        got = self.origin(it)
+        if got is Origin.UNKNOWN and isinstance(it, ast.Call) and it.args:
+            got = self.origin(it.args[0])  # tqdm(loader), iter(loader)
+        return self._item(got)
+
+    def _param(self, d: Def) -> Origin:
+        declared = self._annotation(d.annotation)
+        if declared is not None:
+            return declared
+        info = self.flow.function_info(d.owner)
+        if info is not None and info.class_node is not None and d.param_index == 0:
+            return Origin.MAKER if self._maker_class(info.class_node) else Origin.SCALAR  # self
+        sources: list[ast.AST] = list(self.flow.param_arguments(d))
+        if d.value is not None:
+            sources.append(d.value)
+        got = join(self.origin(s) for s in sources) if sources else Origin.UNKNOWN
+        if got is Origin.ARRAY:
+            return got
+        used = self._uses().get(d.key)
+        if used is not None:
+            return used
+        if (
+            got in (Origin.UNKNOWN, Origin.CYCLE)
+            and info is not None
+            and info.class_node is not None
+            and getattr(d.owner, "name", "") != "__init__"
+            and self._maker_class(info.class_node)
+            and not _set_default(d.value)
+        ):
+            return Origin.ARRAY  # forward(self, x) and the other methods a module's callers feed
+        return got
+
+    def _annotation(self, a: ast.expr | None) -> Origin | None:
+        if a is None:
+            return None
+        text = ast.unparse(a)
+        if any(w in text for w in ("Tensor", "ndarray", "NDArray", "Parameter")):
+            return Origin.ARRAY
+        if text in ("int", "float", "bool", "str", "complex", "Path", "pathlib.Path"):
+            return Origin.SCALAR
+        return None
+
+    def _uses(self) -> dict[int, Origin]:
+        """Parameters (by definition key) and arithmetic (by expression id) the body uses as an array (``x.shape``, ``x.exp()``,
+        ``torch.log(x)``) or as a Python number (a size, ``range``, a layer width)."""
+        if self._used_as is not None:
+            return self._used_as
+        self._used_as = {}
+        for node, _function in self.flow.operations:
+            if not isinstance(node, ast.Call):
+                continue
+            qn = self.resolver.qualified_name(node.func)
+            settings = (
+                qn is not None
+                and qn.startswith(_ARRAY_ROOTS)
+                and qn.rsplit(".", 1)[-1] in _SETTINGS_FACTORIES
+            )
+            if settings or number_arguments(node, qn) is not None:
+                for a in node.args:
+                    self._mark(a, Origin.SCALAR)
+            elif (
+                qn is not None
+                and qn.startswith("torch.")
+                and qn.rsplit(".", 1)[-1] in ARRAY_FIRST
+                and node.args
+            ):
+                self._mark(node.args[0], Origin.ARRAY)
+            elif (
+                qn is None
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in _ARRAY_ONLY_METHODS
+                and self.flow.callee(node) is None
+            ):
+                self._mark(node.func.value, Origin.ARRAY)
+        for n in ast.walk(self.flow.tree):
+            if isinstance(n, ast.Attribute) and n.attr in ("shape", "ndim", "dtype", "device"):
+                self._mark(n.value, Origin.ARRAY)
+        return self._used_as
+
+    def _mark(self, e: ast.AST, origin: Origin) -> None:
+        """Records a use: on a parameter (by definition key), and, for an array use, on the
+        arithmetic that made the value (by expression id: ``u = w / a; torch.log(u)``)."""
+        assert self._used_as is not None
+        if isinstance(e, ast.BinOp) and origin is Origin.ARRAY:
+            self._used_as[id(e)] = origin
+            return
+        if not isinstance(e, ast.Name) or not self.flow.is_use(e):
+            return
+        for d in self.flow.defs_reaching(e):
+            if d.how == "param":
+                self._used_as[d.key] = max(self._used_as.get(d.key, origin), origin)
+            elif d.how == "assign" and isinstance(d.value, ast.BinOp) and origin is Origin.ARRAY:
+                self._used_as[id(d.value)] = origin
