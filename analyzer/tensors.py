@@ -166,6 +166,32 @@ _PYTHON_BUILTINS = frozenset(
 # Standard-library modules whose functions never return an array.
 _PYTHON_MODULES = ("math.", "pathlib.", "os.", "time.", "random.", "json.", "re.", "string.", "datetime.")
 _ARRAY_ROOTS = ("torch.", "numpy.")
+# The namespaces whose functions make arrays (torch.cuda.device_count, torch.hub.load... do not).
+_ARRAY_NAMESPACE_NAMES = (
+    "nn.functional",
+    "linalg",
+    "special",
+    "fft",
+    "autograd",
+    "nn.init",
+    "masked",
+    "sparse",
+    "nested",
+    "distributions",
+    "random",
+    "ma",
+    "lib",
+    "char",
+    "emath",
+)
+
+
+def _in_namespaces(qn: str) -> bool:
+    root, _, rest = qn.partition(".")
+    module = rest.rpartition(".")[0]
+    return root in ("torch", "numpy") and (module == "" or module in _ARRAY_NAMESPACE_NAMES)
+
+
 _NON_ARRAY_TORCH = (
     "torch.cuda.",
     "torch.backends.",
@@ -459,6 +485,8 @@ class ArrayOrigins:
             return Origin.SCALAR
         if qn in _ARRAY_CLASSES:
             return Origin.ARRAY
+        if qn.startswith(_ARRAY_ROOTS) and not _in_namespaces(qn) and not short[:1].isupper():
+            return _passthrough(self.origin(a) for a in args)  # torch.accelerator.device_count()
         if qn.startswith(_ARRAY_ROOTS):
             if short in PYTHON_FUNCTIONS and qn.startswith("torch."):
                 return Origin.SCALAR
@@ -473,6 +501,8 @@ class ArrayOrigins:
     def _made_of(self, qn: str, short: str, args: list[ast.expr], keywords: list[ast.keyword]) -> Origin:
         """A library array from ``args``: ``CONSTANT`` when deterministic and made of settings (an
         argument of unknown origin passed to a factory such as ``linspace(0, T, n)`` is a number)."""
+        if short in _DATA_CONVERSIONS and args and self._setting_number(args[0]):
+            return Origin.CONSTANT  # torch.tensor(start / tau): one number of the settings
         if _random(short) or short in _DATA_CONVERSIONS:
             return Origin.ARRAY  # samples, and the program's data coming in (torch.tensor(rows))
         if qn.startswith(("torch.nn.", "numpy.random.")):
@@ -485,6 +515,13 @@ class ArrayOrigins:
         if Origin.UNKNOWN in origins or not set(origins) & set(_ARRAYS):
             return Origin.ARRAY  # torch.tensor(data), from_numpy(a): the program's data comes in
         return _combine(origins)
+
+    def _setting_number(self, e: ast.AST) -> bool:
+        """A Python number computed from names and literals (``start / tau``, ``dim_head ** -0.5``),
+        not a literal list or row of values standing in for data."""
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.Constant)):
+            return False
+        return self.origin(e) is Origin.SCALAR
 
     def _in_file_call(self, callee: ast.AST, e: ast.Call) -> Origin:
         if isinstance(callee, ast.ClassDef) or getattr(callee, "name", None) == "__init__":
@@ -525,6 +562,25 @@ class ArrayOrigins:
         """A class whose instances may be modules or datasets: any base but ``object`` (an
         ``nn.Module``, a ``Dataset``, a class of this file deriving from one, a library base)."""
         return any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases)
+
+    def _module_class(self, cls: ast.ClassDef, depth: int = 0) -> bool:
+        """An ``nn.Module`` (``LightningModule``...): a base named ``*Module`` or from ``torch.nn``,
+        or a class of this file deriving from one. Its methods are fed tensors; a ``Dataset``'s
+        ``__getitem__`` is fed an index. A class with a ``forward`` method counts too: its base may
+        be a module class of another file (``class GammaVAE(BaseVAE)``)."""
+        if cls.bases and (id(cls), "forward") in self.flow.class_methods:
+            return True
+        for b in cls.bases:
+            qn = self.resolver.qualified_name(b) or ""
+            text = qn or (b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", ""))
+            if text.endswith("Module") or qn.startswith("torch.nn."):
+                return True
+            if isinstance(b, ast.Name) and depth < 8:
+                defs = self.flow.defs_reaching(b)
+                if len(defs) == 1 and isinstance(defs[0].value, ast.ClassDef):
+                    if self._module_class(defs[0].value, depth + 1):
+                        return True
+        return False
 
     def _class_buffers(self, e: ast.Attribute) -> set[str]:
         """Names a class registers with ``self.register_buffer("name", ...)`` (read as ``self.name``)."""
@@ -612,13 +668,21 @@ class ArrayOrigins:
         used = self._uses().get(d.key)
         if used is not None:
             return used
+        name = getattr(d.owner, "name", "")
         if (
             got in (Origin.UNKNOWN, Origin.CYCLE)
+            and name == "__init__"
+            and info is not None
+            and info.class_node
+        ):
+            return Origin.SCALAR  # a constructor's hyper-parameters (image_size, dim_head, eps)
+        if (
+            got in (Origin.UNKNOWN, Origin.CYCLE)
+            and d.value is None
             and info is not None
             and info.class_node is not None
-            and getattr(d.owner, "name", "") != "__init__"
-            and self._maker_class(info.class_node)
-            and not _set_default(d.value)
+            and not name.startswith("__")
+            and self._module_class(info.class_node)
         ):
             return Origin.ARRAY  # forward(self, x) and the other methods a module's callers feed
         return got
@@ -658,6 +722,14 @@ class ArrayOrigins:
                 and node.args
             ):
                 self._mark(node.args[0], Origin.ARRAY)
+            elif qn in _ARRAY_CLASSES and node.args:  # nn.Parameter(w), Variable(x)
+                self._mark(node.args[0], Origin.ARRAY)
+            elif (
+                isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register_buffer"
+                and len(node.args) > 1
+            ):
+                self._mark(node.args[1], Origin.ARRAY)
             elif (
                 qn is None
                 and isinstance(node.func, ast.Attribute)
