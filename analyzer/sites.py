@@ -325,7 +325,7 @@ class SiteFinder:
             return None
         if self.origins.is_path(divisor) or self._reads_size(divisor):
             return None
-        if self._reaches(None, divisor):
+        if self._sets_zero(divisor):
             return None  # self.scale = 0.0 somewhere: the program itself sets the zero
         words = node_words(divisor, "a number")
         return f"the divisor ({words}) is a Python number: a setting, a count or a size of the program, not a value data or training moves"
@@ -348,6 +348,21 @@ class SiteFinder:
         if op is None or op.kind == "div":
             return fact.lo <= 0.0 <= fact.hi and not fact.nonzero
         return not static_safe(fact, KINDS[op.kind].region, self.ranges.dtype)
+
+    def _sets_zero(self, e: ast.AST, depth: int = 0) -> bool:
+        """Whether a name or ``self.`` attribute that ``e`` reads is bound somewhere to a literal 0
+        (``self.scale = 0.0`` in a reset method), directly or through names."""
+        if depth > 4:
+            return False
+        for n in ast.walk(e):
+            if isinstance(n, (ast.Name, ast.Attribute)) and self.flow.is_use(n):
+                for d in self.flow.defs_reaching(n):
+                    v = d.value if d.how in ("assign", "attr", "walrus", "param") else None
+                    if isinstance(v, ast.Constant) and not isinstance(v.value, (bool, str)) and v.value == 0:
+                        return True
+                    if v is not None and d.how != "param" and self._sets_zero(v, depth + 1):
+                        return True
+        return False
 
     def _reads_size(self, e: ast.AST, depth: int = 0) -> bool:
         """Whether ``e`` reads a size (``len(x)``, ``x.shape[k]``, ``x.size(k)``, ``x.numel()``),

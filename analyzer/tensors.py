@@ -501,7 +501,7 @@ class ArrayOrigins:
     def _made_of(self, qn: str, short: str, args: list[ast.expr], keywords: list[ast.keyword]) -> Origin:
         """A library array from ``args``: ``CONSTANT`` when deterministic and made of settings (an
         argument of unknown origin passed to a factory such as ``linspace(0, T, n)`` is a number)."""
-        if short in _DATA_CONVERSIONS and args and self._setting_number(args[0]):
+        if short in ("tensor", "as_tensor", "asarray", "array") and args and self._setting_number(args[0]):
             return Origin.CONSTANT  # torch.tensor(start / tau): one number of the settings
         if _random(short) or short in _DATA_CONVERSIONS:
             return Origin.ARRAY  # samples, and the program's data coming in (torch.tensor(rows))
@@ -519,7 +519,7 @@ class ArrayOrigins:
     def _setting_number(self, e: ast.AST) -> bool:
         """A Python number computed from names and literals (``start / tau``, ``dim_head ** -0.5``),
         not a literal list or row of values standing in for data."""
-        if isinstance(e, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.Constant)):
+        if isinstance(e, (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.Constant, ast.JoinedStr)):
             return False
         return self.origin(e) is Origin.SCALAR
 
@@ -748,6 +748,10 @@ class ArrayOrigins:
         assert self._used_as is not None
         if isinstance(e, ast.BinOp) and origin is Origin.ARRAY:
             self._used_as[id(e)] = origin
+            return
+        if isinstance(e, ast.BinOp):  # arange(dim // 4): dim is a number too
+            self._mark(e.left, origin)
+            self._mark(e.right, origin)
             return
         if not isinstance(e, ast.Name) or not self.flow.is_use(e):
             return
