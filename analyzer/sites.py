@@ -328,7 +328,10 @@ class SiteFinder:
         if self._sets_zero(divisor):
             return None  # self.scale = 0.0 somewhere: the program itself sets the zero
         words = node_words(divisor, "a number")
-        return f"the divisor ({words}) is a Python number: a setting, a count or a size of the program, not a value data or training moves"
+        return (
+            f"the divisor ({words}) is a Python number, a setting or a constant of the program: "
+            "data and training never move it to 0"
+        )
 
     def _constant_value_site(self, op: Op, operand: ast.AST) -> bool:
         """An elementwise site whose operand is computed from the program's settings only
@@ -350,18 +353,16 @@ class SiteFinder:
         return not static_safe(fact, KINDS[op.kind].region, self.ranges.dtype)
 
     def _sets_zero(self, e: ast.AST, depth: int = 0) -> bool:
-        """Whether a name or ``self.`` attribute that ``e`` reads is bound somewhere to a literal 0
-        (``self.scale = 0.0`` in a reset method), directly or through names."""
-        if depth > 4:
+        """Whether the divisor is a name or ``self.`` attribute that the program binds to a literal 0
+        somewhere (``self.scale = 0.0`` in a reset method), directly or through plain copies."""
+        if depth > 4 or not isinstance(e, (ast.Name, ast.Attribute)) or not self.flow.is_use(e):
             return False
-        for n in ast.walk(e):
-            if isinstance(n, (ast.Name, ast.Attribute)) and self.flow.is_use(n):
-                for d in self.flow.defs_reaching(n):
-                    v = d.value if d.how in ("assign", "attr", "walrus", "param") else None
-                    if isinstance(v, ast.Constant) and not isinstance(v.value, (bool, str)) and v.value == 0:
-                        return True
-                    if v is not None and d.how != "param" and self._sets_zero(v, depth + 1):
-                        return True
+        for d in self.flow.defs_reaching(e):
+            v = d.value if d.how in ("assign", "attr", "walrus") else None
+            if isinstance(v, ast.Constant) and not isinstance(v.value, (bool, str)) and v.value == 0:
+                return True
+            if v is not None and self._sets_zero(v, depth + 1):
+                return True
         return False
 
     def _reads_size(self, e: ast.AST, depth: int = 0) -> bool:
@@ -528,6 +529,8 @@ class SiteFinder:
             return None
         if node is not None and self.origins.may_be_array(node):
             return None
+        if self.precision is not None and any(self.precision.half(e) for e in operands):
+            return None  # h = x.half(): a float16 tensor
         return self._words(operands)
 
     def _skip_operator(self, left: ast.AST, right: ast.AST) -> bool:

@@ -155,7 +155,7 @@ def test_exponent_range_proves_pow(src):
     """,
         # math.exp of an unknown value: the exponent is >= 0 but the base may be negative
         """
-    def f(x, log_g):
+    def f(x: torch.Tensor, log_g):
         return x ** math.exp(log_g)  # <-
     """,
     ],
@@ -215,7 +215,7 @@ def test_size_twins_stay_possible(src):
 
 def test_indexing_proves_nothing_in_a_file_that_uses_pandas():
     # df[0] is a column lookup: it succeeds on a frame with no rows
-    src = "import pandas as pd\ndef f(df, t):\n    col = df[0]\n    return t / df.shape[0]  # <-\n"
+    src = "import pandas as pd\ndef f(df, t: torch.Tensor):\n    col = df[0]\n    return t / df.shape[0]  # <-\n"
     assert status_of(src) == ["possible"]
 
 

@@ -15,4 +15,4 @@ def f1_scores(cm):
 
 
 def accuracy_percent(correct, total):
-    return 100.0 * correct / total  # expect: possible div
+    return 100.0 * correct / total  # expect: safe div

@@ -11,7 +11,7 @@ def main():
     args = parser.parse_args()
     x = torch.randn(8)
     for _ in range(args.epochs):
-        x = x / args.scale  # expect: possible div
+        x = x / args.scale  # expect: safe div
     print(x.sum().item())
 
 

@@ -7,7 +7,7 @@ import torch
 def cosine_beta_schedule(timesteps, s=0.008):
     steps = timesteps + 1
     x = torch.linspace(0, timesteps, steps)
-    alphas_cumprod = torch.cos(((x / timesteps) + s) / (1 + s) * math.pi * 0.5) ** 2  # expect: possible div, safe div
+    alphas_cumprod = torch.cos(((x / timesteps) + s) / (1 + s) * math.pi * 0.5) ** 2  # expect: safe div, safe div
     alphas_cumprod = alphas_cumprod / alphas_cumprod[0]  # expect: unproven div
     betas = 1 - (alphas_cumprod[1:] / alphas_cumprod[:-1])  # expect: unproven div
     return torch.clip(betas, 0.0001, 0.9999)

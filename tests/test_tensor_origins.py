@@ -1,0 +1,272 @@
+"""Issue 36: arithmetic on Python numbers is no NaN/INF warning; arithmetic on tensors still is.
+
+Each program below is written in an idiom found in public PyTorch projects. They are checked the
+way a user checks a project (``grist-lsp --check DIR --static-only --show-safe --format json``,
+one run for all of them), and each line marked ``# <- STATUS`` must be reported with that status
+(``safe`` with the reason's words after a colon: what ``--show-safe`` prints).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+PROGRAMS = {
+    # 1. pathlib joins are not divisions
+    "checkpoints.py": """
+        from pathlib import Path
+
+        import torch
+
+
+        def save(model, cfg, opt_save_name):
+            save_dir = Path.cwd() / cfg.checkpoint_folder  # <- safe: path join
+            opt_file_path = save_dir / opt_save_name  # <- safe: path join
+            torch.save(model.state_dict(), opt_file_path)
+        """,
+    # 2. a module's hyper-parameters are Python ints
+    "vit.py": """
+        import math
+
+        import torch
+        from torch import nn
+
+
+        def pair(t):
+            return t if isinstance(t, tuple) else (t, t)
+
+
+        class ViT(nn.Module):
+            def __init__(self, *, image_size, patch_size, dim, heads, num_stages=3, dim_head=64):
+                super().__init__()
+                image_height, image_width = pair(image_size)
+                patch_height, patch_width = pair(patch_size)
+                assert image_height % patch_height == 0  # <- safe: ZeroDivisionError
+                num_patches = (image_height // patch_height) * (image_width // patch_width)  # <- safe: ZeroDivisionError
+                self.scale = dim_head ** -0.5  # <- safe: ZeroDivisionError
+                self.dims = tuple(map(lambda i: (2 ** i) * dim, range(num_stages)))
+                self.ph = patch_height
+                self.heads = heads
+                self.to_patch = nn.Linear(patch_height * patch_width * 3, dim)
+                self.pos = nn.Parameter(torch.randn(1, num_patches, dim))
+
+            def forward(self, img):
+                w = img.shape[-1]
+                h = w // self.ph  # <- safe: ZeroDivisionError
+                return self.to_patch(img.flatten(2).transpose(1, 2)) * self.scale, h
+
+
+        def init_weights(module, config):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))  # <- safe: Python numbers
+        """,
+    # 3. argparse options and loop counters
+    "reinforce_log.py": """
+        import argparse
+        from itertools import count
+
+        import torch
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--log-interval", type=int, default=10)
+        args = parser.parse_args()
+
+        running = 10.0
+        for i_episode in count(1):
+            running = 0.05 * i_episode + 0.95 * running
+            if i_episode % args.log_interval == 0:  # <- safe: ZeroDivisionError
+                print(i_episode, running)
+            if i_episode > 30:
+                break
+        """,
+    # 4. constants and counters
+    "train_loop.py": """
+        import time
+
+        import torch
+        from torch import nn
+
+
+        class AverageMeter:
+            def __init__(self):
+                self.reset()
+
+            def reset(self):
+                self.sum = 0
+                self.count = 0
+                self.avg = 0
+
+            def update(self, val, n=1):
+                self.sum += val * n
+                self.count += n
+                self.avg = self.sum / self.count  # <- safe: ZeroDivisionError
+
+
+        def drop_path(x, drop_prob: float = 0.0):
+            keep_prob = 1 - drop_prob
+            mask = torch.rand(x.shape[0], 1) < keep_prob
+            return x.div(keep_prob) * mask  # <- safe: Python number
+
+
+        def train(model: nn.Module, batches, args, ngpus_per_node, flops_per_iter):
+            gradient_accumulation_steps = 5 * 8
+            batch_size = int(args.batch_size / ngpus_per_node)  # <- safe: ZeroDivisionError
+            meter = AverageMeter()
+            n_correct, n_total = 0, 0
+            rewards, rets = [], []
+            for x, y in batches:
+                t0 = time.time()
+                out = model(x)
+                loss = nn.functional.cross_entropy(out, y)
+                loss = loss / gradient_accumulation_steps  # <- safe: divisor
+                loss.backward()
+                n_correct += (out.argmax(1) == y).sum().item()
+                n_total += y.size(0)
+                dt = time.time() - t0
+                flops = flops_per_iter * (1.0 / dt)  # <- safe: ZeroDivisionError
+                meter.update(loss.item(), batch_size)
+                rewards.append(loss.item())
+                rets.append(1)
+            train_acc = 100.0 * n_correct / n_total  # <- safe: ZeroDivisionError
+            mean_reward = sum(rewards) / len(rets)  # <- safe: ZeroDivisionError
+            return train_acc, mean_reward, flops
+        """,
+    # The real ones: each must stay a warning.
+    "vae.py": """
+        import torch
+        from torch import nn
+
+
+        class VAE(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.Linear(784, 40)
+
+            def reparameterize(self, mu, logvar):
+                std = torch.exp(0.5 * logvar)  # <- possible
+                return mu + torch.randn_like(std) * std
+
+            def forward(self, x):
+                mu, logvar = self.enc(x).chunk(2, dim=-1)
+                return self.reparameterize(mu, logvar)
+        """,
+    "generate.py": """
+        import argparse
+
+        import torch
+        from torch import nn
+
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--temperature", type=float, default=1.0)
+        args = parser.parse_args()
+
+        model = nn.Linear(16, 100)
+        input = torch.randn(1, 16)
+        for i in range(20):
+            output = model(input)
+            word_weights = output.squeeze().div(args.temperature).exp()  # <- possible exp
+            word_idx = torch.multinomial(word_weights, 1)[0]
+        """,
+    "gcn.py": """
+        import torch
+
+
+        def normalize(adj):
+            deg = adj.sum(1)
+            d_inv = 1 / deg  # <- possible
+            d_inv_sqrt = torch.sqrt(1 / deg)  # <- possible
+            return d_inv[:, None] * adj, d_inv_sqrt
+
+
+        edges = torch.load("edges.pt")
+        print(normalize(edges))
+        """,
+    "reinforce.py": """
+        import torch
+
+        eps = 1e-8
+
+
+        def finish_episode(policy_rewards, gamma=0.99):
+            R = 0
+            returns = []
+            for r in policy_rewards[::-1]:
+                R = r + gamma * R
+                returns.insert(0, R)
+            returns = torch.tensor(returns)
+            returns = (returns - returns.mean()) / (returns.std() + eps)  # <- possible var
+            return returns
+        """,
+    "invert.py": """
+        import torch
+
+
+        def f(x):
+            return torch.exp(torch.tan(x))  # <- possible
+        """,
+}
+
+
+def _expectations() -> list[tuple[str, int, str, str]]:
+    """(file, line, the mark's status and kind, words the reason must hold) of every marked line."""
+    found = []
+    for name, text in PROGRAMS.items():
+        for number, line in enumerate(textwrap.dedent(text).splitlines(), 1):
+            if "# <- " in line:
+                mark, _, words = line.split("# <- ", 1)[1].partition(":")
+                found.append((name, number, mark.strip(), words.strip()))
+    return found
+
+
+@pytest.fixture(scope="module")
+def findings(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], list[dict]]:
+    root = tmp_path_factory.mktemp("idioms")
+    for name, text in PROGRAMS.items():
+        (root / name).write_text(textwrap.dedent(text))
+    run = subprocess.run(
+        [sys.executable, "-m", "grist_lsp", "--check", str(root), "--static-only", "--show-safe"]
+        + ["--format", "json", "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        timeout=300,
+    )
+    assert run.returncode in (0, 1), run.stderr
+    by_line: dict[tuple[str, int], list[dict]] = {}
+    for f in json.loads(run.stdout)["findings"]:
+        by_line.setdefault((Path(f["file"]).name, f["line"]), []).append(f)
+    return by_line
+
+
+@pytest.mark.parametrize("name,line,mark,words", _expectations(), ids=lambda v: str(v))
+def test_idiom_line_has_its_status_and_reason(findings, name: str, line: int, mark: str, words: str) -> None:
+    got = findings.get((name, line), [])
+    assert got, f"{name}:{line}: no finding at all"
+    status, _, kind = mark.partition(" ")
+    if status == "safe":
+        # a line of Python numbers has no tensor site left, and says why for each
+        assert {f["status"] for f in got} == {"safe"}, [(f["status"], f["reason"]) for f in got]
+        assert all(words in f["reason"] for f in got), [f["reason"] for f in got]
+    else:
+        kept = [f for f in got if f["status"] == status and kind in ("", f["kind"])]
+        assert kept, [(f["kind"], f["status"], f["reason"]) for f in got]
+
+
+def test_python_number_lines_are_not_printed_without_show_safe(tmp_path: Path) -> None:
+    path = tmp_path / "vit.py"
+    path.write_text(textwrap.dedent(PROGRAMS["vit.py"]))
+    run = subprocess.run(
+        [sys.executable, "-m", "grist_lsp", "--check", str(path), "--static-only", "--no-cache"],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "vit.py:" not in run.stdout
