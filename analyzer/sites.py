@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from grist_lsp.analyzer.bindings import CONSTANTS
@@ -517,7 +518,7 @@ class SiteFinder:
         return False
 
     @staticmethod
-    def _words(operands: list[ast.AST]) -> str:
+    def _words(operands: Sequence[ast.AST]) -> str:
         return ", ".join(node_words(e, "a number") for e in operands)
 
     def _scalar_words(self, operands: list[ast.AST], node: ast.AST | None = None) -> str | None:

@@ -14,8 +14,11 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import json
 import sys
 from pathlib import Path
+
+from grist_lsp.analyzer.parsing import parse
 
 OUT = Path(__file__).resolve().parents[1] / "analyzer" / "array_api.py"
 _ARRAY_WORDS = ("Tensor", "ndarray", "Parameter", "NDArray", "return_types")
@@ -71,25 +74,28 @@ def _class_body(tree: ast.Module, name: str) -> list[ast.stmt]:
 
 
 def _set(name: str, values: set[str], doc: str) -> str:
-    values = {v for v in values if not v.startswith("_")}  # private and dunder names: never spelled in user code
-    body = "".join(f"        {v!r},\n" for v in sorted(values))
+    values = {
+        v for v in values if not v.startswith("_")
+    }  # private and dunder names: never spelled in user code
+    body = "".join(f"        {json.dumps(v)},\n" for v in sorted(values))
     return f"# {doc}\n{name}: frozenset[str] = frozenset(\n    {{\n{body}    }}\n)\n"
 
 
 def main() -> None:
     torch_dir, numpy_dir = _package_dir("torch"), _package_dir("numpy")
-    tensor = _defs(_class_body(ast.parse((torch_dir / "_C" / "__init__.pyi").read_text()), "TensorBase"))
+    tensor = _defs(_class_body(parse((torch_dir / "_C" / "__init__.pyi").read_text()), "TensorBase"))
     method_arrays, method_others = _split(tensor)
     functions: dict[str, list[ast.FunctionDef]] = {}
     for stub in ("_C/_VariableFunctions.pyi", "nn/functional.pyi", "functional.py", "_C/_nn.pyi"):
         path = torch_dir / stub
         if path.exists():
-            for name, defs in _defs(ast.parse(path.read_text()).body).items():
+            for name, defs in _defs(parse(path.read_text()).body).items():
                 functions.setdefault(name, []).extend(defs)
     fn_arrays, fn_others = _split(functions)
     takes_array = {n for n, defs in functions.items() if all(_first_param_array(f) for f in defs)}
-    ndarray = _defs(_class_body(ast.parse((numpy_dir / "__init__.pyi").read_text()), "ndarray"))
-    common = _defs(_class_body(ast.parse((numpy_dir / "__init__.pyi").read_text()), "_ArrayOrScalarCommon"))
+    numpy_stub = parse((numpy_dir / "__init__.pyi").read_text())
+    ndarray = _defs(_class_body(numpy_stub, "ndarray"))
+    common = _defs(_class_body(numpy_stub, "_ArrayOrScalarCommon"))
     nd_methods = {n for n in {*ndarray, *common} if not n.startswith("__")}
     import numpy
     import torch
@@ -112,8 +118,10 @@ def main() -> None:
         + _set("NDARRAY_METHODS", nd_methods, "numpy.ndarray's public methods.")
     )
     OUT.write_text(text)
-    print(f"wrote {OUT}: {len(method_arrays)} array / {len(method_others)} other Tensor methods, "
-          f"{len(fn_arrays)} array / {len(fn_others)} other functions, {len(takes_array)} taking an array first")
+    print(
+        f"wrote {OUT}: {len(method_arrays)} array / {len(method_others)} other Tensor methods, "
+        f"{len(fn_arrays)} array / {len(fn_others)} other functions, {len(takes_array)} taking an array first"
+    )
 
 
 if __name__ == "__main__":
