@@ -1,6 +1,7 @@
 """Writes analyzer/array_api.py: what torch's and numpy's own type stubs declare about arrays.
 
     python scripts/gen_array_api.py            # from the installed torch and numpy
+    python scripts/gen_array_api.py --check    # exit 1 when the committed table differs
 
 The static pass asks "can this operand be a tensor or an array at all?" (analyzer/tensors.py).
 Its answers about library calls come from the libraries' declared types, not from a list written
@@ -117,6 +118,13 @@ def main() -> None:
         + "\n"
         + _set("NDARRAY_METHODS", nd_methods, "numpy.ndarray's public methods.")
     )
+    if "--check" in sys.argv[1:]:
+        if OUT.read_text() != text:
+            sys.exit(
+                f"{OUT} is not what torch {torch.__version__}'s stubs give: run scripts/gen_array_api.py"
+            )
+        print(f"{OUT} matches torch {torch.__version__} and numpy {numpy.__version__}")
+        return
     OUT.write_text(text)
     print(
         f"wrote {OUT}: {len(method_arrays)} array / {len(method_others)} other Tensor methods, "

@@ -270,3 +270,17 @@ def test_python_number_lines_are_not_printed_without_show_safe(tmp_path: Path) -
     )
     assert run.returncode == 0, run.stdout + run.stderr
     assert "vit.py:" not in run.stdout
+
+
+def test_the_array_table_is_what_the_installed_stubs_declare() -> None:
+    import torch
+
+    if torch.__version__.split("+")[0] != "2.13.0":
+        pytest.skip(f"analyzer/array_api.py was generated from torch 2.13.0, not {torch.__version__}")
+    run = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gen_array_api.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
