@@ -135,7 +135,18 @@ def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:
     ranges = RangeAnalysis(flow, resolver, dtype)
     candidates = drop_unread_vectors(find_sites(path, lines, tree, flow, resolver, ranges), tree)
     mark_where_branches(candidates, tree, text, flow, resolver)
-    verdicts = [_with_where_reason(_verdict(c, ranges, dtype)) for c in candidates]
+    # A file that spells half precision somewhere (an autocast import) has its ranges rounded to
+    # float16; a site whose operand the precision analysis never sees in float16 is judged in
+    # float32 (a float64 schedule's clamp(min=1e-20) is not 0).
+    single = RangeAnalysis(flow, resolver, "float32") if dtype == "float16" else None
+    verdicts = [
+        _with_where_reason(
+            _verdict(c, single, "float32")
+            if single is not None and c.site.dtype is None and not KINDS[c.site.kind].region.beyond_max
+            else _verdict(c, ranges, dtype)
+        )
+        for c in candidates
+    ]
     # find_sites returns the sites sorted by position, so the verdicts are too
     return verdicts
 

@@ -56,7 +56,7 @@ from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines, node_words
 from grist_lsp.analyzer.precision import Precision, spells_half
 from grist_lsp.analyzer.provenance import Provenance
-from grist_lsp.analyzer.ranges import RangeAnalysis, static_safe
+from grist_lsp.analyzer.ranges import INF, RangeAnalysis, static_safe
 from grist_lsp.analyzer.tensors import ArrayOrigins, Origin
 from grist_lsp.model import Site
 
@@ -342,14 +342,14 @@ class SiteFinder:
             return False
         return self.origins.constant(operand) and not self._reaches(op, operand)
 
-    def _reaches(self, op: Op | None, e: ast.AST) -> bool:
-        """Whether the range analysis knows ``e`` may be in the op's region (a divisor: may be 0):
-        a value the program itself sets there (``g[0] = 0``, ``self.scale = 0.0``) is reported
-        whatever its origin."""
+    def _reaches(self, op: Op, e: ast.AST) -> bool:
+        """Whether the range analysis bounds ``e`` on both sides and the bounds meet the op's
+        region (``g = torch.linspace(-1, 1, n); g.log()``): a constant the pass can follow is judged
+        by its range; one it cannot bound (``1 - cumprod(...)``) by its constancy."""
         fact = self.ranges.fact(e)
-        if not fact.known or fact.pytype == "bottom":
+        if fact.pytype == "bottom" or fact.lo == -INF or fact.hi == INF:
             return False
-        if op is None or op.kind == "div":
+        if op.kind == "div":
             return fact.lo <= 0.0 <= fact.hi and not fact.nonzero
         return not static_safe(fact, KINDS[op.kind].region, self.ranges.dtype)
 
