@@ -16,7 +16,7 @@ from grist_lsp.output import render_sarif
 TODAY = """import torch
 
 
-def normalize(x, total):
+def normalize(x: torch.Tensor, total):
     return x / total
 """
 
@@ -31,7 +31,7 @@ def helper(v):
     return v * SCALE
 
 
-def normalize(x, total):
+def normalize(x: torch.Tensor, total):
     return x / total
 
 

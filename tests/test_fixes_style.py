@@ -120,9 +120,7 @@ def test_older_unbiased_style_is_kept() -> None:
 
 
 def test_in_place_and_augmented_forms_stay_in_place() -> None:
-    text = (
-        "import torch\n\ndef f(x):\n    x.sqrt_()\n    return x\n\n\ndef g(x):\n    x **= 0.5\n    return x\n"
-    )
+    text = "import torch\n\ndef f(x):\n    x.sqrt_()\n    return x\n\n\ndef g(x: torch.Tensor):\n    x **= 0.5\n    return x\n"
     assert "    x.clamp_min_(1e-8).sqrt_()\n" in _fixed(text, "x.sqrt_()")[0]
     assert "    x.clamp_min_(1e-8).pow_(0.5)\n" in _fixed(text, "x **= 0.5")[0]
 

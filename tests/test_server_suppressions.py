@@ -130,11 +130,15 @@ async def test_server_honours_per_file_ignores_and_the_baseline(
 
     await start(client, tmp_path, STATIC_ONLY)
     # The baselined log moved down two lines and a new division came with it.
-    new = "import torch\n\n\ndef g(a, b):\n    return a / b\n\n\ndef f(x):\n    return torch.log(x)\n"
+    new = "import torch\n\n\ndef g(a: torch.Tensor, b):\n    return a / b\n\n\ndef f(x):\n    return torch.log(x)\n"
     uri = open_file(client, tmp_path / "m.py", new)
     assert [(d.code, d.range.start.line) for d in await _diagnostics(client, uri)] == [("GRIST105", 4)]
     (tmp_path / "scripts").mkdir()
-    script = open_file(client, tmp_path / "scripts" / "run.py", "def g(a, b):\n    return a / b\n")
+    script = open_file(
+        client,
+        tmp_path / "scripts" / "run.py",
+        "import torch\n\n\ndef g(a: torch.Tensor, b):\n    return a / b\n",
+    )
     assert await _diagnostics(client, script) == []
 
 

@@ -19,7 +19,7 @@ from grist_lsp.suppressions import find_suppressions
 BOXES = """import torch
 
 
-def aspect(w, h):
+def aspect(w: torch.Tensor, h: torch.Tensor):
     ratio = w / h  # grist: ignore[GRIST105] -- heights are >= 1 by construction
     inverse = h / w
     return ratio, inverse

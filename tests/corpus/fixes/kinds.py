@@ -46,7 +46,7 @@ def rsqrt_plain(x):
     return torch.rsqrt(x)
 
 
-def div_signed(a, b):
+def div_signed(a: torch.Tensor, b):
     return a / b
 
 
@@ -60,7 +60,7 @@ def div_augmented(a, b):
     return a
 
 
-def div_reflected(x):
+def div_reflected(x: torch.Tensor):
     return 1 / x
 
 
@@ -76,11 +76,11 @@ def exp_manual_softmax(x):
     return torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
 
 
-def pow_fractional(x):
+def pow_fractional(x: torch.Tensor):
     return x ** 0.5
 
 
-def pow_negative(x):
+def pow_negative(x: torch.Tensor):
     return x ** -1
 
 
