@@ -137,6 +137,8 @@ class DataFlow:
         # Every call / binary operation / augmented assignment, once, in walk
         # order, with the dotted name of the def/class enclosing it.
         self.operations: list[tuple[ast.AST, str | None]] = []
+        # Every ``name.attr`` read (``x.shape``), once: what a name is used as, without a second walk.
+        self.name_attributes: list[ast.Attribute] = []
         self.defs: list[Def] = []
         self.functions: dict[int, FunctionInfo] = {}  # id(FunctionDef) -> info
         self.classes: dict[int, ast.ClassDef] = {}
@@ -829,6 +831,8 @@ class _Builder:
                 deps.append(("def", key))
                 continue
             if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load):
+                if isinstance(n.value, ast.Name):
+                    self.flow.name_attributes.append(n)
                 if (
                     scope.class_node is not None
                     and isinstance(n.value, ast.Name)

@@ -737,8 +737,8 @@ class ArrayOrigins:
                 and self.flow.callee(node) is None
             ):
                 self._mark(node.func.value, Origin.ARRAY)
-        for n in ast.walk(self.flow.tree):
-            if isinstance(n, ast.Attribute) and n.attr in ("shape", "ndim", "dtype", "device"):
+        for n in self.flow.name_attributes:
+            if n.attr in ("shape", "ndim", "dtype", "device"):
                 self._mark(n.value, Origin.ARRAY)
         return self._used_as
 
