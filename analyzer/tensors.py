@@ -166,6 +166,10 @@ _PYTHON_BUILTINS = frozenset(
 # Standard-library modules whose functions never return an array.
 _PYTHON_MODULES = ("math.", "pathlib.", "os.", "time.", "random.", "json.", "re.", "string.", "datetime.")
 _ARRAY_ROOTS = ("torch.", "numpy.")
+# The methods of a module class that its callers (``model(x)``, a Lightning trainer) feed tensors;
+# its other methods are judged by their in-file callers and uses (``estimate_mfu(self, n, dt)``
+# is fed numbers).
+_FED_METHODS = frozenset({"forward", "__call__", "training_step", "validation_step", "test_step"})
 # The namespaces whose functions make arrays (torch.cuda.device_count, torch.hub.load... do not).
 _ARRAY_NAMESPACE_NAMES = (
     "nn.functional",
@@ -681,10 +685,10 @@ class ArrayOrigins:
             and d.value is None
             and info is not None
             and info.class_node is not None
-            and not name.startswith("__")
+            and name in _FED_METHODS
             and self._module_class(info.class_node)
         ):
-            return Origin.ARRAY  # forward(self, x) and the other methods a module's callers feed
+            return Origin.ARRAY  # forward(self, x): what a module's callers feed it
         return got
 
     def _annotation(self, a: ast.expr | None) -> Origin | None:
@@ -740,7 +744,29 @@ class ArrayOrigins:
         for n in self.flow.name_attributes:
             if n.attr in ("shape", "ndim", "dtype", "device"):
                 self._mark(n.value, Origin.ARRAY)
+        for _round in range(2):  # f(a) where f's parameter is used as an array: a is one (two calls deep)
+            self._mark_passed_arrays()
         return self._used_as
+
+    def _mark_passed_arrays(self) -> None:
+        """Marks the arguments of in-file calls whose parameter the callee uses as an array."""
+        assert self._used_as is not None
+        for node, _function in self.flow.operations:
+            if not isinstance(node, ast.Call):
+                continue
+            info = self.flow.function_info(self.flow.callee(node))
+            if info is None or info.open_params:
+                continue
+            params = info.params
+            if params and info.class_node is not None and isinstance(node.func, ast.Attribute):
+                params = params[1:]  # self.m(a) or obj.m(a): the receiver is the first parameter
+            by_name = {p.name: p for p in params}
+            pairs = list(zip(node.args, params)) + [
+                (k.value, by_name[k.arg]) for k in node.keywords if k.arg in by_name
+            ]
+            for arg, param in pairs:
+                if not isinstance(arg, ast.Starred) and self._used_as.get(param.key) is Origin.ARRAY:
+                    self._mark(arg, Origin.ARRAY)
 
     def _mark(self, e: ast.AST, origin: Origin) -> None:
         """Records a use: on a parameter (by definition key), and, for an array use, on the
