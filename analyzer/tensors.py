@@ -534,7 +534,48 @@ class ArrayOrigins:
         returns = self.flow.returns_of(callee)
         if not returns:
             return Origin.SCALAR  # returns None
+        passed = self._passed_through(callee, e, returns)
+        if passed is not None:
+            return passed
         return join(self.origin(r) for r in returns)
+
+    def _passed_through(self, callee: ast.AST, e: ast.Call, returns: list[ast.expr]) -> Origin | None:
+        """For a helper that returns one of its parameters (``default(val, d)``: ``val if
+        exists(val) else d``), what this call passes for them; None for any other function."""
+        info = self.flow.function_info(callee)
+        if info is None or info.open_params or any(isinstance(a, ast.Starred) for a in e.args):
+            return None
+        leaves: list[ast.expr] = []
+        todo = list(returns)
+        while todo:
+            r = todo.pop()
+            if isinstance(r, ast.IfExp):
+                todo += [r.body, r.orelse]
+            elif isinstance(r, ast.BoolOp):
+                todo += r.values
+            else:
+                leaves.append(r)
+        params = (
+            info.params[1:]
+            if info.class_node is not None and isinstance(e.func, ast.Attribute)
+            else info.params
+        )
+        position = {p.name: i for i, p in enumerate(params)}
+        keywords = {k.arg: k.value for k in e.keywords if k.arg is not None}
+        got: list[Origin] = []
+        for leaf in leaves:
+            if not isinstance(leaf, ast.Name) or leaf.id not in position:
+                return None
+            param = params[position[leaf.id]]
+            if leaf.id in keywords:
+                got.append(self.origin(keywords[leaf.id]))
+            elif position[leaf.id] < len(e.args):
+                got.append(self.origin(e.args[position[leaf.id]]))
+            elif param.value is not None:
+                got.append(self.origin(param.value))
+            else:
+                return None
+        return join(got)
 
     def _method_call(self, f: ast.Attribute, args: list[Origin]) -> Origin:
         receiver = self.origin(f.value)
@@ -663,7 +704,7 @@ class ArrayOrigins:
         info = self.flow.function_info(d.owner)
         if info is not None and info.class_node is not None and d.param_index == 0:
             return Origin.MAKER if self._maker_class(info.class_node) else Origin.SCALAR  # self
-        sources: list[ast.AST] = list(self.flow.param_arguments(d))
+        sources: list[ast.AST] = list(self.flow.param_arguments(d)) + self._partial_arguments(d)
         if d.value is not None:
             sources.append(d.value)
         got = join(self.origin(s) for s in sources) if sources else Origin.UNKNOWN
@@ -690,6 +731,25 @@ class ArrayOrigins:
         ):
             return Origin.ARRAY  # forward(self, x): what a module's callers feed it
         return got
+
+    def _partial_arguments(self, d: Def) -> list[ast.AST]:
+        """What ``functools.partial(f, name=value)`` binds to ``f``'s parameter ``d`` in this file."""
+        found: list[ast.AST] = []
+        for node, _function in self.flow.operations:
+            if not (
+                isinstance(node, ast.Call)
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and self.resolver.qualified_name(node.func) == "functools.partial"
+            ):
+                continue
+            bound = [x.value for x in self.flow.defs_reaching(node.args[0]) if x.how == "function"]
+            if d.owner not in bound:
+                continue
+            found += [k.value for k in node.keywords if k.arg == d.name]
+            if 0 <= d.param_index < len(node.args) - 1:
+                found.append(node.args[d.param_index + 1])
+        return found
 
     def _annotation(self, a: ast.expr | None) -> Origin | None:
         if a is None:
