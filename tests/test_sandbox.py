@@ -253,3 +253,48 @@ def test_under_bubblewrap_a_write_to_var_tmp_is_thrown_away_and_reported_like_on
     assert [t.exists() for t in targets] == [False, False]  # neither reached the real disk
     for target in targets:
         assert f"write {target}" in log.reason, log.reason
+
+
+def test_a_package_writing_its_home_folder_at_import_is_checked_through_its_test(
+    grist_cli, write_tree, monkeypatch
+) -> None:
+    """Issue 37: a library that creates ``~/.pkgname`` when imported (a download cache, a
+    config folder) imports under the sandbox; the write is thrown away and reported, and the bug
+    two files away is confirmed through the project's test."""
+    _needs_bubblewrap()
+    monkeypatch.setenv("GRIST_SANDBOX", "auto")
+    name = f".grist-home-test-{os.getpid()}-{time.time_ns()}"
+    home_folder = Path(os.path.expanduser("~")) / name
+    root = write_tree(
+        {
+            "mypkg/__init__.py": (
+                "import os\n\n"
+                f'CACHE = os.path.join(os.path.expanduser("~/{name}"), "cache")\n'
+                "os.makedirs(CACHE, exist_ok=True)\n\n"
+                "from .losses import nll\n"
+            ),
+            "mypkg/losses.py": (
+                "import torch\n\n\n"
+                "def nll(logits, target):\n"
+                "    probs = torch.softmax(logits, dim=-1)\n"
+                "    picked = probs.gather(-1, target[:, None]).squeeze(-1)\n"
+                "    return -torch.log(picked).mean()\n"
+            ),
+            "tests/test_losses.py": (
+                "import torch\n\nfrom mypkg import nll\n\n\n"
+                "def test_nll_is_finite():\n"
+                "    logits = torch.randn(4, 3)\n"
+                "    target = torch.tensor([0, 1, 2, 0])\n"
+                "    assert torch.isfinite(nll(logits, target))\n"
+            ),
+        }
+    )
+    result = grist_cli("--check", ".", "--format", "json", "--no-cache", cwd=root)
+    assert result.returncode == 1, result.stdout + result.stderr
+    findings = json.loads(result.stdout)["findings"]
+    [log] = [f for f in findings if f["kind"] == "log"]
+    assert (log["file"].endswith("mypkg/losses.py"), log["line"], log["status"]) == (True, 7, "confirmed")
+    assert log["witness"]["entry"] == "test:tests/test_losses.py::test_nll_is_finite"
+    assert not [f for f in findings if f["status"] == "error"], findings
+    assert f"create the folder {home_folder}" in result.stderr  # the write is reported ...
+    assert not home_folder.exists()  # ... and the real home folder is unchanged
