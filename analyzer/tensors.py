@@ -8,9 +8,10 @@ makes one:
 * torch and numpy calls whose declared return type is an array (``array_api.py``, generated from
   the libraries' own stubs), Tensor methods, ``nn.Module`` calls (``self.fc(x)``, ``model(x)``),
   ``Parameter``s and buffers, items of datasets and loaders;
-* ``forward`` and the other methods of a module class, whose callers pass tensors; parameters that
-  in-file callers pass arrays to, or that the body uses as an array (``x.shape``, ``x.exp()``,
-  ``torch.log(x)``), or that are annotated so;
+* ``forward`` (and a Lightning ``training_step``) of a module class, whose callers pass tensors;
+  parameters that in-file callers (``functools.partial`` included) pass arrays to, or that the
+  body uses as an array (``x.shape``, ``x.exp()``, ``torch.log(x)``, an argument of an in-file
+  function that does), or that are annotated so;
 * what flows from those: names through their reaching definitions, ``self.`` attributes, returns of
   in-file functions, arithmetic, indexing, calls of unknown functions given an array.
 
@@ -20,7 +21,7 @@ An array made only from Python values by deterministic factories and arithmetic
 training (``torch.randn`` and anything from a parameter or a loader is ``ARRAY``).
 
 Everything else is ``SCALAR`` (known not to be an array: literals, ``len``, ``range``, ``math``,
-``.item()``, ``.size(i)``, paths, strings) or ``UNKNOWN`` (a parameter of a function nobody in the
+``.item()``, ``.size(i)``, paths, strings, a constructor's hyper-parameters) or ``UNKNOWN`` (a parameter of a function nobody in the
 file calls, an attribute of an object from elsewhere): neither is reported as a tensor operation.
 ``MAKER`` is a value whose calls, items or iteration give arrays (a module, a loader, a dataset, a
 list of tensors) without being an array itself.
@@ -50,12 +51,6 @@ from grist_lsp.analyzer.transfers import number_arguments
 
 _A = TypeVar("_A")
 MAX_DEPTH = 60
-
-
-def _set_default(default: ast.AST | None) -> bool:
-    """A default that says the parameter is a Python value (``temperature=1.0``, ``mode="x"``);
-    ``None`` says nothing (``mask=None`` is a tensor when given)."""
-    return isinstance(default, ast.Constant) and default.value is not None
 
 
 class Origin(enum.IntEnum):
