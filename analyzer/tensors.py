@@ -123,6 +123,17 @@ _ARRAY_ONLY_METHODS = (
     }
 )
 _PYTHON_METHODS = PYTHON_METHODS | {"tolist", "item", "size", "numel", "dim", "ndimension", "nelement"}
+# Used on a value, these say it is an array though they return none (``loss.backward()``,
+# ``loss.item()``): tensor methods returning no tensor, minus what other objects commonly have.
+_ARRAY_USE_METHODS = _ARRAY_ONLY_METHODS | (
+    (PYTHON_METHODS | {"backward", "item", "numpy", "tolist", "numel"})
+    - _PYTHON_TYPES_METHODS
+    - {"size", "dim"}
+)
+# Used on a value, these say it is a module: calling it gives arrays (``model.train()``).
+_MODULE_USE_METHODS = frozenset(
+    {"parameters", "named_parameters", "state_dict", "load_state_dict", "zero_grad", "modules", "children"}
+)
 _ARRAY_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad", "weight", "bias"})
 _ATTRIBUTES_OF_ARRAYS = frozenset(
     {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "itemsize", "layout", "nbytes"}
@@ -434,6 +445,18 @@ class ArrayOrigins:
     # --- calls ---------------------------------------------------------------------
 
     def _call(self, e: ast.Call) -> Origin:
+        got = self._made_by_call(e)
+        used = self._uses().get(id(e))
+        if (
+            used is not None
+            and got in (Origin.UNKNOWN, Origin.CYCLE)
+            or used is Origin.ARRAY
+            and got not in _ARRAYS
+        ):
+            return used  # loss = f(out, y); loss.backward(): whatever f is, it made an array
+        return got
+
+    def _made_by_call(self, e: ast.Call) -> Origin:
         qn = self.resolver.qualified_name(e.func)
         if qn is not None:
             return self._library_call(qn, e)
@@ -789,13 +812,11 @@ class ArrayOrigins:
                 and len(node.args) > 1
             ):
                 self._mark(node.args[1], Origin.ARRAY)
-            elif (
-                qn is None
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr in _ARRAY_ONLY_METHODS
-                and self.flow.callee(node) is None
-            ):
-                self._mark(node.func.value, Origin.ARRAY)
+            elif qn is None and isinstance(node.func, ast.Attribute) and self.flow.callee(node) is None:
+                if node.func.attr in _ARRAY_USE_METHODS:
+                    self._mark(node.func.value, Origin.ARRAY)
+                elif node.func.attr in _MODULE_USE_METHODS:
+                    self._mark(node.func.value, Origin.MAKER)
         for n in self.flow.name_attributes:
             if n.attr in ("shape", "ndim", "dtype", "device"):
                 self._mark(n.value, Origin.ARRAY)
@@ -824,9 +845,13 @@ class ArrayOrigins:
                     self._mark(arg, Origin.ARRAY)
 
     def _mark(self, e: ast.AST, origin: Origin) -> None:
-        """Records a use: on a parameter (by definition key), and, for an array use, on the
-        arithmetic that made the value (by expression id: ``u = w / a; torch.log(u)``)."""
+        """Records a use: on a parameter (by definition key), and, for an array or module use, on
+        the arithmetic or call that made the value (by expression id: ``u = w / a; torch.log(u)``,
+        ``loss = criterion(out, y); loss.backward()``)."""
         assert self._used_as is not None
+        if isinstance(e, ast.Call) and origin in (Origin.ARRAY, Origin.MAKER):
+            self._used_as[id(e)] = max(self._used_as.get(id(e), origin), origin)
+            return
         if isinstance(e, ast.BinOp) and origin is Origin.ARRAY:
             self._used_as[id(e)] = origin
             return
@@ -839,5 +864,6 @@ class ArrayOrigins:
         for d in self.flow.defs_reaching(e):
             if d.how == "param":
                 self._used_as[d.key] = max(self._used_as.get(d.key, origin), origin)
-            elif d.how == "assign" and isinstance(d.value, ast.BinOp) and origin is Origin.ARRAY:
-                self._used_as[id(d.value)] = origin
+            elif d.how == "assign" and isinstance(d.value, (ast.BinOp, ast.Call)):
+                if origin is Origin.ARRAY or (origin is Origin.MAKER and isinstance(d.value, ast.Call)):
+                    self._mark(d.value, origin)

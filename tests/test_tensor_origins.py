@@ -203,6 +203,25 @@ PROGRAMS = {
             returns = (returns - returns.mean()) / (returns.std() + eps)  # <- possible var
             return returns
         """,
+    # a training loop in a module of its own: nothing in the file makes the model or the loader,
+    # but their uses say what they are (model.train(): a module; loss.backward(): a tensor)
+    "engine.py": """
+        def train_one_epoch(model, loader, optimizer, criterion):
+            model.train()
+            for x, y in loader:
+                optimizer.zero_grad()
+                out = model(x)
+                relative = (out - y) / y  # <- possible div
+                loss = criterion(out, y) + relative.abs().mean()
+                loss.backward()
+                optimizer.step()
+
+
+        def report(total_loss, steps):
+            loss = total_loss(steps)
+            loss.backward()
+            return loss / steps  # <- possible div
+        """,
     "invert.py": """
         import torch
 
