@@ -122,13 +122,10 @@ _ARRAY_ONLY_METHODS = (
         "save",
     }
 )
-_PYTHON_METHODS = PYTHON_METHODS | {"tolist", "item", "size", "numel", "dim", "ndimension", "nelement"}
 # Used on a value, these say it is an array though they return none (``loss.backward()``,
 # ``loss.item()``): tensor methods returning no tensor, minus what other objects commonly have.
 _ARRAY_USE_METHODS = _ARRAY_ONLY_METHODS | (
-    (PYTHON_METHODS | {"backward", "item", "numpy", "tolist", "numel"})
-    - _PYTHON_TYPES_METHODS
-    - {"size", "dim"}
+    (PYTHON_METHODS | {"backward"}) - _PYTHON_TYPES_METHODS - {"size", "dim"}
 )
 # Used on a value, these say it is a module: calling it gives arrays (``model.train()``).
 _MODULE_USE_METHODS = frozenset(
@@ -291,7 +288,7 @@ class ArrayOrigins:
     _active: set[object] = field(default_factory=set)
     _depth: int = 0
     _used_as: dict[int, Origin] | None = None
-    _buffers: dict[int, set[str]] | None = None
+    _buffers: set[str] | None = None
 
     def may_be_array(self, e: ast.AST) -> bool:
         """True when ``e`` may hold a tensor or a numpy array at run time."""
@@ -376,10 +373,7 @@ class ArrayOrigins:
         if isinstance(e, ast.UnaryOp):
             return Origin.SCALAR if isinstance(e.op, ast.Not) else self.origin(e.operand)
         if isinstance(e, ast.BinOp):
-            got = self._binop(e.left, e.right)
-            if got not in _ARRAYS and self._uses().get(id(e)) is Origin.ARRAY:
-                return Origin.ARRAY  # torch.log(w / a): what the expression feeds takes a tensor
-            return got
+            return self._with_use(e, self._binop(e.left, e.right))
         if isinstance(e, ast.BoolOp):
             return join(self.origin(v) for v in e.values)
         if isinstance(e, ast.IfExp):
@@ -419,7 +413,7 @@ class ArrayOrigins:
             defs = self.flow.defs_reaching(e)
             if defs:
                 return join(self._def(d) for d in defs)
-            if e.attr in self._class_buffers(e):
+            if e.attr in self._class_buffers():
                 return Origin.ARRAY
         elif isinstance(e.ctx, ast.Store):  # self.total /= d: what self.total is assigned anywhere
             assigned = [d for d in self.flow.defs if d.how == "attr" and d.name == e.attr]
@@ -444,17 +438,19 @@ class ArrayOrigins:
 
     # --- calls ---------------------------------------------------------------------
 
-    def _call(self, e: ast.Call) -> Origin:
-        got = self._made_by_call(e)
+    def _with_use(self, e: ast.AST, got: Origin) -> Origin:
+        """``got`` raised by what the program does with ``e``'s value (``_uses``): fed to what takes
+        a tensor (``torch.log(w / a)``, ``loss = f(out, y); loss.backward()``), an array; used as a
+        module (``m = build(); m.train()``), a module when nothing else is known."""
         used = self._uses().get(id(e))
-        if (
-            used is not None
-            and got in (Origin.UNKNOWN, Origin.CYCLE)
-            or used is Origin.ARRAY
-            and got not in _ARRAYS
-        ):
-            return used  # loss = f(out, y); loss.backward(): whatever f is, it made an array
+        if used is Origin.ARRAY and got not in _ARRAYS:
+            return used
+        if used is Origin.MAKER and got in (Origin.UNKNOWN, Origin.CYCLE):
+            return used
         return got
+
+    def _call(self, e: ast.Call) -> Origin:
+        return self._with_use(e, self._made_by_call(e))
 
     def _made_by_call(self, e: ast.Call) -> Origin:
         qn = self.resolver.qualified_name(e.func)
@@ -468,9 +464,7 @@ class ArrayOrigins:
             return self._method_call(e.func, args)
         functions = self._bound_functions(e.func)
         if functions:  # schedule_fn(T) with schedule_fn = one of this file's functions
-            return join(
-                join(self.origin(r) for r in self.flow.returns_of(f)) or Origin.SCALAR for f in functions
-            )
+            return join(self._returns(f) for f in functions)
         called = self.origin(e.func)
         if called in (Origin.MAKER, Origin.ARRAY, Origin.CONSTANT):
             return Origin.ARRAY  # model(x), criterion(out, y)
@@ -550,12 +544,13 @@ class ArrayOrigins:
             cls = callee if isinstance(callee, ast.ClassDef) else self.flow.method_class.get(id(callee))
             return Origin.MAKER if cls is None or self._maker_class(cls) else Origin.SCALAR
         returns = self.flow.returns_of(callee)
-        if not returns:
-            return Origin.SCALAR  # returns None
-        passed = self._passed_through(callee, e, returns)
-        if passed is not None:
-            return passed
-        return join(self.origin(r) for r in returns)
+        passed = self._passed_through(callee, e, returns) if returns else None
+        return passed if passed is not None else self._returns(callee)
+
+    def _returns(self, func: ast.AST) -> Origin:
+        """What an in-file function returns: its return expressions joined (None when it has none)."""
+        returns = self.flow.returns_of(func)
+        return join(self.origin(r) for r in returns) if returns else Origin.SCALAR
 
     def _passed_through(self, callee: ast.AST, e: ast.Call, returns: list[ast.expr]) -> Origin | None:
         """For a helper that returns one of its parameters (``default(val, d)``: ``val if
@@ -599,16 +594,14 @@ class ArrayOrigins:
         receiver = self.origin(f.value)
         name = f.attr
         if receiver in _ARRAYS:
-            if name in _PYTHON_METHODS:
+            if name in PYTHON_METHODS:
                 return Origin.SCALAR
             if _random(name) or "grad" in name:
                 return Origin.ARRAY  # x.uniform_(), w.requires_grad_(): a sample, a weight
             return _combine([receiver, *args])
         methods = [m for (_cls, n), m in self.flow.class_methods.items() if n == name]
         if methods:  # memory.sample(): an instance of a class of this file, its method by name
-            return join(
-                join(self.origin(r) for r in self.flow.returns_of(m)) or Origin.SCALAR for m in methods
-            )
+            return join(self._returns(m) for m in methods)
         if receiver is Origin.SCALAR:
             return Origin.SCALAR  # "a,b".split(","), path.with_suffix(...)
         if receiver is Origin.MAKER:
@@ -617,7 +610,7 @@ class ArrayOrigins:
             return _passthrough(args)
         if name in _ARRAY_ONLY_METHODS:
             return Origin.ARRAY  # r.exp(), returns.std(): only an array has them
-        if name in _PYTHON_METHODS:
+        if name in PYTHON_METHODS:
             return Origin.SCALAR
         return _passthrough(args)
 
@@ -645,10 +638,11 @@ class ArrayOrigins:
                         return True
         return False
 
-    def _class_buffers(self, e: ast.Attribute) -> set[str]:
-        """Names a class registers with ``self.register_buffer("name", ...)`` (read as ``self.name``)."""
+    def _class_buffers(self) -> set[str]:
+        """Names the module's classes register with ``self.register_buffer("name", ...)`` (read as
+        ``self.name``)."""
         if self._buffers is None:
-            self._buffers = {}
+            self._buffers = set()
             for node, _function in self.flow.operations:
                 if (
                     isinstance(node, ast.Call)
@@ -658,8 +652,8 @@ class ArrayOrigins:
                     and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str)
                 ):
-                    self._buffers.setdefault(0, set()).add(node.args[0].value)
-        return self._buffers.get(0, set())
+                    self._buffers.add(node.args[0].value)
+        return self._buffers
 
     # --- definitions ---------------------------------------------------------------
 
