@@ -43,6 +43,7 @@ from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.analyzer.programs import ENTRY_CONTRACT, has_training_loop, is_script, is_test_file
 from grist_lsp.discovery import imports_into
 from grist_lsp.model import is_factory_key
+from grist_lsp.notebooks import NotebookError, is_notebook, program_text
 
 from .configs import annotated_config, config_constructors, constructor_args, constructor_text
 from .tracing import QUIET_CALLS, SiteOutcome, Tracer, TracerConfig, trace_call
@@ -130,7 +131,11 @@ def load_module_from_file(path: str, text: str | None = None) -> Any:
         if getattr(e, "name", None) not in (None, name) and not name.endswith("." + str(e.name)):
             raise
     stem = "_grist_" + re.sub(r"\W", "_", os.path.splitext(os.path.basename(path))[0])
-    spec = importlib.util.spec_from_file_location(stem, path)
+    if is_notebook(path):  # no import machinery reads .ipynb: its script, as the module's text
+        text = program_text(path) if text is None else text
+        spec = importlib.util.spec_from_loader(stem, _TextLoader(os.path.abspath(path), text))
+    else:
+        spec = importlib.util.spec_from_file_location(stem, path)
     if spec is None or spec.loader is None:
         raise EntryError(f"{path}: cannot be imported as a module; check the file name")
     if text is not None:
@@ -194,9 +199,8 @@ class Program:
             text = self.texts.get(path)
             if text is None:
                 try:
-                    with open(path, encoding="utf-8") as f:
-                        text = f.read()
-                except (OSError, UnicodeDecodeError):
+                    text = program_text(path)
+                except (OSError, UnicodeDecodeError, NotebookError):
                     continue
             if has_training_loop(text):
                 return True
@@ -390,8 +394,7 @@ class RunProgram(Program):
     script_file: str = ""
 
     def setup(self) -> None:
-        with open(self.script_file, encoding="utf-8") as f:
-            self.code = compile(f.read(), self.script_file, "exec", dont_inherit=True)
+        self.code = compile(program_text(self.script_file), self.script_file, "exec", dont_inherit=True)
 
     def prepare(self) -> tuple[Callable[..., Any], list[tuple[str, Any, bool]]]:
         return _as_main(self.code, self.script_file, self.argv), []

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 
 from grist_lsp.model import Site, Witness
+from grist_lsp.notebooks import program_text
 
 from . import protocol
 from .protocol import Done, ReplayAnswer
@@ -63,8 +64,7 @@ def replay(site: Site, witness: Witness, text: str | None = None) -> ReplayResul
 
     stand_in_for_absent_packages()  # a replay reproducer's pytest process calls this directly
     if text is None:
-        with open(site.file, encoding="utf-8") as f:
-            text = f.read()
+        text = program_text(site.file)
     target = os.path.abspath(site.file)
     try:
         inputs = {k: from_value(tv) for k, tv in witness.inputs.items()}

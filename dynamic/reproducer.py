@@ -39,6 +39,7 @@ from typing import Any
 from grist_lsp.analyzer.catalogue import KINDS, OPS, rule_code
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.model import Site, TensorValue, Witness, counted, is_factory_key, to_json
+from grist_lsp.notebooks import NotebookError, cell_of, program_text
 
 from .configs import constructor_source
 
@@ -57,7 +58,13 @@ class Reproducer:
 
 def reproducer_filename(site: Site) -> str:
     stem = re.sub(r"\W", "_", Path(site.file).stem)
-    return f"test_grist_{stem}_{site.span.start_line}_{site.kind}.py"
+    return f"test_grist_{stem}_{_line_words(site, '_')}_{site.kind}.py"
+
+
+def _line_words(site: Site, sep: str) -> str:
+    """The site's line as names spell it: ``12``, or ``cell3{sep}2`` in a notebook (cell 3, line 2)."""
+    cell = cell_of(site.file, site.span.start_line)
+    return str(site.span.start_line) if cell is None else f"cell{cell[0]}{sep}{cell[1]}"
 
 
 def render_reproducer(
@@ -104,7 +111,9 @@ def write_reproducer(site: Site, witness: Witness, directory: str, filename: str
 def _docstring(site: Site, witness: Witness, how: str) -> str:
     kind = KINDS.get(site.kind)
     title = kind.title if kind else site.kind
-    where = f"{Path(site.file).name}:{site.span.start_line}:{site.span.start_col + 1}"
+    cell = cell_of(site.file, site.span.start_line)
+    line = f"cell {cell[0]}:{cell[1]}" if cell else site.span.start_line
+    where = f"{Path(site.file).name}:{line}:{site.span.start_col + 1}"
     op = site.op or site.kind
     moved = ", ".join(f"{k} by {v:.3g}" for k, v in witness.weights_moved.items() if v)
     if witness.steps is not None:
@@ -221,7 +230,8 @@ def _program_path_expr(path: str, directory: str | None) -> str:
 
 def _test_name(site: Site) -> str:
     stem = re.sub(r"\W", "_", Path(site.file).stem)
-    return f"test_{site.kind}_at_{stem}_line_{site.span.start_line}_is_finite"
+    words = _line_words(site, "_line_")
+    return f"test_{site.kind}_at_{stem}_{words if words.startswith('cell') else 'line_' + words}_is_finite"
 
 
 def _payload_tensors(witness: Witness) -> dict[str, Any]:
@@ -249,8 +259,8 @@ def _function_start(site: Site) -> tuple[str, int] | None:
     if not site.function:
         return None
     try:
-        tree = parse(Path(site.file).read_text(encoding="utf-8"))
-    except (OSError, *UNPARSABLE):  # UnicodeDecodeError is a ValueError
+        tree = parse(program_text(site.file))
+    except (OSError, NotebookError, *UNPARSABLE):  # UnicodeDecodeError is a ValueError
         return None
 
     def walk(body: list[ast.stmt], code_prefix: str, plain_prefix: str) -> tuple[str, int] | None:
@@ -517,7 +527,8 @@ def _render_replay(site: Site, witness: Witness, filename: str, directory: str |
         "import pytest\n",
         "from grist_lsp.dynamic.replay import replay",
         "from grist_lsp.dynamic.reproducer_runtime import WatchedSite, apply_replay, judge, moved_by, observe",
-        "from grist_lsp.model import Span, site_from_json, witness_from_json\n",
+        "from grist_lsp.model import Span, site_from_json, witness_from_json",
+        "from grist_lsp.notebooks import program_text\n",
         f"PROGRAM = {_program_path_expr(site.file, directory)}",
     ]
     if entry_file and os.path.abspath(entry_file) != recorded:
@@ -565,8 +576,8 @@ def _relocate_payloads(w: dict[str, Any], stem: str) -> tuple[dict[str, bytes], 
 def _site_line_text(site: Site) -> str:
     """The text of the site's first line as it is now ("" when the file cannot be read)."""
     try:
-        return Path(site.file).read_text(encoding="utf-8").splitlines()[site.span.start_line - 1]
-    except (OSError, UnicodeDecodeError, IndexError):
+        return program_text(site.file).splitlines()[site.span.start_line - 1]
+    except (OSError, UnicodeDecodeError, NotebookError, IndexError):
         return ""
 
 
@@ -577,7 +588,7 @@ _REPLAY_RUN_PROGRAM = [
     "def run_program():",
     '    """Replay the witness on the program as it is now, following the site if lines moved above it."""',
     "    site = site_from_json(SITE_JSON)",
-    "    shift = moved_by(PROGRAM.read_text(encoding='utf-8'), SITE.function, FIRST_LINE, SITE_LINE_TEXT,",
+    "    shift = moved_by(program_text(PROGRAM), SITE.function, FIRST_LINE, SITE_LINE_TEXT,",
     "                     site.span.start_line)",
     "    if shift:",
     "        span = site.span",

@@ -38,6 +38,7 @@ import torch
 
 from grist_lsp.analyzer.catalogue import KINDS, Region, row
 from grist_lsp.model import FACTORY_KEY, Site, Witness, counted, site_from_json
+from grist_lsp.notebooks import program_text
 
 from . import entries as E
 from . import protocol
@@ -135,8 +136,7 @@ def candidates(path: str, text: str, req: dict) -> Iterator[E.Program | BaseExce
         # The user checked ``via`` (a test file or a script) and it imports this module: enter
         # through it alone, so that the finding is what that program does.
         via = os.path.abspath(via)
-        with open(via, encoding="utf-8") as f:
-            src = f.read()
+        src = program_text(via)
         tests = E.test_functions(via, src)
         scripts = [via] if not tests and E.is_script(src) else []
     else:

@@ -25,7 +25,8 @@ from grist_lsp.defaults import default
 from grist_lsp.discovery import discover
 from grist_lsp.dynamic.executors.files import FileExecutor, Lost
 from grist_lsp.edits import apply_fixes, unified_diff
-from grist_lsp.model import STATUS_RANK, Status, Verdict, file_error
+from grist_lsp.model import STATUS_RANK, Fix, Status, Verdict, file_error
+from grist_lsp.notebooks import Notebook, NotebookError, is_notebook, read_notebook
 from grist_lsp.service import CheckOptions, ProgressFn, Service, Settings, resolve_settings
 from grist_lsp.suppressions import Suppression
 
@@ -53,6 +54,10 @@ class Report:
     warnings: list[str] = field(default_factory=list)  # said on stderr, never fatal
     unused_suppressions: list[tuple[str, Suppression]] = field(default_factory=list)  # (file, comment)
     baseline_written: str | None = None  # the file --write-baseline wrote
+    # Notebooks checked, by file: their verdicts' lines are lines of the notebook's script, which
+    # the output turns into a cell and a line in it (``notebooks.py``).
+    notebooks: dict[str, Notebook] = field(default_factory=dict)
+    invalid: list[str] = field(default_factory=list)  # notebooks that are not (makes the CLI exit 2)
 
     def failing(self) -> list[Verdict]:
         """The verdicts at or above `fail_on` (what makes the CLI exit 1)."""
@@ -71,13 +76,49 @@ def _read_text(path: Path) -> str | None:
         return None  # the static pass already reported why
 
 
+def _read_program(path: Path, report: Report) -> str | None:
+    """The Python text of a file to check: a ``.py`` file's text, a notebook's script (the
+    notebook kept in ``report.notebooks``; one that is not a notebook goes to ``report.invalid``)."""
+    text = _read_text(path)
+    if text is None or not is_notebook(path):
+        return text
+    try:
+        notebook = read_notebook(str(path), text)
+    except NotebookError as exc:
+        report.invalid.append(str(exc))
+        return None
+    report.notebooks[str(path)] = notebook
+    report.warnings.extend(notebook.notes)
+    return notebook.script
+
+
+def _notebook_verdicts(path: Path, report: Report) -> list[Verdict]:
+    """The error verdicts of a notebook that could not be read, or of its cells left out."""
+    notebook = report.notebooks.get(str(path))
+    if notebook is None:
+        problem = next((m for m in report.invalid if m.startswith(f"{path}:")), None)
+        return [file_error(str(path), problem or f"{path}: cannot be read as UTF-8 text; save it as UTF-8")]
+    return [
+        file_error(
+            str(path), f"cell {bad.number}: {bad.message}", cell.first_line + bad.line - 1, kind=CELL_ERROR
+        )
+        for bad in notebook.bad_cells
+        for cell in notebook.cells
+        if cell.number == bad.number
+    ]
+
+
 def _has_open_sites(verdicts: list[Verdict]) -> bool:
     return any(v.status is Status.POSSIBLE for v in verdicts)
 
 
+# The kind of a notebook cell's error verdict: that cell is left out, the others still run.
+CELL_ERROR = "cell"
+
+
 def _runnable(verdicts: list[Verdict]) -> bool:
     # A file-level error (unreadable, syntax error) has an empty op: nothing to run.
-    return not any(v.status is Status.ERROR and not v.site.op for v in verdicts)
+    return not any(v.status is Status.ERROR and not v.site.op and v.site.kind != CELL_ERROR for v in verdicts)
 
 
 @dataclass
@@ -164,11 +205,18 @@ def _static_pass(run: _Run, options: CheckOptions, progress: ProgressFn | None) 
             break
         if progress:
             progress(f"static {path.name}", index / max(1, len(run.files)) * share)
-        text = _read_text(path)
+        text = _read_program(path, run.report)
         if text is not None:
             run.texts[path] = text
-        prepared = run.service.static(str(path), text, on_disk=True)
-        run.per_file[path] = prepared.verdicts
+        if is_notebook(path):
+            # The script is analysed, not the .ipynb file: its JSON is no Python.
+            prepared = run.service.static(str(path), text or "", on_disk=False)
+            run.per_file[path] = _notebook_verdicts(path, run.report) + (
+                prepared.verdicts if text is not None else []
+            )
+        else:
+            prepared = run.service.static(str(path), text, on_disk=True)
+            run.per_file[path] = prepared.verdicts
         run.suppressed += prepared.suppressed
         run.baselined += prepared.baselined
         if options.show_unused_suppressions:
@@ -429,22 +477,42 @@ def _apply_verified(
         result = apply_fixes(texts[path], [fix for _, fix in candidates])
         applied_ids = {id(f) for f in result.applied}
         fixed = [v for v, f in candidates if id(f) in applied_ids]
-        diff = unified_diff(_display(path), texts[path], result.text)
+        before, after = _file_texts(path, texts[path], result.applied, result.text, report)
+        if after is None:
+            continue
+        diff = unified_diff(_display(path), before, after)
         if not diff:
             continue
         report.diffs[str(path)] = diff
         if options.fix and not options.diff:
             current = _read_text(path)
-            if current != texts[path]:
+            if current != before:
                 report.warnings.append(
                     f"{path}: changed on disk during the check; fixes not applied, run again"
                 )
                 continue
             with open(path, "w", encoding="utf-8", newline="") as handle:
-                handle.write(result.text)
+                handle.write(after)
             report.fixed.extend(fixed)
             fixed_ids = {id(v) for v in fixed}
             per_file[path] = [v for v in verdicts if id(v) not in fixed_ids]
+
+
+def _file_texts(
+    path: Path, before: str, applied: list[Fix], after: str, report: Report
+) -> tuple[str, str | None]:
+    """The file's text before and after the fixes: the program's own text, or for a notebook its
+    ``.ipynb`` text with only the edited cells' sources changed (None: a fix cannot go there)."""
+    notebook = report.notebooks.get(str(path))
+    if notebook is None:
+        return before, after
+    written = notebook.apply([edit for fix in applied for edit in fix.edits])
+    if written is None:
+        report.warnings.append(
+            f"{path}: a verified fix spans two cells or touches a magic line; not written into the "
+            "notebook, apply it by hand"
+        )
+    return notebook.raw, written
 
 
 def _display(path: Path) -> str:

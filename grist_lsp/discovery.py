@@ -30,6 +30,7 @@ DEFAULT_EXCLUDES = (
     ".mypy_cache/",
     ".pytest_cache/",
     ".ruff_cache/",
+    ".ipynb_checkpoints/",  # Jupyter's autosaved copies of the notebooks beside them
     ".grist-cache/",
     "node_modules/",
     "site-packages/",
@@ -37,7 +38,7 @@ DEFAULT_EXCLUDES = (
     "build/",
     "dist/",
 )
-DEFAULT_INCLUDE = ("*.py",)
+DEFAULT_INCLUDE = ("*.py", "*.ipynb")
 
 
 class PathNotFound(Exception):

@@ -19,7 +19,8 @@ from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from grist_lsp.baseline import fingerprints
 from grist_lsp.check import Report
 from grist_lsp.discovery import own_path
-from grist_lsp.model import Status, TensorValue, Verdict, Witness, counted, finite_json, to_json
+from grist_lsp.model import Span, Status, TensorValue, Verdict, Witness, counted, finite_json, to_json
+from grist_lsp.notebooks import Notebook
 from grist_lsp.policy import input_scale_words
 from grist_lsp.suppressions import UNUSED_CODE, UNUSED_TITLE, Suppression, finding_code, unused_words
 
@@ -131,15 +132,32 @@ def _witness_line(witness: Witness, base: Path | None) -> str:
     return "    witness: " + "; ".join(parts)
 
 
+Notebooks = dict[str, Notebook]
+
+
+def cell_span(file: str, span: Span, notebooks: Notebooks) -> tuple[int | None, Span]:
+    """(cell number, span in the cell) for a notebook's script span; (None, span) in a ``.py`` file."""
+    notebook = notebooks.get(file)
+    return (None, span) if notebook is None else notebook.cell_span(span)
+
+
+def location(file: str, line: int, col: int, notebooks: Notebooks, base: Path | None = None) -> str:
+    """``path:line:col`` (1-based column), ``path:cell N:line:col`` in a notebook (as ruff says it)."""
+    cell, span = cell_span(file, Span(line, col, line, col), notebooks)
+    where = f"cell {cell}:" if cell is not None else ""
+    return f"{display_path(file, base)}:{where}{span.start_line}:{span.start_col + 1}"
+
+
 def render_text(report: Report, show_safe: bool = False, base: Path | None = None) -> str:
-    """`path:line:col: GRIST### [status] message` lines, then a summary line."""
+    """`path:line:col: GRIST### [status] message` lines (`path:cell N:line:col` in a notebook),
+    then a summary line."""
     lines: list[str] = []
     for v in visible(report, show_safe):
         span = v.site.span
         extra = detail(v, base)
         reason = f" ({extra})" if extra else ""
         lines.append(
-            f"{display_path(v.site.file, base)}:{span.start_line}:{span.start_col + 1}: "
+            f"{location(v.site.file, span.start_line, span.start_col, report.notebooks, base)}: "
             f"{rule_code(v)} [{v.status.value}] {message(v, base)}{reason}"
         )
         if v.witness is not None:
@@ -148,7 +166,7 @@ def render_text(report: Report, show_safe: bool = False, base: Path | None = Non
             lines.append(f"    fix{' (verified)' if fix.verified else ''}: {fix.title}")
     for file, suppression in report.unused_suppressions:
         lines.append(
-            f"{display_path(file, base)}:{suppression.line}:{suppression.col + 1}: {UNUSED_CODE} "
+            f"{location(file, suppression.line, suppression.col, report.notebooks, base)}: {UNUSED_CODE} "
             f"[unused] {unused_words(suppression)}"
         )
     lines.append(summary(report))
@@ -199,10 +217,12 @@ def _witness_json(witness: Witness | None, base: Path | None) -> dict[str, Any] 
     }
 
 
-def finding_json(v: Verdict, base: Path | None = None) -> dict[str, Any]:
-    span = v.site.span
+def finding_json(v: Verdict, base: Path | None = None, notebooks: Notebooks | None = None) -> dict[str, Any]:
+    cell, span = cell_span(v.site.file, v.site.span, notebooks or {})
     return {
         "file": display_path(v.site.file, base),
+        # A notebook's code cell (numbered as the editor shows cells), lines then counted in it; else null.
+        "cell": cell,
         "line": span.start_line,
         "column": span.start_col + 1,
         "end_line": span.end_line,
@@ -219,11 +239,17 @@ def finding_json(v: Verdict, base: Path | None = None) -> dict[str, Any]:
     }
 
 
-def _unused_json(file: str, suppression: Suppression, base: Path | None) -> dict[str, Any]:
+def _unused_json(
+    file: str, suppression: Suppression, base: Path | None, notebooks: Notebooks
+) -> dict[str, Any]:
+    cell, span = cell_span(
+        file, Span(suppression.line, suppression.col, suppression.line, suppression.col), notebooks
+    )
     return {
         "file": display_path(file, base),
-        "line": suppression.line,
-        "column": suppression.col + 1,
+        "cell": cell,
+        "line": span.start_line,
+        "column": span.start_col + 1,
         "code": UNUSED_CODE,
         "comment": suppression.comment,
         "message": unused_words(suppression),
@@ -233,11 +259,13 @@ def _unused_json(file: str, suppression: Suppression, base: Path | None) -> dict
 def render_json(report: Report, show_safe: bool = False, base: Path | None = None) -> str:
     data: dict[str, Any] = {
         "version": JSON_VERSION,
-        "findings": [finding_json(v, base) for v in visible(report, show_safe)],
+        "findings": [finding_json(v, base, report.notebooks) for v in visible(report, show_safe)],
         "stats": report.stats,
     }
     if report.unused_suppressions:
-        data["unused_suppressions"] = [_unused_json(f, s, base) for f, s in report.unused_suppressions]
+        data["unused_suppressions"] = [
+            _unused_json(f, s, base, report.notebooks) for f, s in report.unused_suppressions
+        ]
     return json.dumps(finite_json(data), indent=2, allow_nan=False) + "\n"
 
 
@@ -315,7 +343,11 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
                 "message": {"text": unused_words(suppression)},
                 "locations": _sarif_locations(
                     _relative_uri(file, report.root),
-                    {"startLine": suppression.line, "startColumn": suppression.col + 1},
+                    _region(
+                        file,
+                        Span(suppression.line, suppression.col, suppression.line, suppression.col),
+                        report,
+                    ),
                 ),
             }
         )
@@ -345,10 +377,7 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
 def _sarif_result(v: Verdict, fingerprint: str, report: Report, index: dict[str, int]) -> dict[str, Any]:
     """One verdict as a SARIF result (rule indexes from ``index``)."""
     code = rule_code(v)
-    span = v.site.span
-    region: dict[str, int] = {"startLine": max(1, span.start_line), "startColumn": span.start_col + 1}
-    if (span.end_line, span.end_col) > (span.start_line, span.start_col):
-        region.update(endLine=span.end_line, endColumn=span.end_col + 1)
+    region = _region(v.site.file, v.site.span, report)
     text = message(v, report.root)
     if detail(v, report.root):
         text += f" ({detail(v, report.root)})"
@@ -362,12 +391,32 @@ def _sarif_result(v: Verdict, fingerprint: str, report: Report, index: dict[str,
         "partialFingerprints": {"gristFinding/v1": fingerprint},
         "properties": {"status": v.status.value, "op": v.site.op, "kind": v.site.kind},
     }
+    cell, in_cell = cell_span(v.site.file, v.site.span, report.notebooks)
+    if cell is not None:
+        result["properties"].update(cell=cell, cellLine=in_cell.start_line, cellColumn=in_cell.start_col + 1)
     if v.status is Status.SAFE:
         # A proved-safe site is a "pass"; SARIF requires level none for it.
         result.update(kind="pass", level="none")
     else:
         result["level"] = _LEVEL[v.status]
     return result
+
+
+def _region(file: str, span: Span, report: Report) -> dict[str, int]:
+    """A SARIF region of ``span``. In a notebook it is where the ``.ipynb`` file holds the
+    cell's source line (a code-scanning viewer shows the file as it is, JSON included)."""
+    notebook = report.notebooks.get(file)
+    start = (span.start_line, span.start_col + 1)
+    end = (span.end_line, span.end_col + 1)
+    if notebook is not None:
+        start = notebook.file_position(span.start_line, span.start_col)
+        end = (
+            notebook.file_position(span.end_line, span.end_col) if span.end_line == span.start_line else start
+        )
+    region: dict[str, int] = {"startLine": max(1, start[0]), "startColumn": start[1]}
+    if end > start:
+        region.update(endLine=end[0], endColumn=end[1])
+    return region
 
 
 def _sarif_locations(uri: str, region: dict[str, int]) -> list[dict[str, Any]]:

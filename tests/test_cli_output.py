@@ -27,6 +27,7 @@ from grist_lsp.output import render_json, render_sarif, render_text
 
 JSON_KEYS = {
     "file",
+    "cell",
     "line",
     "column",
     "end_line",
