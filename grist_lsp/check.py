@@ -100,7 +100,11 @@ def _notebook_verdicts(path: Path, report: Report) -> list[Verdict]:
         return [file_error(str(path), problem or f"{path}: cannot be read as UTF-8 text; save it as UTF-8")]
     return [
         file_error(
-            str(path), f"cell {bad.number}: {bad.message}", cell.first_line + bad.line - 1, kind=CELL_ERROR
+            str(path),
+            f"cell {bad.number}: {bad.message}",
+            cell.first_line + bad.line - 1,
+            bad.col,
+            kind=CELL_ERROR,
         )
         for bad in notebook.bad_cells
         for cell in notebook.cells

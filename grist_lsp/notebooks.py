@@ -54,6 +54,7 @@ class BadCell:
     number: int  # the cell as the editor numbers it (1-based, markdown cells counted)
     line: int  # 1-based, in the cell
     message: str
+    col: int = 0  # 0-based
 
 
 @dataclass(frozen=True)
@@ -274,10 +275,10 @@ def _python_lines(number: int, source: str, bad: list[BadCell]) -> tuple[list[st
     error = _syntax_error(lines)
     if error is None:
         return lines, dropped, named
-    line_no, message = error
+    line_no, col, message = error
     if "await" in message and "outside" in message:
         message = "top-level await runs only in a Jupyter kernel"
-    bad.append(BadCell(number, line_no, f"{message}; this cell is left out, the others are checked"))
+    bad.append(BadCell(number, line_no, f"{message}; this cell is left out, the others are checked", col))
     return ["\n"] * len(lines), list(range(len(lines))), []
 
 
@@ -290,13 +291,14 @@ def _parses(lines: list[str]) -> bool:
     return _syntax_error(lines) is None
 
 
-def _syntax_error(lines: list[str]) -> tuple[int, str] | None:
+def _syntax_error(lines: list[str]) -> tuple[int, int, str] | None:
+    """(1-based line, 0-based column, words) of the first syntax error; None when it parses."""
     try:
         parse("".join(lines))
     except SyntaxError as exc:
-        return exc.lineno or 1, f"syntax error: {exc.msg}"
+        return exc.lineno or 1, max(0, (exc.offset or 1) - 1), f"syntax error: {exc.msg}"
     except UNPARSABLE as exc:
-        return 1, f"cannot be parsed ({type(exc).__name__})"
+        return 1, 0, f"cannot be parsed ({type(exc).__name__})"
     return None
 
 
