@@ -23,13 +23,19 @@ import difflib
 import json
 import re
 from dataclasses import dataclass, field
-from json.decoder import scanstring
 from pathlib import Path
 
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
 from grist_lsp.model import Span, TextEdit
 
 SUFFIX = ".ipynb"
+_JSON = json.JSONDecoder()
+
+
+def _string_at(raw: str, quote: int) -> tuple[str, int]:
+    """(decoded string, offset past its closing quote) of the JSON string opening at ``quote``."""
+    return _JSON.raw_decode(raw, quote)
+
 
 # Cell magics whose body is Python the kernel runs (timed, captured, profiled): the first line
 # is left out, the body checked. Any other cell magic makes the cell another language.
@@ -226,14 +232,25 @@ def read_notebook(path: str, raw: str) -> Notebook:
         raise NotebookError(
             f'{path}: not a notebook: no "cells" list (nbformat 4); save it again with Jupyter'
         )
+    sources = [
+        _joined(cell.get("source", ""))
+        if isinstance(cell, dict) and cell.get("cell_type") == "code"
+        else None
+        for cell in cells
+    ]
+    return notebook_of(path, sources, raw)
+
+
+def notebook_of(path: str, sources: list[str | None], raw: str = "") -> Notebook:
+    """The notebook whose cells, in order, hold ``sources`` (None for a markdown or raw cell):
+    from a file (``raw`` its text) or from an editor's cells (no file text: nothing to rewrite)."""
     notebook = Notebook(path=path, raw=raw, cells=[], script="")
     script: list[str] = []
     left_out: set[int] = set()
     magics: list[str] = []
-    for index, cell in enumerate(cells):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+    for index, source in enumerate(sources):
+        if source is None:
             continue
-        source = _joined(cell.get("source", ""))
         first = len(script) + 1
         lines, dropped, note = _python_lines(index + 1, source, notebook.bad_cells)
         magics.extend(note)
@@ -338,7 +355,7 @@ class _SourceValue:
             for tag, i1, _, j1, j2 in matcher.get_opcodes():
                 for k in range(j2 - j1 if tag == "equal" else 0):
                     quote = self.items[i1 + k][0]
-                    spelled[j1 + k] = raw[quote : scanstring(raw, quote + 1)[1]]
+                    spelled[j1 + k] = raw[quote : _string_at(raw, quote)[1]]
         if not new_lines:
             return self.start, self.end, "[]"
         before, after = self._layout(raw)
@@ -350,7 +367,7 @@ class _SourceValue:
         and the key's indent + 1, then a newline and the key's indent)."""
         if self.items:
             last = self.items[-1][0]
-            return raw[self.start + 1 : self.items[0][0]], raw[scanstring(raw, last + 1)[1] : self.end - 1]
+            return raw[self.start + 1 : self.items[0][0]], raw[_string_at(raw, last)[1] : self.end - 1]
         line_start = raw.rfind("\n", 0, self.start) + 1
         head = raw[line_start : self.start]
         indent = " " * (len(head) - len(head.lstrip()))
@@ -381,9 +398,10 @@ class _Scanner:
         return [self.found.get(i, _SourceValue(0, 0, [], True)) for i in range(count)]
 
     def _skip(self) -> None:
-        self.at = self._SPACE.match(self.raw, self.at).end()  # type: ignore[union-attr]
+        space = self._SPACE.match(self.raw, self.at)
+        self.at = space.end() if space else self.at
 
-    def _value(self, path: tuple[object, ...]) -> None:
+    def _value(self, path: tuple[str | int, ...]) -> None:
         self._skip()
         start, ch = self.at, self.raw[self.at]
         if ch == "{":
@@ -391,18 +409,22 @@ class _Scanner:
         elif ch == "[":
             items = self._array(path)
             if len(path) == 3 and path[0] == "cells" and path[2] == "source":
-                self.found[int(path[1])] = _SourceValue(start, self.at, items, True)  # type: ignore[call-overload]
+                self._found(path, _SourceValue(start, self.at, items, True))
         elif ch == '"':
-            text, self.at = scanstring(self.raw, self.at + 1)
+            text, self.at = _string_at(self.raw, self.at)
             if len(path) == 3 and path[0] == "cells" and path[2] == "source":
-                self.found[int(path[1])] = _SourceValue(start, self.at, [(start, text)], False)  # type: ignore[call-overload]
+                self._found(path, _SourceValue(start, self.at, [(start, text)], False))
         else:
             match = self._SCALAR.match(self.raw, self.at)
             if match is None:
                 raise NotebookError(f"unexpected {ch!r} at offset {self.at}")
             self.at = match.end()
 
-    def _object(self, path: tuple[object, ...]) -> None:
+    def _found(self, path: tuple[str | int, ...], value: _SourceValue) -> None:
+        if isinstance(path[1], int):
+            self.found[path[1]] = value
+
+    def _object(self, path: tuple[str | int, ...]) -> None:
         self.at += 1
         self._skip()
         if self.raw[self.at] == "}":
@@ -410,7 +432,7 @@ class _Scanner:
             return
         while True:
             self._skip()
-            key, self.at = scanstring(self.raw, self.at + 1)
+            key, self.at = _string_at(self.raw, self.at)
             self._skip()
             self.at += 1  # ':'
             self._value((*path, key) if len(path) < 3 else path)
@@ -420,7 +442,7 @@ class _Scanner:
             if closing == "}":
                 return
 
-    def _array(self, path: tuple[object, ...]) -> list[tuple[int, str]]:
+    def _array(self, path: tuple[str | int, ...]) -> list[tuple[int, str]]:
         self.at += 1
         self._skip()
         items: list[tuple[int, str]] = []
@@ -431,7 +453,7 @@ class _Scanner:
             self._skip()
             if self.raw[self.at] == '"':
                 start = self.at
-                text, self.at = scanstring(self.raw, self.at + 1)
+                text, self.at = _string_at(self.raw, self.at)
                 items.append((start, text))
             else:
                 self._value((*path, position) if len(path) < 3 else path)

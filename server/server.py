@@ -31,6 +31,14 @@ from pygls.uris import to_fs_path
 from grist_lsp import __version__
 from grist_lsp.model import Status, Verdict
 from grist_lsp.server import actions, core, diagnostics
+from grist_lsp.server.notebook_cells import (
+    NOTEBOOK_SYNC,
+    OpenNotebook,
+    cell_diagnostics,
+    in_cells,
+    read_open_notebook,
+    script_range,
+)
 from grist_lsp.server.scheduler import Scheduler, Snapshot
 from grist_lsp.server.settings import DYNAMIC_FIELDS, Settings, client_trust, merge_settings
 
@@ -80,7 +88,10 @@ class GristServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__(
-            "grist-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental
+            "grist-lsp",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=NOTEBOOK_SYNC,
         )
         self.settings = Settings()
         self.client_trusted = True
@@ -96,6 +107,7 @@ class GristServer(LanguageServer):
         self.pull_diagnostics = False
         self.served: dict[str, str] = {}  # uri -> result id the client last pulled
         self._refresh_scheduled = False
+        self._notebooks: dict[str, OpenNotebook] = {}  # notebook uri -> its script, at its last version
 
     # --- client capabilities ---------------------------------------------------
 
@@ -116,9 +128,14 @@ class GristServer(LanguageServer):
         """The current text of an open document, or None if it is not open."""
         if uri not in self.open_uris:
             return None
-        doc = self.workspace.get_text_document(uri)
         can_run = uri.startswith("file:")
         path = (to_fs_path(uri) if can_run else None) or unquote(uri)
+        notebook = self.open_notebook(uri)
+        if notebook is not None:  # the script of its code cells is what is checked
+            return Snapshot(
+                uri, path, notebook.version, notebook.notebook.script, self.root_for(path), can_run
+            )
+        doc = self.workspace.get_text_document(uri)
         return Snapshot(
             uri=uri,
             path=path,
@@ -126,6 +143,30 @@ class GristServer(LanguageServer):
             text=doc.source,
             root=self.root_for(path),
             can_run=can_run,
+        )
+
+    def open_notebook(self, uri: str) -> OpenNotebook | None:
+        """The open notebook ``uri`` at its current version (None: not a notebook)."""
+        document = self.workspace.get_notebook_document(notebook_uri=uri)
+        if document is None:
+            self._notebooks.pop(uri, None)
+            return None
+        known = self._notebooks.get(uri)
+        if known is None or known.version != document.version:
+            path = (to_fs_path(uri) if uri.startswith("file:") else None) or unquote(uri)
+            known = read_open_notebook(self.workspace, uri, path)
+            if known is None:
+                return None
+            self._notebooks[uri] = known
+        return known
+
+    def notebook_of_cell(self, cell_uri: str) -> OpenNotebook | None:
+        """The open notebook one of whose cells is the text document ``cell_uri``."""
+        document = self.workspace.get_notebook_document(cell_uri=cell_uri)
+        return (
+            None
+            if document is None or document.uri not in self.open_uris
+            else self.open_notebook(document.uri)
         )
 
     def root_for(self, path: str) -> str | None:
@@ -166,6 +207,17 @@ class GristServer(LanguageServer):
         if current is None:
             return  # the static pass of this text has not finished: keep what is shown
         snap, published = current
+        notebook = self.open_notebook(uri)
+        if notebook is not None:
+            # Cells are pushed to: a client pulls for the documents it opened, and a notebook's
+            # cells are not opened as text documents of their own.
+            for cell_uri, items in cell_diagnostics(notebook, published).items():
+                self.text_document_publish_diagnostics(
+                    types.PublishDiagnosticsParams(
+                        uri=cell_uri, diagnostics=items, version=notebook.cell_versions.get(cell_uri)
+                    )
+                )
+            return
         if self.pull_diagnostics:
             if self.served.get(uri) != diagnostics.result_id(snap.hash, published):
                 self.request_refresh()
@@ -448,6 +500,37 @@ def did_close(ls: GristServer, params: types.DidCloseTextDocumentParams) -> None
 
 
 @guarded
+def notebook_did_open(ls: GristServer, params: types.DidOpenNotebookDocumentParams) -> None:
+    uri = params.notebook_document.uri
+    ls.open_uris.add(uri)
+    ls.scheduler.kick_static(uri)
+    ls.scheduler.schedule_dynamic(uri, 0.0)
+
+
+@guarded
+def notebook_did_change(ls: GristServer, params: types.DidChangeNotebookDocumentParams) -> None:
+    uri = params.notebook_document.uri
+    ls.scheduler.kick_static(uri)
+    ls.scheduler.text_changed(uri)
+    ls.scheduler.schedule_dynamic(uri, ls.settings.debounce)
+
+
+@guarded
+def notebook_did_save(ls: GristServer, params: types.DidSaveNotebookDocumentParams) -> None:
+    ls.scheduler.schedule_dynamic(params.notebook_document.uri, 0.0)
+
+
+@guarded
+def notebook_did_close(ls: GristServer, params: types.DidCloseNotebookDocumentParams) -> None:
+    uri = params.notebook_document.uri
+    ls.scheduler.close(uri)
+    ls.open_uris.discard(uri)
+    ls.published.pop(uri, None)
+    for cell in params.cell_text_documents:
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
+
+
+@guarded
 async def document_diagnostic(
     ls: GristServer, params: types.DocumentDiagnosticParams
 ) -> types.DocumentDiagnosticReport:
@@ -457,6 +540,17 @@ async def document_diagnostic(
 @guarded
 def code_action(ls: GristServer, params: types.CodeActionParams) -> list[types.CodeAction]:
     uri = params.text_document.uri
+    notebook = ls.notebook_of_cell(uri)
+    if notebook is not None:  # a cell: the actions of the notebook's script there, as cell edits
+        request = script_range(notebook, uri, params.range)
+        if request is None:
+            return []
+        script_params = types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=notebook.uri),
+            range=request,
+            context=params.context,
+        )
+        return in_cells(notebook, code_action(ls, script_params) or [])
     snap = ls.snapshot(uri)
     entry = ls.published.get(uri)
     if snap is None or entry is None or entry[1] != snap.hash:
@@ -549,6 +643,10 @@ FEATURES: list[tuple[str, Any, Callable[..., Any]]] = [
     (types.TEXT_DOCUMENT_DID_CHANGE, None, did_change),
     (types.TEXT_DOCUMENT_DID_SAVE, None, did_save),
     (types.TEXT_DOCUMENT_DID_CLOSE, None, did_close),
+    (types.NOTEBOOK_DOCUMENT_DID_OPEN, None, notebook_did_open),
+    (types.NOTEBOOK_DOCUMENT_DID_CHANGE, None, notebook_did_change),
+    (types.NOTEBOOK_DOCUMENT_DID_SAVE, None, notebook_did_save),
+    (types.NOTEBOOK_DOCUMENT_DID_CLOSE, None, notebook_did_close),
     (
         types.TEXT_DOCUMENT_DIAGNOSTIC,
         types.DiagnosticOptions(

@@ -1,0 +1,193 @@
+"""The language server on a Jupyter notebook, over stdio with pytest-lsp's client: the notebook is
+opened as LSP 3.17 notebook documents (each code cell a text document of its own), diagnostics
+arrive in the right cell, a quick fix is a cell edit, and an edit in cell 1 re-checks cell 3."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient, client_capabilities
+
+from grist_lsp.analyzer.catalogue import KINDS
+from tests.test_notebooks import SOFTMAX_CELLS, write_notebook
+from tests.test_server import CONFIG, WAIT, start, status, wait_for
+
+pytestmark = pytest.mark.asyncio
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+def with_notebooks() -> types.ClientCapabilities:
+    """VS Code's capabilities, with the notebook synchronisation VS Code announces (pytest-lsp's
+    recording of them leaves it out)."""
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.notebook_document = types.NotebookDocumentClientCapabilities(
+        synchronization=types.NotebookDocumentSyncClientCapabilities(
+            dynamic_registration=True, execution_summary_support=True
+        )
+    )
+    return capabilities
+
+
+def cell_uri(path: Path, index: int) -> str:
+    # VS Code's own spelling of a cell document's URI: the notebook's path, the cell in the fragment.
+    return f"vscode-notebook-cell:{path.as_posix()}#W{index}sZmlsZQ%3D%3D"
+
+
+def open_notebook(client: LanguageClient, path: Path, cells: list[tuple[str, str]]) -> list[str]:
+    """Open the notebook as VS Code does (notebookDocument/didOpen); the cells' URIs."""
+    uris = [cell_uri(path, i) for i in range(len(cells))]
+    client.notebook_document_did_open(
+        types.DidOpenNotebookDocumentParams(
+            notebook_document=types.NotebookDocument(
+                uri=path.as_uri(),
+                notebook_type="jupyter-notebook",
+                version=1,
+                cells=[
+                    types.NotebookCell(
+                        kind=types.NotebookCellKind.Code if kind == "code" else types.NotebookCellKind.Markup,
+                        document=uri,
+                    )
+                    for (kind, _), uri in zip(cells, uris)
+                ],
+            ),
+            cell_text_documents=[
+                types.TextDocumentItem(
+                    uri=uri, language_id="python" if kind == "code" else "markdown", version=1, text=text
+                )
+                for (kind, text), uri in zip(cells, uris)
+            ],
+        )
+    )
+    return uris
+
+
+def last_for(client: LanguageClient, uri: str) -> list[types.Diagnostic] | None:
+    mine = [p for p in client.publications if p.uri == uri]
+    return list(mine[-1].diagnostics) if mine else None
+
+
+async def test_a_notebook_gets_its_diagnostic_in_the_cell_and_a_fix_as_a_cell_edit(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    result = await start(client, tmp_path, {"dynamic": {"enable": False}}, with_notebooks())
+    sync = result.capabilities.notebook_document_sync
+    assert sync is not None and sync.notebook_selector[0].notebook == "jupyter-notebook"  # type: ignore[union-attr]
+
+    path = write_notebook(tmp_path / "probs.ipynb", SOFTMAX_CELLS)
+    uris = open_notebook(client, path, SOFTMAX_CELLS)
+    await wait_for(client, lambda: bool(last_for(client, uris[2])), "diagnostics in cell 3")
+    [d] = last_for(client, uris[2]) or []
+    assert d.code == KINDS["log"].code
+    # Cell 3's second line, where `torch.log(probs)` starts: lines count from the cell, not the script.
+    assert (d.range.start.line, d.range.start.character) == (1, 12)
+    assert last_for(client, uris[0]) == []  # cell 1 has nothing
+
+    actions = await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uris[2]),
+            range=d.range,
+            context=types.CodeActionContext(diagnostics=[d]),
+        )
+    )
+    fixes = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and a.edit is not None]
+    assert fixes, [a.title for a in actions]
+    changes = fixes[0].edit.document_changes  # type: ignore[union-attr]
+    assert changes is not None
+    [edit] = changes
+    assert isinstance(edit, types.TextDocumentEdit) and edit.text_document.uri == uris[2]
+    assert all(e.range.start.line == 1 for e in edit.edits)  # type: ignore[union-attr]
+
+    assert (await status(client))["open_documents"] == 1
+
+    client.notebook_document_did_close(
+        types.DidCloseNotebookDocumentParams(
+            notebook_document=types.NotebookDocumentIdentifier(uri=path.as_uri()),
+            cell_text_documents=[types.TextDocumentIdentifier(uri=u) for u in uris],
+        )
+    )
+    await wait_for(client, lambda: (lambda s: s is not None)(last_for(client, uris[0])), "closed")
+
+
+async def test_an_edit_in_cell_1_rechecks_what_cell_3_computes_from_it(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}}, with_notebooks())
+    cells = [
+        ("code", "import torch\nx = torch.randn(8)"),
+        ("markdown", "roots"),
+        ("code", "y = torch.sqrt(x)"),
+    ]
+    path = write_notebook(tmp_path / "roots.ipynb", cells)
+    uris = open_notebook(client, path, cells)
+    await wait_for(client, lambda: bool(last_for(client, uris[2])), "the sqrt in cell 3")
+    assert [d.code for d in last_for(client, uris[2]) or []] == [KINDS["sqrt"].code]
+
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=path.as_uri(), version=2),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=uris[0], version=2),
+                            changes=[
+                                types.TextDocumentContentChangeWholeDocument(
+                                    text="import torch\nx = torch.rand(8) + 0.5"
+                                )
+                            ],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+    # torch.rand(8) + 0.5 is in [0.5, 1.5): cell 3's square root is now proved safe, and its squiggle goes.
+    await wait_for(client, lambda: last_for(client, uris[2]) == [], "cell 3 cleared by the edit in cell 1")
+
+
+async def test_a_notebook_finding_is_confirmed_in_its_cell_by_the_engine(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    await start(client, tmp_path, {"budget": 5}, with_notebooks())
+    path = write_notebook(tmp_path / "probs.ipynb", SOFTMAX_CELLS)
+    uris = open_notebook(client, path, SOFTMAX_CELLS)
+
+    def confirmed() -> bool:
+        return any(
+            d.severity == types.DiagnosticSeverity.Error and d.code == KINDS["log"].code
+            for d in last_for(client, uris[2]) or []
+        )
+
+    await wait_for(client, confirmed, "the confirmed log in cell 3")
+    [d] = last_for(client, uris[2]) or []
+    assert d.range.start.line == 1
+    actions: list = []
+
+    async def ask() -> None:
+        actions[:] = await client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uris[2]),
+                range=d.range,
+                context=types.CodeActionContext(diagnostics=[d]),
+            )
+        )
+
+    # The engine re-checks the fix after the confirmation: the verified fix comes a moment later.
+    deadline = asyncio.get_running_loop().time() + WAIT
+    await ask()
+    while not any(a.is_preferred for a in actions) and asyncio.get_running_loop().time() < deadline:
+        await asyncio.sleep(0.2)
+        await ask()
+    titles = [a.title for a in actions]
+    assert "Create reproducer test" in titles
+    [preferred] = [a for a in actions if a.is_preferred]
+    assert preferred.title.startswith("Clamp the operand of torch.log") and preferred.edit is not None
