@@ -6,6 +6,9 @@
   layer norms, attention, VAE/cross-entropy/IoU losses): start-up (first call,
   imports included) and the best of N warm runs, split into parse / dataflow /
   sites+ranges;
+* the same 2,000 lines as a Jupyter notebook (one code cell per block, a markdown cell and an
+  output between them): reading the notebook (JSON, cells, magics) and the static pass on its
+  script, warm, as ``grist-lsp --check notebook.ipynb --static-only`` runs them;
 * peak traced memory (tracemalloc) for 1k/2k/5k/10k/50k-line files, and the
   peak per line, to show linear growth.
 """
@@ -13,6 +16,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import time
 import tracemalloc
 
@@ -75,6 +79,61 @@ def generate(lines: int) -> str:
     return "".join(parts)
 
 
+def generate_notebook(lines: int) -> str:
+    """``generate(lines)`` as an nbformat 4 notebook: the head and each block a code cell (with an
+    output), a markdown cell before each block, written as Jupyter writes it."""
+    text = generate(lines)
+    chunks = text.split("\nclass ")
+    sources = [chunks[0]] + ["class " + chunk for chunk in chunks[1:]]
+    cells = []
+    for k, source in enumerate(sources):
+        if k:
+            cells.append(
+                {"cell_type": "markdown", "id": f"m{k}", "metadata": {}, "source": [f"## Block {k}"]}
+            )
+        lines_of = source.splitlines(keepends=True)
+        cells.append(
+            {
+                "cell_type": "code",
+                "execution_count": k + 1,
+                "id": f"c{k}",
+                "metadata": {},
+                "outputs": [{"name": "stdout", "output_type": "stream", "text": [f"block {k} defined\n"]}],
+                "source": lines_of,
+            }
+        )
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def notebook_figures(repeat: int) -> None:
+    """The static pass on a 2,000-line notebook: reading it, then analysing its script."""
+    from grist_lsp.analyzer.analysis import analyze_source
+    from grist_lsp.notebooks import read_notebook
+
+    raw = generate_notebook(2000)
+    notebook = read_notebook("bench.ipynb", raw)
+    code_lines = notebook.script.count("\n")
+    verdicts = analyze_source("bench.ipynb", notebook.script)
+    best_read = best_total = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        notebook = read_notebook("bench.ipynb", raw)
+        read = time.perf_counter() - t
+        analyze_source("bench.ipynb", notebook.script)
+        best_read = min(best_read, read)
+        best_total = min(best_total, time.perf_counter() - t)
+    print(
+        f"2,000-line notebook ({len(notebook.cells)} code cells, {code_lines:,} lines of code, "
+        f"{len(raw) / 1024:,.0f} KiB of JSON): {len(verdicts)} sites"
+    )
+    print(
+        f"  warm, best of {repeat}: {best_total * 1000:8.1f} ms wall in all "
+        f"(reading the notebook {best_read * 1000:.1f} ms, static pass on its script "
+        f"{(best_total - best_read) * 1000:.1f} ms)"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
@@ -123,6 +182,8 @@ def main() -> None:
         f"    CPU: parse (ast) {parse_t * 1000:.1f} ms, dataflow {flow_t * 1000:.1f} ms, "
         f"sites + ranges + verdicts {max(cpu - parse_t - flow_t, 0) * 1000:.1f} ms"
     )
+
+    notebook_figures(args.repeat)
 
     print("peak traced memory (tracemalloc) by file size:")
     for lines in (1_000, 2_000, 5_000, 10_000, 50_000):

@@ -470,6 +470,8 @@ def did_change_watched_files(ls: GristServer, params: types.DidChangeWatchedFile
 @guarded
 def did_open(ls: GristServer, params: types.DidOpenTextDocumentParams) -> None:
     uri = params.text_document.uri
+    if ls.workspace.get_notebook_document(cell_uri=uri) is not None:
+        return  # a cell of a synced notebook: checked with the notebook, never on its own
     ls.open_uris.add(uri)
     ls.scheduler.kick_static(uri)
     ls.scheduler.schedule_dynamic(uri, 0.0)
@@ -580,7 +582,8 @@ def code_action(ls: GristServer, params: types.CodeActionParams) -> list[types.C
 @guarded
 def recheck(ls: GristServer, *args: Any) -> None:
     uri = _uri_argument(args)
-    targets = [uri] if uri is not None else sorted(ls.open_uris)
+    notebook = ls.notebook_of_cell(uri) if uri is not None else None
+    targets = [notebook.uri if notebook else uri] if uri is not None else sorted(ls.open_uris)
     for target in targets:
         if target not in ls.open_uris:
             ls.log(f"grist.recheck: {target} is not open", types.MessageType.Warning)

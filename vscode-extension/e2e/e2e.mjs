@@ -28,6 +28,11 @@ const PROGRAM = "mnist_classifier.py";
 const LINE = 47;
 const COLUMN = 24; // inside `torch.log(probs)` on that line
 const EXPECT_HOVER = /logarithm of a non-positive value/;
+// A notebook (examples/classifier_notebook.ipynb): the hand-written log(softmax) is in its fifth
+// cell (index 4, markdown cells counted), fourth line; the tensor it comes from is made in cell 2.
+const NOTEBOOK = "classifier_notebook.ipynb";
+const NOTEBOOK_CELL = 4;
+const NOTEBOOK_LINE = 4;
 const EXPECT_FIX = /log_softmax/;
 // Static squiggles come in about a second; confirmation runs the program (torch import,
 // search, replay). Generous, because CI machines are shared: a slow run is not a failure.
@@ -43,6 +48,7 @@ function prepareWorkspace(root) {
     fs.mkdirSync(workspace, { recursive: true });
     fs.mkdirSync(path.join(userData, "User"), { recursive: true });
     fs.copyFileSync(path.join(repo, "examples", PROGRAM), path.join(workspace, PROGRAM));
+    fs.copyFileSync(path.join(repo, "examples", NOTEBOOK), path.join(workspace, NOTEBOOK));
     const settings = {
         "grist.interpreter": python,
         // The first-run pages and the trust prompt would cover the editor.
@@ -222,6 +228,52 @@ async function check(page) {
     if (actions && !EXPECT_FIX.test(actions)) failures.push(`quick fixes lack ${EXPECT_FIX}:\n${actions}`);
     log(`quick fixes: ${actions.replace(/\n+/g, " | ")}`);
     await page.keyboard.press("Escape");
+    failures.push(...(await checkNotebook(page)));
+    return failures;
+}
+
+// The notebook: opened in VS Code's notebook editor (its built-in ipynb support, no kernel), the
+// confirmed finding must be an Error squiggle inside the right cell's editor.
+async function checkNotebook(page) {
+    const failures = [];
+    await quickInput(page, NOTEBOOK);
+    try {
+        await page.waitForSelector(".notebook-editor .cell-list-container", { visible: true, timeout: 60_000 });
+    } catch {
+        await shot(page, "5-notebook");
+        return [`${NOTEBOOK} did not open in the notebook editor`];
+    }
+    const opened = Date.now();
+    log(`opened ${NOTEBOOK}`);
+    // The cell (its row in the notebook's list) that holds each Error squiggle.
+    const cellsWithErrors = () =>
+        page.evaluate(() =>
+            [...document.querySelectorAll(".notebook-editor .squiggly-error")].map((el) => {
+                const row = el.closest(".monaco-list-row");
+                return row ? Number(row.getAttribute("data-index")) : -1;
+            }),
+        );
+    let cells = [];
+    const deadline = Date.now() + CONFIRM_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+        cells = await cellsWithErrors();
+        if (cells.length > 0) break;
+        await new Promise((r) => setTimeout(r, 1000));
+    }
+    await shot(page, "5-notebook");
+    if (cells.length === 0) {
+        failures.push(`no Error squiggle (a confirmed finding) in ${NOTEBOOK}`);
+    } else if (!cells.every((c) => c === NOTEBOOK_CELL)) {
+        failures.push(`the notebook's Error squiggle is in cell index ${cells}, not ${NOTEBOOK_CELL}`);
+    } else {
+        log(`confirmed squiggle in cell index ${NOTEBOOK_CELL} ${((Date.now() - opened) / 1000).toFixed(1)} s after opening`);
+    }
+    await runCommand(page, "View: Focus Problems");
+    const problems = await page.evaluate(() => document.querySelector(".markers-panel")?.innerText ?? "");
+    if (!(EXPECT_HOVER.test(problems) && new RegExp(`\\[Ln ${NOTEBOOK_LINE}, Col`).test(problems))) {
+        failures.push(`the Problems panel does not list the notebook's log on line ${NOTEBOOK_LINE} of its cell:\n${problems}`);
+    }
+    await shot(page, "6-notebook-problems");
     return failures;
 }
 
@@ -262,7 +314,7 @@ async function main() {
         console.error(`\ncode-server output:\n${server.output().slice(-4000)}`);
         process.exit(1);
     }
-    log("passed: squiggle, hover and quick fixes as a user sees them");
+    log("passed: squiggle, hover and quick fixes as a user sees them, and the notebook's squiggle in its cell");
 }
 
 main().catch((error) => {

@@ -315,6 +315,10 @@ class ServerController implements vscode.Disposable {
       documentSelector: [
         { scheme: "file", language: "python" },
         { scheme: "untitled", language: "python" },
+        // The Python cells of a Jupyter notebook: the server announces notebook sync for them
+        // and checks the notebook's code cells as one program; this entry gives cells the
+        // quick fixes and commands a file has.
+        { notebook: "jupyter-notebook", language: "python" },
       ],
       synchronize: { configurationSection: SECTION },
       initializationOptions: initializationOptions(settings, trusted),

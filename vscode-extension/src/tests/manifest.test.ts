@@ -92,8 +92,8 @@ describe("package.json", () => {
     assert.equal(`${(recheck as { category?: string }).category}: ${recheck?.title}`, "GRIST: Re-check this file");
   });
 
-  it("activates on Python files and loads the bundle the build writes", () => {
-    assert.deepEqual(manifest.activationEvents, ["onLanguage:python"]);
+  it("activates on Python files and Jupyter notebooks and loads the bundle the build writes", () => {
+    assert.deepEqual(manifest.activationEvents, ["onLanguage:python", "onNotebook:jupyter-notebook"]);
     assert.equal(manifest.main, "./dist/extension.js");
     assert.match(manifest.scripts.build, /--outfile=dist\/extension\.js/);
     assert.match(manifest.scripts.build, /--external:vscode/);
