@@ -360,11 +360,18 @@ def _named_args(fn: Callable[..., Any], args: tuple, kwargs: dict) -> list[tuple
     return out
 
 
+def _display_nothing(*objects: Any, **options: Any) -> None:
+    """IPython's ``display`` in a notebook run as a script: nothing to show it to."""
+
+
 def _as_main(code: Any, file: str, argv: list[str]) -> Callable[[], None]:
     """A body that runs compiled ``code`` as ``python file *argv`` would: ``__main__``, its argv."""
 
     def body() -> None:
         g = {"__name__": "__main__", "__file__": file, "__builtins__": builtins}
+        if is_notebook(file):
+            # A kernel's display() shows a value; run as a script, a notebook shows nothing.
+            g["display"] = _display_nothing
         sys.argv = [file, *argv]
         exec(code, g)
 

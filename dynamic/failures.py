@@ -252,6 +252,12 @@ def describe_failure(
         )
     elif kind == "import-error":
         text = f"the program cannot be imported: {raised}{where}: install the missing module or {ENTRY_HINT}"
+    elif isinstance(exc, NameError) and exc.name in KERNEL_ONLY:
+        text = (
+            f"the notebook needs a Jupyter kernel{where}: {exc.name}() exists only in one ({label}); "
+            "write that line as a magic (%...), which the check leaves out, or guard it with "
+            "`if 'get_ipython' in globals()`"
+        )
     elif isinstance(exc, SystemExit):
         text = (
             f"the program exited with status {exc.code}{where} ({label}) before reaching the checked "
@@ -263,6 +269,10 @@ def describe_failure(
             f"operations: fix the error or {ENTRY_HINT}"
         )
     return Failure(text, line, kind)
+
+
+# What only a Jupyter kernel defines, which a notebook run as a script cannot have.
+KERNEL_ONLY = frozenset({"get_ipython"})
 
 
 # The note a file whose program imports an absent torchvision carries (``absent_torchvision``):

@@ -198,3 +198,25 @@ def test_script_edits_map_back_to_cells_byte_for_byte(tmp_path: Path, outputs: b
     assert cells[2].source.splitlines()[1] == "log_probs = torch.log_softmax(logits, 1)"
     # Spanning two cells cannot be written back.
     assert notebook.apply([TextEdit(Span(3, 0, 4, 5), "")]) is None
+
+
+def test_display_runs_as_in_a_kernel_and_get_ipython_is_said_in_one_line(
+    grist_cli: Cli, tmp_path: Path
+) -> None:
+    write_notebook(
+        tmp_path / "shown.ipynb",
+        [("code", "import torch\nx = torch.randn(8)\ndisplay(x)"), ("code", "y = torch.sqrt(x)\ndisplay(y)")],
+    )
+    write_notebook(
+        tmp_path / "kernel.ipynb",
+        [
+            ("code", "import torch\nx = torch.randn(8)"),
+            ("code", "get_ipython().run_line_magic('matplotlib', 'inline')\ny = torch.sqrt(x)"),
+        ],
+    )
+    result = grist_cli("--check", "shown.ipynb", "kernel.ipynb", "--no-cache", cwd=tmp_path)
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("shown.ipynb:cell 2:1:5: GRIST103 [confirmed]") for line in lines), lines
+    [kernel] = [line for line in lines if "GRIST000" in line]
+    assert kernel.startswith("kernel.ipynb:cell 2:1:1: GRIST000 [error] the notebook needs a Jupyter kernel")
+    assert "get_ipython() exists only in one" in kernel
