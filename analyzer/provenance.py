@@ -571,8 +571,20 @@ class Provenance:
             return self._rows_keep_finite(d.value, dim, depth)
         if d.how == "refine":
             return all(self._def_rows_keep_finite(p, dim, depth + 1) for p in self.flow.defs_reaching(d.node))
-        if d.how == "mutate" and isinstance(d.value, ast.Call):
+        node = d.node
+        if d.how == "mutate" and isinstance(d.value, ast.Call) and not isinstance(node, ast.Subscript):
             return self._rows_keep_finite(d.value, dim, depth)  # scores.masked_fill_(~keep, -inf)
+        if d.how == "mutate" and isinstance(node, ast.Subscript) and d.value is not None:
+            # x[mask] = -inf: each row keeps what it had where the mask spares an entry
+            base = node.value
+            before = (
+                self.flow.defs_reaching(base) if isinstance(base, ast.Name) and self.flow.is_use(base) else []
+            )
+            return (
+                bool(before)
+                and all(self._def_rows_keep_finite(p, dim, depth + 1) for p in before)
+                and (self.may_hold_neg_inf(d.value) is None or self._spares_row(node.slice, dim, depth + 1))
+            )
         return self.through_def(d, self.may_hold_neg_inf) is None
 
     def _tensor_call(self, call: ast.Call) -> tuple[str | None, ast.expr | None, list[ast.expr]]:
@@ -603,6 +615,14 @@ class Provenance:
             return True  # tril == 0 is False on and below the diagonal: column 0 of every row
         if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, (ast.Invert, ast.Not)):
             return self._has_true_per_row(mask.operand, dim, depth + 1)
+        if (
+            dim == -1
+            and isinstance(mask, ast.Compare)
+            and len(mask.ops) == 1
+            and isinstance(mask.ops[0], ast.Lt)
+            and self._kth_largest(mask.comparators[0], mask.left)
+        ):
+            return True  # x < (k-th largest of x): False at each row's maximum (top-k sampling)
         if isinstance(mask, ast.Call):
             name, receiver, args = self._tensor_call(mask)
             if name == "logical_not":
@@ -620,6 +640,67 @@ class Provenance:
                 for d in defs
             )
         return False
+
+    def _kth_largest(self, t: ast.AST, x: ast.AST) -> bool:
+        """``t`` is the last of ``topk(x, k)``'s values per row along the last dimension, kept as a
+        column (``v[:, [-1]]``, ``v[..., -1, None]``, ``v[:, -1:]``, ``v[:, -1].unsqueeze(-1)``),
+        with ``x`` the same name the comparison reads."""
+        if isinstance(t, ast.Name) and self.flow.is_use(t):
+            defs = self.flow.defs_reaching(t)
+            if len(defs) != 1 or defs[0].how != "assign" or defs[0].value is None:
+                return False
+            t = defs[0].value
+        if isinstance(t, ast.Call) and isinstance(t.func, ast.Attribute) and t.func.attr == "unsqueeze":
+            t = t.func.value
+        if not isinstance(t, ast.Subscript) or not isinstance(x, ast.Name):
+            return False
+        elts = list(t.slice.elts) if isinstance(t.slice, ast.Tuple) else [t.slice]
+        while len(elts) > 1 and isinstance(elts[-1], ast.Constant) and elts[-1].value is None:
+            elts.pop()
+        last = elts[-1]
+        if isinstance(last, ast.List) and len(last.elts) == 1:
+            last = last.elts[0]
+        elif (
+            isinstance(last, ast.Slice)
+            and last.upper is None
+            and last.step is None
+            and last.lower is not None
+        ):
+            last = last.lower
+        if int_literal(last) != -1:
+            return False
+        call = self._topk_values(t.value)
+        if call is None or any(k.arg == "largest" or k.arg == "dim" for k in call.keywords):
+            return False
+        _, receiver, args = self._tensor_call(call)
+        source = receiver if receiver is not None else (args[0] if args else None)
+        return (
+            isinstance(source, ast.Name)
+            and source.id == x.id
+            and len(args) <= (1 if receiver is not None else 2)
+        )
+
+    def _topk_values(self, v: ast.AST) -> ast.Call | None:
+        """The ``topk`` call whose values ``v`` is: ``topk(...)[0]``, ``topk(...).values``, or a
+        name bound to one (``v, _ = torch.topk(x, k)``)."""
+        if isinstance(v, ast.Subscript) and int_literal(v.slice) == 0:
+            v = v.value
+        elif isinstance(v, ast.Attribute) and v.attr == "values":
+            v = v.value
+        elif isinstance(v, ast.Name) and self.flow.is_use(v):
+            defs = self.flow.defs_reaching(v)
+            if len(defs) != 1:
+                return None
+            d = defs[0]
+            if d.how == "unpack" and d.path == (0,) and isinstance(d.value, ast.Call):
+                v = d.value
+            elif d.how == "assign" and d.value is not None:
+                return self._topk_values(d.value) if not isinstance(d.value, ast.Name) else None
+            else:
+                return None
+        if isinstance(v, ast.Call) and self._tensor_call(v)[0] == "topk":
+            return v
+        return None
 
     def _has_true_per_row(self, mask: ast.AST, dim: int, depth: int) -> bool:
         """Every row of the boolean ``mask`` along ``dim`` has a True entry."""

@@ -266,7 +266,7 @@ def entry_location(witness: Witness, document_path: str | None, root: str | None
     return _location(path, line)
 
 
-_INPUT_KEY = re.compile(r"^(?P<file>.+?\.py):(?P<line>\d+):(?P<what>.*)$")
+_INPUT_KEY = re.compile(r"^(?P<file>.+?\.(?:py|ipynb)):(?P<line>\d+):(?P<what>.*)$")
 
 
 def input_locations(

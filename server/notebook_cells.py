@@ -12,6 +12,7 @@ of the cells' text documents.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.workspace import Workspace
@@ -94,9 +95,27 @@ def cell_diagnostics(open_nb: OpenNotebook, published: list[Published]) -> dict[
                 source=diagnostic.source,
                 tags=diagnostic.tags,
                 data=diagnostic.data,
+                related_information=[
+                    types.DiagnosticRelatedInformation(
+                        location=_in_cell(open_nb, r.location), message=r.message
+                    )
+                    for r in diagnostic.related_information or []
+                ]
+                or None,
             )
         )
     return out
+
+
+def _in_cell(open_nb: OpenNotebook, location: types.Location) -> types.Location:
+    """A location in the notebook's script (a witness's entry, where an input was made) as one in
+    the cell holding that line; a location elsewhere as it is."""
+    if unquote(location.uri) != unquote(open_nb.uri):
+        return location
+    cell = open_nb.notebook.cell_at(location.range.start.line + 1)
+    if cell is None:
+        return location
+    return types.Location(uri=open_nb.uri_of(cell), range=_shifted(location.range, -(cell.first_line - 1)))
 
 
 def script_range(open_nb: OpenNotebook, cell_uri: str, rng: types.Range) -> types.Range | None:

@@ -170,6 +170,10 @@ async def test_a_notebook_finding_is_confirmed_in_its_cell_by_the_engine(
     await wait_for(client, confirmed, "the confirmed log in cell 3")
     [d] = last_for(client, uris[2]) or []
     assert d.range.start.line == 1
+    # The failing input was made in cell 1 (`logits = torch.randn(...)`, its third line): the
+    # related location is that cell's document and line, not a line of the .ipynb file.
+    made = [r.location for r in d.related_information or [] if "failing input" in r.message]
+    assert [(loc.uri, loc.range.start.line) for loc in made] == [(uris[0], 2)], d.related_information
     actions: list = []
 
     async def ask() -> None:

@@ -331,6 +331,40 @@ def test_mask_twins_stay_possible(body, dim):
     assert status_of(src) == ["possible"]
 
 
+# --- top-k sampling: every token below the k-th largest logit set to -inf -------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        # minGPT / nanoGPT
+        "v, _ = torch.topk(logits, k)\n    logits[logits < v[:, [-1]]] = -float('Inf')",
+        # the transformers-style filter
+        "remove = logits < torch.topk(logits, k)[0][..., -1, None]\n"
+        "    logits = logits.masked_fill(remove, float('-inf'))",
+        "kth = logits.topk(k).values[:, -1].unsqueeze(-1)\n    logits[logits < kth] = float('-inf')",
+    ],
+)
+def test_top_k_filtering_keeps_each_rows_maximum(body):
+    src = f"def f(logits, k):\n    logits = logits / 0.8\n    {body}\n    return F.softmax(logits, dim=-1)  # <-\n"
+    assert status_of(src) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "v, _ = torch.topk(logits, k)\n    logits[logits <= v[:, [-1]]] = -float('Inf')",  # <= drops the top too
+        "v, _ = torch.topk(logits, k, largest=False)\n    logits[logits < v[:, [-1]]] = -float('Inf')",
+        "v, _ = torch.topk(other, k)\n    logits[logits < v[:, [-1]]] = -float('Inf')",  # another tensor's top-k
+        "v, _ = torch.topk(logits, k)\n    logits[logits < v[:, [0]] + 1] = -float('Inf')",
+        "v, _ = torch.topk(logits, k)\n    logits = logits.masked_fill(logits < v[:, [-1]], float('inf'))",
+    ],
+)
+def test_top_k_twins_stay_possible(body):
+    src = f"def f(logits, other, k):\n    {body}\n    return F.softmax(logits, dim=-1)  # <-\n"
+    assert status_of(src) == ["possible"]
+
+
 # --- what a user runs ------------------------------------------------------------------
 
 
