@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+import attrs
 from lsprotocol import types
 from pygls.workspace import Workspace
 
@@ -85,24 +86,12 @@ def cell_diagnostics(open_nb: OpenNotebook, published: list[Published]) -> dict[
         shifted = _shifted(diagnostic.range, -(cell.first_line - 1))
         if shifted.end.line >= cell.lines:  # a span past the cell's end ends with the cell
             shifted.end = types.Position(line=max(0, cell.lines - 1), character=shifted.end.character)
+        related = [
+            types.DiagnosticRelatedInformation(location=_in_cell(open_nb, r.location), message=r.message)
+            for r in diagnostic.related_information or []
+        ]
         out[open_nb.uri_of(cell)].append(
-            types.Diagnostic(
-                range=shifted,
-                message=diagnostic.message,
-                severity=diagnostic.severity,
-                code=diagnostic.code,
-                code_description=diagnostic.code_description,
-                source=diagnostic.source,
-                tags=diagnostic.tags,
-                data=diagnostic.data,
-                related_information=[
-                    types.DiagnosticRelatedInformation(
-                        location=_in_cell(open_nb, r.location), message=r.message
-                    )
-                    for r in diagnostic.related_information or []
-                ]
-                or None,
-            )
+            attrs.evolve(diagnostic, range=shifted, related_information=related or None)
         )
     return out
 

@@ -169,6 +169,25 @@ class GristServer(LanguageServer):
             else self.open_notebook(document.uri)
         )
 
+    def opened(self, uri: str) -> None:
+        """A document (a file, or a notebook) was opened: check it now."""
+        self.open_uris.add(uri)
+        self.scheduler.kick_static(uri)
+        self.scheduler.schedule_dynamic(uri, 0.0)
+
+    def changed(self, uri: str) -> None:
+        """A new version of an open document: the static pass now, the engine once edits pause."""
+        self.scheduler.kick_static(uri)
+        self.scheduler.text_changed(uri)
+        self.scheduler.schedule_dynamic(uri, self.settings.debounce)
+
+    def closed(self, uri: str) -> None:
+        """A document was closed: its runs stop and what was published for it is forgotten."""
+        self.scheduler.close(uri)
+        self.open_uris.discard(uri)
+        self.published.pop(uri, None)
+        self.served.pop(uri, None)
+
     def root_for(self, path: str) -> str | None:
         """The workspace folder holding ``path`` (longest match), else the file's directory."""
 
@@ -472,17 +491,12 @@ def did_open(ls: GristServer, params: types.DidOpenTextDocumentParams) -> None:
     uri = params.text_document.uri
     if ls.workspace.get_notebook_document(cell_uri=uri) is not None:
         return  # a cell of a synced notebook: checked with the notebook, never on its own
-    ls.open_uris.add(uri)
-    ls.scheduler.kick_static(uri)
-    ls.scheduler.schedule_dynamic(uri, 0.0)
+    ls.opened(uri)
 
 
 @guarded
 def did_change(ls: GristServer, params: types.DidChangeTextDocumentParams) -> None:
-    uri = params.text_document.uri
-    ls.scheduler.kick_static(uri)
-    ls.scheduler.text_changed(uri)
-    ls.scheduler.schedule_dynamic(uri, ls.settings.debounce)
+    ls.changed(params.text_document.uri)
 
 
 @guarded
@@ -493,28 +507,22 @@ def did_save(ls: GristServer, params: types.DidSaveTextDocumentParams) -> None:
 @guarded
 def did_close(ls: GristServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.scheduler.close(uri)
-    ls.open_uris.discard(uri)
-    ls.published.pop(uri, None)
-    ls.served.pop(uri, None)
+    ls.closed(uri)
     if not ls.pull_diagnostics:  # a pulling client drops a closed file's diagnostics itself
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
 
+# A notebook is one document to the scheduler (its URI, the script of its code cells).
+
+
 @guarded
 def notebook_did_open(ls: GristServer, params: types.DidOpenNotebookDocumentParams) -> None:
-    uri = params.notebook_document.uri
-    ls.open_uris.add(uri)
-    ls.scheduler.kick_static(uri)
-    ls.scheduler.schedule_dynamic(uri, 0.0)
+    ls.opened(params.notebook_document.uri)
 
 
 @guarded
 def notebook_did_change(ls: GristServer, params: types.DidChangeNotebookDocumentParams) -> None:
-    uri = params.notebook_document.uri
-    ls.scheduler.kick_static(uri)
-    ls.scheduler.text_changed(uri)
-    ls.scheduler.schedule_dynamic(uri, ls.settings.debounce)
+    ls.changed(params.notebook_document.uri)
 
 
 @guarded
@@ -524,11 +532,8 @@ def notebook_did_save(ls: GristServer, params: types.DidSaveNotebookDocumentPara
 
 @guarded
 def notebook_did_close(ls: GristServer, params: types.DidCloseNotebookDocumentParams) -> None:
-    uri = params.notebook_document.uri
-    ls.scheduler.close(uri)
-    ls.open_uris.discard(uri)
-    ls.published.pop(uri, None)
-    for cell in params.cell_text_documents:
+    ls.closed(params.notebook_document.uri)
+    for cell in params.cell_text_documents:  # pushed to, so cleared by us
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=cell.uri, diagnostics=[]))
 
 
