@@ -8,6 +8,7 @@ end columns get +1 and the end stays exclusive). Rule codes come from
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -148,20 +149,37 @@ def location(file: str, line: int, col: int, notebooks: Notebooks, base: Path | 
     return f"{display_path(file, base)}:{where}{span.start_line}:{span.start_col + 1}"
 
 
+def in_cells(file: str, notebooks: Notebooks, words: str) -> str:
+    """``words`` about a notebook with its script's lines said as cells: "at line 12" and
+    "nb.ipynb:12" (what the engine writes of the script it ran) become "at cell 3:2" and
+    "nb.ipynb:cell 3:2". Words about a ``.py`` file are returned as they are."""
+    notebook = notebooks.get(file)
+    if notebook is None or not words:
+        return words
+
+    def cell(match: re.Match[str]) -> str:
+        number, line = notebook.locate(int(match["line"]))
+        return f"{match['head'] or match['file']}cell {number}:{line}"
+
+    name = re.escape(Path(file).name)
+    return re.sub(rf"(?:(?P<head>\bat )line |(?P<file>{name}:))(?P<line>\d+)\b", cell, words)
+
+
 def render_text(report: Report, show_safe: bool = False, base: Path | None = None) -> str:
     """`path:line:col: GRIST### [status] message` lines (`path:cell N:line:col` in a notebook),
     then a summary line."""
     lines: list[str] = []
     for v in visible(report, show_safe):
         span = v.site.span
-        extra = detail(v, base)
+        cells = functools.partial(in_cells, v.site.file, report.notebooks)
+        extra = cells(detail(v, base))
         reason = f" ({extra})" if extra else ""
         lines.append(
             f"{location(v.site.file, span.start_line, span.start_col, report.notebooks, base)}: "
-            f"{rule_code(v)} [{v.status.value}] {message(v, base)}{reason}"
+            f"{rule_code(v)} [{v.status.value}] {cells(message(v, base))}{reason}"
         )
         if v.witness is not None:
-            lines.append(_witness_line(v.witness, base))
+            lines.append(cells(_witness_line(v.witness, base)))
         for fix in v.fixes:
             lines.append(f"    fix{' (verified)' if fix.verified else ''}: {fix.title}")
     for file, suppression in report.unused_suppressions:
@@ -230,8 +248,8 @@ def finding_json(v: Verdict, base: Path | None = None, notebooks: Notebooks | No
         "op": v.site.op,
         "kind": v.site.kind,
         "status": v.status.value,
-        "message": message(v, base),
-        "reason": display_entry(v.reason, base),
+        "message": in_cells(v.site.file, notebooks or {}, message(v, base)),
+        "reason": in_cells(v.site.file, notebooks or {}, display_entry(v.reason, base)),
         "witness": _witness_json(v.witness, base),
         "fixes": [{"title": f.title, "verified": f.verified} for f in v.fixes],
         # Why an `error` finding's file could not be checked (model.ERROR_KINDS), else null.
@@ -383,6 +401,7 @@ def _sarif_result(v: Verdict, fingerprint: str, report: Report, index: dict[str,
         text += f" ({detail(v, report.root)})"
     if v.witness is not None:
         text += f". Witness: {_witness_line(v.witness, report.root).strip()[len('witness: ') :]}"
+    text = in_cells(v.site.file, report.notebooks, text)
     result: dict[str, Any] = {
         "ruleId": code,
         "ruleIndex": index.get(code, 0),

@@ -220,3 +220,20 @@ def test_display_runs_as_in_a_kernel_and_get_ipython_is_said_in_one_line(
     [kernel] = [line for line in lines if "GRIST000" in line]
     assert kernel.startswith("kernel.ipynb:cell 2:1:1: GRIST000 [error] the notebook needs a Jupyter kernel")
     assert "get_ipython() exists only in one" in kernel
+
+
+def test_the_witness_names_the_cell_where_its_input_was_made(grist_cli: Cli, tmp_path: Path) -> None:
+    write_notebook(
+        tmp_path / "anon.ipynb",
+        [
+            ("markdown", "An input made without a name"),
+            ("code", "import torch\nimport torch.nn as nn\nnet = nn.Linear(4, 4)"),
+            ("code", "z = net(torch.randn(2, 4))\nv = torch.exp(z * 100)\nprint(v.sum())"),
+        ],
+    )
+    result = grist_cli("--check", "anon.ipynb", "--no-cache", cwd=tmp_path)
+    finding, witness = result.stdout.splitlines()[:2]
+    assert finding.startswith("anon.ipynb:cell 3:2:5: GRIST106 [confirmed]")
+    # The script's line 6 is cell 3's first line: said as the cell, in the finding and its witness.
+    assert "torch.randn(...) at cell 3:1" in finding and "torch.randn(...) at cell 3:1" in witness
+    assert "line 6" not in result.stdout
