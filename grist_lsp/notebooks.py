@@ -143,6 +143,17 @@ class Notebook:
         row = self.raw.count("\n", 0, offset)
         return row + 1, offset - (self.raw.rfind("\n", 0, offset) + 1) + 1
 
+    def in_cells(self, words: str) -> str:
+        """``words`` with the script's lines said as cells: "at line 12" and "nb.ipynb:12" (what the
+        engine writes of the script it ran) become "at cell 3:2" and "nb.ipynb:cell 3:2"."""
+
+        def cell(match: re.Match[str]) -> str:
+            number, line = self.locate(int(match["line"]))
+            return f"{match['head'] or match['file']}cell {number}:{line}"
+
+        name = re.escape(Path(self.path).name)
+        return re.sub(rf"(?:(?P<head>\bat )line |(?P<file>{name}:))(?P<line>\d+)\b", cell, words)
+
     # --- script edits -> .ipynb ------------------------------------------------
 
     def apply(self, edits: list[TextEdit]) -> str | None:

@@ -150,19 +150,9 @@ def location(file: str, line: int, col: int, notebooks: Notebooks, base: Path | 
 
 
 def in_cells(file: str, notebooks: Notebooks, words: str) -> str:
-    """``words`` about a notebook with its script's lines said as cells: "at line 12" and
-    "nb.ipynb:12" (what the engine writes of the script it ran) become "at cell 3:2" and
-    "nb.ipynb:cell 3:2". Words about a ``.py`` file are returned as they are."""
+    """``words`` about ``file`` with a notebook's script lines said as cells (``Notebook.in_cells``)."""
     notebook = notebooks.get(file)
-    if notebook is None or not words:
-        return words
-
-    def cell(match: re.Match[str]) -> str:
-        number, line = notebook.locate(int(match["line"]))
-        return f"{match['head'] or match['file']}cell {number}:{line}"
-
-    name = re.escape(Path(file).name)
-    return re.sub(rf"(?:(?P<head>\bat )line |(?P<file>{name}:))(?P<line>\d+)\b", cell, words)
+    return words if notebook is None else notebook.in_cells(words)
 
 
 def render_text(report: Report, show_safe: bool = False, base: Path | None = None) -> str:

@@ -87,11 +87,18 @@ def cell_diagnostics(open_nb: OpenNotebook, published: list[Published]) -> dict[
         if shifted.end.line >= cell.lines:  # a span past the cell's end ends with the cell
             shifted.end = types.Position(line=max(0, cell.lines - 1), character=shifted.end.character)
         related = [
-            types.DiagnosticRelatedInformation(location=_in_cell(open_nb, r.location), message=r.message)
+            types.DiagnosticRelatedInformation(
+                location=_in_cell(open_nb, r.location), message=open_nb.notebook.in_cells(r.message)
+            )
             for r in diagnostic.related_information or []
         ]
         out[open_nb.uri_of(cell)].append(
-            attrs.evolve(diagnostic, range=shifted, related_information=related or None)
+            attrs.evolve(
+                diagnostic,
+                range=shifted,
+                message=open_nb.notebook.in_cells(diagnostic.message),
+                related_information=related or None,
+            )
         )
     return out
 
