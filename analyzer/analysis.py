@@ -34,6 +34,7 @@ from grist_lsp.analyzer.ranges import (
     round_up,
     static_safe,
 )
+from grist_lsp.analyzer.repairs import Repairs
 from grist_lsp.analyzer.sites import Candidate, find_sites
 from grist_lsp.analyzer.spectral import drop_unread_vectors
 from grist_lsp.analyzer.where_branch import mark_where_branches, where_reason
@@ -139,16 +140,60 @@ def _analyze_tree(path: str, text: str, tree: ast.Module) -> list[Verdict]:
     # float16; a site whose operand the precision analysis never sees in float16 is judged in
     # float32 (a float64 schedule's clamp(min=1e-20) is not 0).
     single = RangeAnalysis(flow, resolver, "float32") if dtype == "float16" else None
+    repairs = Repairs(tree, flow, resolver) if _MAY_RESET_INF.search(text) else None
     verdicts = [
         _with_where_reason(
-            _verdict(c, single, "float32")
-            if single is not None and c.site.dtype is None and not KINDS[c.site.kind].region.beyond_max
-            else _verdict(c, ranges, dtype)
+            _reset_after(
+                _verdict(c, single, "float32")
+                if single is not None and c.site.dtype is None and not KINDS[c.site.kind].region.beyond_max
+                else _verdict(c, ranges, dtype),
+                c,
+                repairs,
+                ranges,
+            )
         )
         for c in candidates
     ]
     # find_sites returns the sites sorted by position, so the verdicts are too
     return verdicts
+
+
+# Text a file that resets infinities must hold (``repairs.py``): no tree walk without it.
+_MAY_RESET_INF = re.compile(r"isinf|isfinite|nan_to_num|\binf\b|['\"]inf")
+
+
+def _reset_after(v: Verdict, c: Candidate, repairs: Repairs | None, ranges: RangeAnalysis) -> Verdict:
+    """A possible division or negative power whose only invalid result is an infinity, which the
+    next statement resets in a value computed from data alone (``repairs.py``): safe."""
+    if repairs is None or v.status is not Status.POSSIBLE or not _only_inf(c, ranges):
+        return v
+    try:
+        reset = repairs.reset_after(c.node)
+    except RecursionError:
+        return v
+    if reset is None:
+        return v
+    reason = (
+        f"where the {_operand_words(c.site)} is 0 the result is an infinity, which {reset} resets before "
+        "any read, and the value is computed from data alone (no gradient flows through it)"
+    )
+    return _safe(c.site, reason)
+
+
+def _only_inf(c: Candidate, ranges: RangeAnalysis) -> bool:
+    """The site's only invalid result is an infinity: a nonzero dividend over 0 (never 0 / 0), or a
+    negative power of a base that is never negative (never NaN)."""
+    node = c.node
+    if c.site.kind == "div":
+        dividend = node.left if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div) else None
+        if dividend is None:
+            return False
+        fact = ranges.fact(dividend)
+        return fact.nonzero or fact.lo > 0 or fact.hi < 0
+    if c.site.kind == "pow" and c.operand is not None and c.exponent is not None:
+        exponent, base = ranges.fact(c.exponent), ranges.fact(c.operand)
+        return exponent.hi < 0 and base.lo >= 0
+    return False
 
 
 def _with_where_reason(v: Verdict) -> Verdict:

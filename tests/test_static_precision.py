@@ -36,6 +36,10 @@ def status_of(src: str, kind: str | None = None) -> list[str]:
     return [status for k, status, _ in _verdicts(src).get(line, []) if kind in (None, k)]
 
 
+def _marked(src: str) -> int:
+    return next(i for i, text in enumerate(textwrap.dedent(src).splitlines(), 1) if "# <-" in text)
+
+
 def reason_of(src: str) -> str:
     lines = textwrap.dedent(src).splitlines()
     line = next(i for i, text in enumerate(lines, 1) if "# <-" in text)
@@ -363,6 +367,50 @@ def test_top_k_filtering_keeps_each_rows_maximum(body):
 def test_top_k_twins_stay_possible(body):
     src = f"def f(logits, other, k):\n    {body}\n    return F.softmax(logits, dim=-1)  # <-\n"
     assert status_of(src) == ["possible"]
+
+
+# --- infinities reset by the next statement, in values computed from data ----------------------
+
+LOADED = "    feats = torch.FloatTensor(np.loadtxt('cora.content'))\n    s = torch.sum(feats, dim=1)\n"
+
+
+@pytest.mark.parametrize(
+    "reset",
+    [
+        "r = 1 / s  # <-\n    r[r == float('inf')] = 0",  # the PyTorch examples' GCN and GAT
+        "r = 1.0 / s  # <-\n    r[torch.isinf(r)] = 0.0",
+        "r = torch.sqrt(1 / s)  # <-\n    r[r == math.inf] = 0",
+        "r = (1 / s).flatten()  # <-\n    r.masked_fill_(torch.isinf(r), 0)",
+        "r = 1 / s  # <-\n    r = torch.nan_to_num(r)",
+        "r = 1 / s  # <-\n    r = torch.where(torch.isinf(r), 0.0, r)",
+        "r = 1 / np.array(s)  # <-\n    r[np.isinf(r)] = 0.0",
+    ],
+)
+def test_an_infinity_reset_on_the_next_line_in_data_is_safe(reset):
+    src = f"import numpy as np\ndef load():\n{LOADED}    {reset}\n    return r\n"
+    assert status_of(src, "div") == ["safe"]
+    assert "resets before any read" in [r for k, _, r in _verdicts(src)[_marked(src)] if k == "div"][0]
+
+
+@pytest.mark.parametrize(
+    "reset, head",
+    [
+        # a model's value: the reset entries' gradient is 0 * inf = NaN
+        ("r = 1 / s  # <-\n    r[torch.isinf(r)] = 0", "def load(s):\n"),
+        ("r = 1 / s  # <-\n    r[torch.isinf(r)] = 0", "def load(feats, w):\n    s = (feats @ w).sum(1)\n"),
+        ("r = x / s  # <-\n    r[torch.isinf(r)] = 0", f"def load(x):\n{LOADED}"),  # 0 / 0 is NaN, not reset
+        (
+            "r = 1 / s  # <-\n    print(r.sum())\n    r[torch.isinf(r)] = 0",
+            f"def load():\n{LOADED}",
+        ),  # read first
+        ("r = 1 / s  # <-\n    q[torch.isinf(q)] = 0", f"def load(q):\n{LOADED}"),  # another tensor reset
+        ("r = 1 / s  # <-\n    r[torch.isnan(r)] = 0", f"def load():\n{LOADED}"),  # NaN reset, inf kept
+        ("r = torch.log(1 / s)  # <-\n    r[torch.isinf(r)] = 0", f"def load():\n{LOADED}"),
+    ],
+)
+def test_infinity_reset_twins_stay_possible(reset, head):
+    src = f"import numpy as np\n{head}    {reset}\n    return r\n"
+    assert "possible" in status_of(src, "div")
 
 
 # --- what a user runs ------------------------------------------------------------------
