@@ -70,6 +70,42 @@ def open_notebook(client: LanguageClient, path: Path, cells: list[tuple[str, str
     return uris
 
 
+def apply_to(text: str, edits: list[types.TextEdit]) -> str:
+    """``edits`` (LSP positions; ASCII text, so UTF-16 units are characters) applied to ``text``."""
+    lines = text.split("\n")
+    starts = [sum(len(line) + 1 for line in lines[:k]) for k in range(len(lines))]
+    at = [
+        (
+            starts[e.range.start.line] + e.range.start.character,
+            starts[e.range.end.line] + e.range.end.character,
+            e,
+        )
+        for e in edits
+    ]
+    for lo, hi, e in sorted(at, key=lambda x: x[0], reverse=True):
+        text = text[:lo] + e.new_text + text[hi:]
+    return text
+
+
+def change_cell(client: LanguageClient, path: Path, cell: str, text: str, version: int) -> None:
+    """A new text of one cell, as VS Code sends it (notebookDocument/didChange, the notebook's version)."""
+    client.notebook_document_did_change(
+        types.DidChangeNotebookDocumentParams(
+            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=path.as_uri(), version=version),
+            change=types.NotebookDocumentChangeEvent(
+                cells=types.NotebookDocumentCellChanges(
+                    text_content=[
+                        types.NotebookDocumentCellContentChanges(
+                            document=types.VersionedTextDocumentIdentifier(uri=cell, version=version),
+                            changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+                        )
+                    ]
+                )
+            ),
+        )
+    )
+
+
 def last_for(client: LanguageClient, uri: str) -> list[types.Diagnostic] | None:
     mine = [p for p in client.publications if p.uri == uri]
     return list(mine[-1].diagnostics) if mine else None
@@ -106,6 +142,11 @@ async def test_a_notebook_gets_its_diagnostic_in_the_cell_and_a_fix_as_a_cell_ed
     assert isinstance(edit, types.TextDocumentEdit) and edit.text_document.uri == uris[2]
     assert all(e.range.start.line == 1 for e in edit.edits)  # type: ignore[union-attr]
 
+    # The editor applies the edit to cell 3's text and sends the cell's new text: the squiggle goes.
+    fixed = apply_to(SOFTMAX_CELLS[2][1], [e for e in edit.edits if isinstance(e, types.TextEdit)])
+    assert fixed != SOFTMAX_CELLS[2][1]
+    change_cell(client, path, uris[2], fixed, version=2)
+    await wait_for(client, lambda: last_for(client, uris[2]) == [], "cell 3 cleared by its quick fix")
     assert (await status(client))["open_documents"] == 1
 
     client.notebook_document_did_close(
@@ -131,25 +172,7 @@ async def test_an_edit_in_cell_1_rechecks_what_cell_3_computes_from_it(
     await wait_for(client, lambda: bool(last_for(client, uris[2])), "the sqrt in cell 3")
     assert [d.code for d in last_for(client, uris[2]) or []] == [KINDS["sqrt"].code]
 
-    client.notebook_document_did_change(
-        types.DidChangeNotebookDocumentParams(
-            notebook_document=types.VersionedNotebookDocumentIdentifier(uri=path.as_uri(), version=2),
-            change=types.NotebookDocumentChangeEvent(
-                cells=types.NotebookDocumentCellChanges(
-                    text_content=[
-                        types.NotebookDocumentCellContentChanges(
-                            document=types.VersionedTextDocumentIdentifier(uri=uris[0], version=2),
-                            changes=[
-                                types.TextDocumentContentChangeWholeDocument(
-                                    text="import torch\nx = torch.rand(8) + 0.5"
-                                )
-                            ],
-                        )
-                    ]
-                )
-            ),
-        )
-    )
+    change_cell(client, path, uris[0], "import torch\nx = torch.rand(8) + 0.5", version=2)
     # torch.rand(8) + 0.5 is in [0.5, 1.5): cell 3's square root is now proved safe, and its squiggle goes.
     await wait_for(client, lambda: last_for(client, uris[2]) == [], "cell 3 cleared by the edit in cell 1")
 
