@@ -218,3 +218,16 @@ async def test_a_notebook_finding_is_confirmed_in_its_cell_by_the_engine(
     assert "Create reproducer test" in titles
     [preferred] = [a for a in actions if a.is_preferred]
     assert preferred.title.startswith("Clamp the operand of torch.log") and preferred.edit is not None
+
+    # "Create reproducer test" from the cell: a pytest file named after the cell, made by the editor.
+    [repro] = [a for a in actions if a.command is not None and a.command.command == "grist.createReproducer"]
+    assert repro.command is not None
+    result = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(
+            command=repro.command.command, arguments=list(repro.command.arguments or [])
+        )
+    )
+    assert result["uri"].endswith("/test_grist_probs_cell3_2_log.py")
+    [applied] = client.applied_edits  # type: ignore[attr-defined]
+    create, fill = applied.edit.document_changes
+    assert isinstance(create, types.CreateFile) and "probs.ipynb:cell 3:2:13" in fill.edits[0].new_text
