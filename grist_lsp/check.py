@@ -82,13 +82,14 @@ def _read_program(path: Path, report: Report) -> str | None:
     text = _read_text(path)
     if text is None or not is_notebook(path):
         return text
+    shown = _display(path)  # stderr names the file as the user typed it
     try:
         notebook = read_notebook(str(path), text)
     except NotebookError as exc:
-        report.invalid.append(str(exc))
+        report.invalid.append(shown + str(exc)[len(str(path)) :])
         return None
     report.notebooks[str(path)] = notebook
-    report.warnings.extend(notebook.notes)
+    report.warnings.extend(shown + note[len(str(path)) :] for note in notebook.notes)
     return notebook.script
 
 
@@ -96,8 +97,11 @@ def _notebook_verdicts(path: Path, report: Report) -> list[Verdict]:
     """The error verdicts of a notebook that could not be read, or of its cells left out."""
     notebook = report.notebooks.get(str(path))
     if notebook is None:
-        problem = next((m for m in report.invalid if m.startswith(f"{path}:")), None)
-        return [file_error(str(path), problem or f"{path}: cannot be read as UTF-8 text; save it as UTF-8")]
+        shown = _display(path)
+        problem = next((m[len(shown) :] for m in report.invalid if m.startswith(f"{shown}:")), None)
+        return [
+            file_error(str(path), f"{path}{problem or ': cannot be read as UTF-8 text; save it as UTF-8'}")
+        ]
     return [
         file_error(
             str(path),
