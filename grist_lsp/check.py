@@ -26,7 +26,7 @@ from grist_lsp.discovery import discover
 from grist_lsp.dynamic.executors.files import FileExecutor, Lost
 from grist_lsp.edits import apply_fixes, unified_diff
 from grist_lsp.model import STATUS_RANK, Fix, Status, Verdict, file_error
-from grist_lsp.notebooks import Notebook, NotebookError, is_notebook, read_notebook
+from grist_lsp.notebooks import CELL_ERROR, Notebook, NotebookError, is_notebook, read_notebook
 from grist_lsp.service import CheckOptions, ProgressFn, Service, Settings, resolve_settings
 from grist_lsp.suppressions import Suppression
 
@@ -102,26 +102,11 @@ def _notebook_verdicts(path: Path, report: Report) -> list[Verdict]:
         return [
             file_error(str(path), f"{path}{problem or ': cannot be read as UTF-8 text; save it as UTF-8'}")
         ]
-    return [
-        file_error(
-            str(path),
-            f"cell {bad.number}: {bad.message}",
-            cell.first_line + bad.line - 1,
-            bad.col,
-            kind=CELL_ERROR,
-        )
-        for bad in notebook.bad_cells
-        for cell in notebook.cells
-        if cell.number == bad.number
-    ]
+    return notebook.cell_errors()
 
 
 def _has_open_sites(verdicts: list[Verdict]) -> bool:
     return any(v.status is Status.POSSIBLE for v in verdicts)
-
-
-# The kind of a notebook cell's error verdict: that cell is left out, the others still run.
-CELL_ERROR = "cell"
 
 
 def _runnable(verdicts: list[Verdict]) -> bool:

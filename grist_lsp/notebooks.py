@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grist_lsp.analyzer.parsing import UNPARSABLE, parse
-from grist_lsp.model import Span, TextEdit
+from grist_lsp.model import Span, TextEdit, Verdict, file_error
 
 SUFFIX = ".ipynb"
+# The kind of a left-out cell's error verdict: that cell is left out, the others still run.
+CELL_ERROR = "cell"
 _JSON = json.JSONDecoder()
 
 
@@ -142,6 +144,20 @@ class Notebook:
         offset = start + len(json.dumps(prefix, ensure_ascii=False)) - 1
         row = self.raw.count("\n", 0, offset)
         return row + 1, offset - (self.raw.rfind("\n", 0, offset) + 1) + 1
+
+    def cell_errors(self) -> list[Verdict]:
+        """One ``error`` verdict per cell left out (not Python, or only a kernel runs it), at it."""
+        first = {cell.number: cell.first_line for cell in self.cells}
+        return [
+            file_error(
+                self.path,
+                f"cell {bad.number}: {bad.message}",
+                first[bad.number] + bad.line - 1,
+                bad.col,
+                kind=CELL_ERROR,
+            )
+            for bad in self.bad_cells
+        ]
 
     def in_cells(self, words: str) -> str:
         """``words`` with the script's lines said as cells: "at line 12" and "nb.ipynb:12" (what the

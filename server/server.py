@@ -214,6 +214,9 @@ class GristServer(LanguageServer):
         verdicts = self.scheduler.verdicts_for(snap)
         if verdicts is None:
             return None
+        notebook = self.open_notebook(uri)
+        if notebook is not None:  # the cells left out (not Python), at their cells, as the CLI says
+            verdicts = notebook.notebook.cell_errors() + verdicts
         published = diagnostics.build(
             verdicts, snap.text, self.encoding, self.settings, document_path=snap.path, root=snap.root
         )

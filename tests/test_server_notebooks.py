@@ -12,7 +12,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from grist_lsp.analyzer.catalogue import KINDS
+from grist_lsp.analyzer.catalogue import ERROR_CODE, KINDS
 from tests.test_notebooks import SOFTMAX_CELLS, write_notebook
 from tests.test_server import CONFIG, WAIT, start, status, wait_for
 
@@ -231,3 +231,22 @@ async def test_a_notebook_finding_is_confirmed_in_its_cell_by_the_engine(
     [applied] = client.applied_edits  # type: ignore[attr-defined]
     create, fill = applied.edit.document_changes
     assert isinstance(create, types.CreateFile) and "probs.ipynb:cell 3:2:13" in fill.edits[0].new_text
+
+
+async def test_a_cell_that_is_not_python_is_said_in_that_cell_and_the_others_are_checked(
+    client: LanguageClient, tmp_path: Path
+) -> None:
+    await start(client, tmp_path, {"dynamic": {"enable": False}}, with_notebooks())
+    cells = [
+        ("code", "%matplotlib inline\nimport torch\nx = torch.randn(8)"),
+        ("code", "def broken(:\n    return 1"),
+        ("code", "y = torch.sqrt(x)"),
+    ]
+    path = write_notebook(tmp_path / "lab.ipynb", cells)
+    uris = open_notebook(client, path, cells)
+    await wait_for(client, lambda: bool(last_for(client, uris[2])), "the sqrt in cell 3")
+    [bad] = last_for(client, uris[1]) or []
+    assert bad.code == ERROR_CODE and bad.message.startswith("cell 2: syntax error")
+    assert bad.range.start.line == 0
+    assert [d.code for d in last_for(client, uris[2]) or []] == [KINDS["sqrt"].code]
+    assert last_for(client, uris[0]) == []  # the magic line is no finding
