@@ -26,7 +26,7 @@ from grist_lsp.discovery import discover
 from grist_lsp.dynamic.executors.files import FileExecutor, Lost
 from grist_lsp.edits import apply_fixes, unified_diff
 from grist_lsp.model import STATUS_RANK, Fix, Status, Verdict, file_error
-from grist_lsp.notebooks import CELL_ERROR, Notebook, NotebookError, is_notebook, read_notebook
+from grist_lsp.notebooks import CELL_ERROR, Notebook, NotebookError, is_notebook, magics_note, read_notebook
 from grist_lsp.service import CheckOptions, ProgressFn, Service, Settings, resolve_settings
 from grist_lsp.suppressions import Suppression
 
@@ -58,6 +58,7 @@ class Report:
     # the output turns into a cell and a line in it (``notebooks.py``).
     notebooks: dict[str, Notebook] = field(default_factory=dict)
     invalid: list[str] = field(default_factory=list)  # notebooks that are not (makes the CLI exit 2)
+    magics: dict[str, list[str]] = field(default_factory=dict)  # notebook as shown -> magics left out
 
     def failing(self) -> list[Verdict]:
         """The verdicts at or above `fail_on` (what makes the CLI exit 1)."""
@@ -89,7 +90,7 @@ def _read_program(path: Path, report: Report) -> str | None:
         report.invalid.append(shown + str(exc)[len(str(path)) :])
         return None
     report.notebooks[str(path)] = notebook
-    report.warnings.extend(shown + note[len(str(path)) :] for note in notebook.notes)
+    report.magics[shown] = notebook.magics
     return notebook.script
 
 
@@ -219,6 +220,9 @@ def _static_pass(run: _Run, options: CheckOptions, progress: ProgressFn | None) 
 def _finish(run: _Run, seconds: float) -> None:
     """The report's verdicts in reading order, and its counts."""
     settings = run.service.settings
+    note = magics_note(run.report.magics)
+    if note:
+        run.report.warnings.insert(0, note)
     verdicts = [v for vs in run.per_file.values() for v in vs]
     verdicts.sort(key=lambda v: (v.site.file, v.site.span.start_line, v.site.span.start_col, v.site.op))
     run.report.verdicts = verdicts

@@ -10,7 +10,7 @@ the script into a new `.ipynb` text where only the edited cells' `source` change
 
 Cells are numbered as the editor shows them: "cell 3" is the notebook's third cell, markdown
 cells counted. Two things a kernel runs are not Python and are left out, said once in
-`Notebook.notes`: IPython magics and shell lines (`%matplotlib inline`, `!pip install x`,
+`Notebook.magics`: IPython magics and shell lines (`%matplotlib inline`, `!pip install x`,
 `files = !ls`, `obj?`), each replaced by `pass` so the lines keep their numbers, and whole cells
 in another language (`%%bash`, `%%writefile`). A cell that is not valid Python is left out too
 (its lines blank) and named in `Notebook.bad_cells`: the other cells are still checked.
@@ -91,7 +91,7 @@ class Notebook:
     raw: str  # the .ipynb text as read
     cells: list[CodeCell]
     script: str
-    notes: list[str] = field(default_factory=list)  # what was left out, each said once
+    magics: list[str] = field(default_factory=list)  # the magics and shell commands left out, each once
     bad_cells: list[BadCell] = field(default_factory=list)
     # Script lines left out (magics, shell lines, bad cells): no edit may touch them.
     left_out: frozenset[int] = frozenset()
@@ -286,10 +286,23 @@ def notebook_of(path: str, sources: list[str | None], raw: str = "") -> Notebook
         notebook.cells.append(CodeCell(index, first, source, len(lines)))
     notebook.script = "".join(script)
     notebook.left_out = frozenset(left_out)
-    if magics:
-        shown = ", ".join(dict.fromkeys(magics))
-        notebook.notes.append(f"{path}: IPython magics and shell lines left out of the check ({shown})")
+    notebook.magics = list(dict.fromkeys(magics))
     return notebook
+
+
+def magics_note(left_out: dict[str, list[str]]) -> str | None:
+    """The one line saying which magics and shell lines were left out (notebook -> its magics): by
+    file for one or two notebooks, counted for more (a folder of tutorials all say %matplotlib)."""
+    shown = {name: magics for name, magics in left_out.items() if magics}
+    if not shown:
+        return None
+    every = ", ".join(dict.fromkeys(m for magics in shown.values() for m in magics))
+    if len(shown) > 2:
+        return f"IPython magics and shell lines left out of the check in {len(shown)} notebooks ({every})"
+    return "; ".join(
+        f"{name}: IPython magics and shell lines left out of the check ({', '.join(magics)})"
+        for name, magics in shown.items()
+    )
 
 
 def _python_lines(number: int, source: str, bad: list[BadCell]) -> tuple[list[str], list[int], list[str]]:

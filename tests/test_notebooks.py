@@ -237,3 +237,15 @@ def test_the_witness_names_the_cell_where_its_input_was_made(grist_cli: Cli, tmp
     # The script's line 6 is cell 3's first line: said as the cell, in the finding and its witness.
     assert "torch.randn(...) at cell 3:1" in finding and "torch.randn(...) at cell 3:1" in witness
     assert "line 6" not in result.stdout
+
+
+def test_a_folder_of_notebooks_says_its_magics_in_one_line(grist_cli: Cli, tmp_path: Path) -> None:
+    for k in range(3):
+        write_notebook(
+            tmp_path / f"lesson{k}.ipynb", [("code", "%matplotlib inline\nimport torch\nx = torch.ones(2)")]
+        )
+    result = grist_cli("--check", ".", "--static-only", cwd=tmp_path)
+    notes = [line for line in result.stderr.splitlines() if "magics" in line]
+    assert notes == [
+        "grist-lsp: warning: IPython magics and shell lines left out of the check in 3 notebooks (%matplotlib)"
+    ]
