@@ -18,6 +18,7 @@ in another language (`%%bash`, `%%writefile`). A cell that is not valid Python i
 
 from __future__ import annotations
 
+import ast
 import bisect
 import difflib
 import json
@@ -333,8 +334,6 @@ def _python_lines(number: int, source: str, bad: list[BadCell]) -> tuple[list[st
     if error is None:
         return lines, dropped, named
     line_no, col, message = error
-    if "await" in message and "outside" in message:
-        message = "top-level await runs only in a Jupyter kernel"
     bad.append(BadCell(number, line_no, f"{message}; this cell is left out, the others are checked", col))
     return ["\n"] * len(lines), list(range(len(lines))), []
 
@@ -349,13 +348,30 @@ def _parses(lines: list[str]) -> bool:
 
 
 def _syntax_error(lines: list[str]) -> tuple[int, int, str] | None:
-    """(1-based line, 0-based column, words) of the first syntax error; None when it parses."""
+    """(1-based line, 0-based column, words) of the first syntax error, or of an ``await`` outside
+    any ``async def`` (a kernel runs it; a script does not compile); None when it parses."""
     try:
-        parse("".join(lines))
+        tree = parse("".join(lines))
     except SyntaxError as exc:
         return exc.lineno or 1, max(0, (exc.offset or 1) - 1), f"syntax error: {exc.msg}"
     except UNPARSABLE as exc:
         return 1, 0, f"cannot be parsed ({type(exc).__name__})"
+    awaited = _top_level_await(tree)
+    if awaited is not None:
+        return awaited.lineno, awaited.col_offset, "top-level await runs only in a Jupyter kernel"
+    return None
+
+
+def _top_level_await(tree: ast.Module) -> ast.expr | ast.stmt | None:
+    """The first ``await`` / ``async for`` / ``async with`` not inside an ``async def``."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            return node
+        if isinstance(node, (ast.AsyncFunctionDef, ast.FunctionDef, ast.Lambda)):
+            continue  # an await there is the function's (or a syntax error Python reports itself)
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
     return None
 
 

@@ -106,6 +106,7 @@ def test_magics_and_a_bad_cell_leave_the_other_cells_checked(grist_cli: Cli, tmp
             ("code", "def broken(:\n    return 1"),
             ("code", "%%bash\necho not python"),
             ("code", "for step in range(2):\n    %time y = x * 2\nroot = torch.sqrt(x)"),
+            ("code", "import asyncio\nawait asyncio.sleep(0)"),  # a kernel runs it; a script cannot
         ],
     )
     result = grist_cli("--check", "lab.ipynb", "--static-only", cwd=tmp_path)
@@ -118,6 +119,10 @@ def test_magics_and_a_bad_cell_leave_the_other_cells_checked(grist_cli: Cli, tmp
         line.startswith("lab.ipynb:cell 3:1:1: GRIST000 [error] cell 3: a %%bash cell") for line in lines
     )
     assert any(line.startswith("lab.ipynb:cell 4:3:8: GRIST103 [possible]") for line in lines), lines
+    assert (
+        "lab.ipynb:cell 5:2:1: GRIST000 [error] cell 5: top-level await runs only in a Jupyter kernel; "
+        in (result.stdout)
+    )
     # The magics are said once, on stderr, not as findings.
     [note] = [line for line in result.stderr.splitlines() if "magics" in line]
     assert "%matplotlib, !pip, %time" in note
