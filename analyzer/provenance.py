@@ -645,11 +645,11 @@ class Provenance:
         """``t`` is the last of ``topk(x, k)``'s values per row along the last dimension, kept as a
         column (``v[:, [-1]]``, ``v[..., -1, None]``, ``v[:, -1:]``, ``v[:, -1].unsqueeze(-1)``),
         with ``x`` the same name the comparison reads."""
-        if isinstance(t, ast.Name) and self.flow.is_use(t):
-            defs = self.flow.defs_reaching(t)
-            if len(defs) != 1 or defs[0].how != "assign" or defs[0].value is None:
+        if isinstance(t, ast.Name):
+            d = self._sole_def(t)
+            if d is None or d.how != "assign" or d.value is None:
                 return False
-            t = defs[0].value
+            t = d.value
         if isinstance(t, ast.Call) and isinstance(t.func, ast.Attribute) and t.func.attr == "unsqueeze":
             t = t.func.value
         if not isinstance(t, ast.Subscript) or not isinstance(x, ast.Name):
@@ -680,6 +680,11 @@ class Provenance:
             and len(args) <= (1 if receiver is not None else 2)
         )
 
+    def _sole_def(self, name: ast.Name) -> Def | None:
+        """The one definition reaching the read ``name``, or None (not a read, or several)."""
+        defs = self.flow.defs_reaching(name) if self.flow.is_use(name) else []
+        return defs[0] if len(defs) == 1 else None
+
     def _topk_values(self, v: ast.AST) -> ast.Call | None:
         """The ``topk`` call whose values ``v`` is: ``topk(...)[0]``, ``topk(...).values``, or a
         name bound to one (``v, _ = torch.topk(x, k)``)."""
@@ -687,11 +692,10 @@ class Provenance:
             v = v.value
         elif isinstance(v, ast.Attribute) and v.attr == "values":
             v = v.value
-        elif isinstance(v, ast.Name) and self.flow.is_use(v):
-            defs = self.flow.defs_reaching(v)
-            if len(defs) != 1:
+        elif isinstance(v, ast.Name):
+            d = self._sole_def(v)
+            if d is None:
                 return None
-            d = defs[0]
             if d.how == "unpack" and d.path == (0,) and isinstance(d.value, ast.Call):
                 v = d.value
             elif d.how == "assign" and d.value is not None:

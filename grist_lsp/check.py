@@ -57,7 +57,8 @@ class Report:
     # Notebooks checked, by file: their verdicts' lines are lines of the notebook's script, which
     # the output turns into a cell and a line in it (``notebooks.py``).
     notebooks: dict[str, Notebook] = field(default_factory=dict)
-    invalid: list[str] = field(default_factory=list)  # notebooks that are not (makes the CLI exit 2)
+    # Files named .ipynb that are no notebook -> what is wrong (the CLI says it and exits 2).
+    invalid: dict[str, str] = field(default_factory=dict)
     magics: dict[str, list[str]] = field(default_factory=dict)  # notebook as shown -> magics left out
 
     def failing(self) -> list[Verdict]:
@@ -83,14 +84,13 @@ def _read_program(path: Path, report: Report) -> str | None:
     text = _read_text(path)
     if text is None or not is_notebook(path):
         return text
-    shown = _display(path)  # stderr names the file as the user typed it
     try:
         notebook = read_notebook(str(path), text)
     except NotebookError as exc:
-        report.invalid.append(shown + str(exc)[len(str(path)) :])
+        report.invalid[str(path)] = exc.problem
         return None
     report.notebooks[str(path)] = notebook
-    report.magics[shown] = notebook.magics
+    report.magics[_display(path)] = notebook.magics  # stderr names the file as the user typed it
     return notebook.script
 
 
@@ -98,11 +98,8 @@ def _notebook_verdicts(path: Path, report: Report) -> list[Verdict]:
     """The error verdicts of a notebook that could not be read, or of its cells left out."""
     notebook = report.notebooks.get(str(path))
     if notebook is None:
-        shown = _display(path)
-        problem = next((m[len(shown) :] for m in report.invalid if m.startswith(f"{shown}:")), None)
-        return [
-            file_error(str(path), f"{path}{problem or ': cannot be read as UTF-8 text; save it as UTF-8'}")
-        ]
+        problem = report.invalid.get(str(path), "cannot be read as UTF-8 text; save it as UTF-8")
+        return [file_error(str(path), f"{path}: {problem}")]
     return notebook.cell_errors()
 
 
@@ -203,11 +200,12 @@ def _static_pass(run: _Run, options: CheckOptions, progress: ProgressFn | None) 
         if text is not None:
             run.texts[path] = text
         if is_notebook(path):
+            if text is None:  # no notebook: nothing to analyse
+                run.per_file[path] = _notebook_verdicts(path, run.report)
+                continue
             # The script is analysed, not the .ipynb file: its JSON is no Python.
-            prepared = run.service.static(str(path), text or "", on_disk=False)
-            run.per_file[path] = _notebook_verdicts(path, run.report) + (
-                prepared.verdicts if text is not None else []
-            )
+            prepared = run.service.static(str(path), text, on_disk=False)
+            run.per_file[path] = _notebook_verdicts(path, run.report) + prepared.verdicts
         else:
             prepared = run.service.static(str(path), text, on_disk=True)
             run.per_file[path] = prepared.verdicts

@@ -225,8 +225,8 @@ def run_check(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"grist-lsp: applied {counted(len(report.fixed), 'verified fix', 'verified fixes')} in {', '.join(files)}",
             file=sys.stderr,
         )
-    for problem in report.invalid:  # a notebook that is none: as a usage error, after the others' report
-        print(f"grist-lsp: error: {problem}", file=sys.stderr)
+    for file, problem in report.invalid.items():  # no notebook: a usage error, after the others' report
+        print(f"grist-lsp: error: {display_path(file)}: {problem}", file=sys.stderr)
     if report.invalid:
         return EXIT_USAGE
     return EXIT_FINDINGS if report.failing() else EXIT_OK

@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import bisect
 import difflib
+import functools
 import json
 import re
 from dataclasses import dataclass, field
@@ -49,7 +50,12 @@ _MAGIC_LINE = re.compile(r"\s*(?:[%!?]|[\w.]+\s*=\s*[%!])|[^#]*\?\??\s*$")
 
 
 class NotebookError(ValueError):
-    """A file that is not a notebook: invalid JSON, or JSON without a list of cells."""
+    """A file that is not a notebook: invalid JSON, or JSON without a list of cells. ``str()``
+    names the file; ``problem`` is what is wrong, for a caller that names it its own way."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.problem = problem
 
 
 def is_notebook(path: str | Path) -> bool:
@@ -100,10 +106,13 @@ class Notebook:
 
     # --- script line -> cell ---------------------------------------------------
 
+    @functools.cached_property
+    def _starts(self) -> list[int]:
+        return [c.first_line for c in self.cells]  # cells are complete once ``notebook_of`` returns
+
     def cell_at(self, line: int) -> CodeCell | None:
         """The code cell holding script line ``line`` (None past the last cell)."""
-        starts = [c.first_line for c in self.cells]
-        at = bisect.bisect_right(starts, line) - 1
+        at = bisect.bisect_right(self._starts, line) - 1
         if at < 0 or line > self.cells[at].last_line:
             return None
         return self.cells[at]
@@ -118,13 +127,15 @@ class Notebook:
 
     def cell_span(self, span: Span) -> tuple[int, Span]:
         """(cell number, ``span`` in that cell's lines); an end past the cell is clipped to it."""
-        number, start = self.locate(span.start_line)
         cell = self.cell_at(span.start_line)
+        if cell is None:  # past the end: where ``locate`` puts it
+            number, line = self.locate(span.start_line)
+            return number, Span(line, span.start_col, max(line, span.end_line), span.end_col)
         end_line, end_col = span.end_line, span.end_col
-        if cell is not None and end_line > cell.last_line:
+        if end_line > cell.last_line:
             end_line, end_col = cell.last_line, len(_lines(cell.source)[-1]) if cell.source else 0
-        end = end_line - (cell.first_line - 1 if cell else 0)
-        return number, Span(start, span.start_col, max(start, end), end_col)
+        shift = cell.first_line - 1
+        return cell.number, Span(span.start_line - shift, span.start_col, end_line - shift, end_col)
 
     def file_position(self, line: int, col: int) -> tuple[int, int]:
         """(1-based line, 1-based column) in the ``.ipynb`` text of script position (line, col):
@@ -204,8 +215,9 @@ class Notebook:
             cursor = end
         return "".join(out) + self.raw[cursor:]
 
-    def _cell_edit(self, edit: TextEdit) -> tuple[CodeCell, TextEdit] | None:
-        span = edit.span
+    def edit_cell(self, span: Span) -> CodeCell | None:
+        """The cell an edit of ``span`` (script positions) stays within, touching no line that was
+        left out (a magic); None when there is none: such an edit cannot be made in a cell."""
         cell = self.cell_at(span.start_line)
         if cell is None:
             return None
@@ -215,6 +227,13 @@ class Notebook:
         )
         touched = range(span.start_line, span.end_line + (1 if span.end_col else 0))
         if not end_ok or any(line in self.left_out for line in touched):
+            return None
+        return cell
+
+    def _cell_edit(self, edit: TextEdit) -> tuple[CodeCell, TextEdit] | None:
+        span = edit.span
+        cell = self.edit_cell(span)
+        if cell is None:
             return None
         shift = cell.first_line - 1
         local = Span(span.start_line - shift, span.start_col, span.end_line - shift, span.end_col)
@@ -252,14 +271,13 @@ def read_notebook(path: str, raw: str) -> Notebook:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise NotebookError(
-            f"{path}: not a valid notebook: invalid JSON at line {exc.lineno} column {exc.colno} "
-            f"({exc.msg}); open it in Jupyter or fix the file"
+            path,
+            f"not a valid notebook: invalid JSON at line {exc.lineno} column {exc.colno} "
+            f"({exc.msg}); open it in Jupyter or fix the file",
         ) from None
     cells = data.get("cells") if isinstance(data, dict) else None
     if not isinstance(cells, list):
-        raise NotebookError(
-            f'{path}: not a notebook: no "cells" list (nbformat 4); save it again with Jupyter'
-        )
+        raise NotebookError(path, 'not a notebook: no "cells" list (nbformat 4); save it again with Jupyter')
     sources = [
         _joined(cell.get("source", ""))
         if isinstance(cell, dict) and cell.get("cell_type") == "code"
@@ -473,7 +491,7 @@ class _Scanner:
         else:
             match = self._SCALAR.match(self.raw, self.at)
             if match is None:
-                raise NotebookError(f"unexpected {ch!r} at offset {self.at}")
+                raise NotebookError("<notebook>", f"unexpected {ch!r} at offset {self.at}")
             self.at = match.end()
 
     def _found(self, path: tuple[str | int, ...], value: _SourceValue) -> None:

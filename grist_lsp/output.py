@@ -136,6 +136,10 @@ def _witness_line(witness: Witness, base: Path | None) -> str:
 Notebooks = dict[str, Notebook]
 
 
+def _point(line: int, col: int) -> Span:
+    return Span(line, col, line, col)
+
+
 def cell_span(file: str, span: Span, notebooks: Notebooks) -> tuple[int | None, Span]:
     """(cell number, span in the cell) for a notebook's script span; (None, span) in a ``.py`` file."""
     notebook = notebooks.get(file)
@@ -144,7 +148,7 @@ def cell_span(file: str, span: Span, notebooks: Notebooks) -> tuple[int | None, 
 
 def location(file: str, line: int, col: int, notebooks: Notebooks, base: Path | None = None) -> str:
     """``path:line:col`` (1-based column), ``path:cell N:line:col`` in a notebook (as ruff says it)."""
-    cell, span = cell_span(file, Span(line, col, line, col), notebooks)
+    cell, span = cell_span(file, _point(line, col), notebooks)
     where = f"cell {cell}:" if cell is not None else ""
     return f"{display_path(file, base)}:{where}{span.start_line}:{span.start_col + 1}"
 
@@ -250,9 +254,7 @@ def finding_json(v: Verdict, base: Path | None = None, notebooks: Notebooks | No
 def _unused_json(
     file: str, suppression: Suppression, base: Path | None, notebooks: Notebooks
 ) -> dict[str, Any]:
-    cell, span = cell_span(
-        file, Span(suppression.line, suppression.col, suppression.line, suppression.col), notebooks
-    )
+    cell, span = cell_span(file, _point(suppression.line, suppression.col), notebooks)
     return {
         "file": display_path(file, base),
         "cell": cell,
@@ -351,11 +353,7 @@ def render_sarif(report: Report, show_safe: bool = False) -> str:
                 "message": {"text": unused_words(suppression)},
                 "locations": _sarif_locations(
                     _relative_uri(file, report.root),
-                    _region(
-                        file,
-                        Span(suppression.line, suppression.col, suppression.line, suppression.col),
-                        report,
-                    ),
+                    _region(file, _point(suppression.line, suppression.col), report),
                 ),
             }
         )

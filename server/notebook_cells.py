@@ -18,6 +18,7 @@ import attrs
 from lsprotocol import types
 from pygls.workspace import Workspace
 
+from grist_lsp.model import Span
 from grist_lsp.notebooks import CodeCell, Notebook, notebook_of
 from grist_lsp.server.diagnostics import Published
 
@@ -163,15 +164,15 @@ def _script_edits(edit: types.WorkspaceEdit) -> list[types.TextEdit]:
 
 
 def _cell_edits(open_nb: OpenNotebook, edits: list[types.TextEdit]) -> dict[str, list[types.TextEdit]] | None:
-    notebook = open_nb.notebook
     moved: dict[str, list[types.TextEdit]] = {}
     for edit in edits:
-        start, end = edit.range.start.line + 1, edit.range.end.line + 1
-        cell = notebook.cell_at(start)
-        touched = range(start, end + (1 if edit.range.end.character else 0))
-        if cell is None or end > cell.last_line + 1 or any(line in notebook.left_out for line in touched):
+        r = edit.range
+        # Only lines decide the cell (and whether an end at column 0 is past it): columns stay as they are.
+        span = Span(r.start.line + 1, r.start.character, r.end.line + 1, r.end.character)
+        cell = open_nb.notebook.edit_cell(span)
+        if cell is None:
             return None
         moved.setdefault(open_nb.uri_of(cell), []).append(
-            types.TextEdit(range=_shifted(edit.range, -(cell.first_line - 1)), new_text=edit.new_text)
+            types.TextEdit(range=_shifted(r, -(cell.first_line - 1)), new_text=edit.new_text)
         )
     return moved

@@ -129,7 +129,7 @@ class GristServer(LanguageServer):
         if uri not in self.open_uris:
             return None
         can_run = uri.startswith("file:")
-        path = (to_fs_path(uri) if can_run else None) or unquote(uri)
+        path = _path_of(uri)
         notebook = self.open_notebook(uri)
         if notebook is not None:  # the script of its code cells is what is checked
             return Snapshot(
@@ -153,8 +153,7 @@ class GristServer(LanguageServer):
             return None
         known = self._notebooks.get(uri)
         if known is None or known.version != document.version:
-            path = (to_fs_path(uri) if uri.startswith("file:") else None) or unquote(uri)
-            known = read_open_notebook(self.workspace, uri, path)
+            known = read_open_notebook(self.workspace, uri, _path_of(uri))
             if known is None:
                 return None
             self._notebooks[uri] = known
@@ -404,6 +403,11 @@ class GristServer(LanguageServer):
             f"grist-lsp internal error ({getattr(source, '__name__', source)}): {error}",
             types.MessageType.Error,
         )
+
+
+def _path_of(uri: str) -> str:
+    """The file a document's URI names; an unsaved buffer's URI (``untitled:``) stands for itself."""
+    return (to_fs_path(uri) if uri.startswith("file:") else None) or unquote(uri)
 
 
 def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -43,7 +43,8 @@ def cell_uri(path: Path, index: int) -> str:
 
 
 def open_notebook(client: LanguageClient, path: Path, cells: list[tuple[str, str]]) -> list[str]:
-    """Open the notebook as VS Code does (notebookDocument/didOpen); the cells' URIs."""
+    """Write the notebook, then open it as VS Code does (notebookDocument/didOpen); the cells' URIs."""
+    write_notebook(path, cells)
     uris = [cell_uri(path, i) for i in range(len(cells))]
     client.notebook_document_did_open(
         types.DidOpenNotebookDocumentParams(
@@ -106,6 +107,17 @@ def change_cell(client: LanguageClient, path: Path, cell: str, text: str, versio
     )
 
 
+async def actions_at(client: LanguageClient, uri: str, d: types.Diagnostic) -> list:
+    """The code actions the client gets for diagnostic ``d`` of the cell ``uri``."""
+    return await client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=d.range,
+            context=types.CodeActionContext(diagnostics=[d]),
+        )
+    )
+
+
 def last_for(client: LanguageClient, uri: str) -> list[types.Diagnostic] | None:
     mine = [p for p in client.publications if p.uri == uri]
     return list(mine[-1].diagnostics) if mine else None
@@ -118,7 +130,7 @@ async def test_a_notebook_gets_its_diagnostic_in_the_cell_and_a_fix_as_a_cell_ed
     sync = result.capabilities.notebook_document_sync
     assert sync is not None and sync.notebook_selector[0].notebook == "jupyter-notebook"  # type: ignore[union-attr]
 
-    path = write_notebook(tmp_path / "probs.ipynb", SOFTMAX_CELLS)
+    path = tmp_path / "probs.ipynb"
     uris = open_notebook(client, path, SOFTMAX_CELLS)
     await wait_for(client, lambda: bool(last_for(client, uris[2])), "diagnostics in cell 3")
     [d] = last_for(client, uris[2]) or []
@@ -127,13 +139,7 @@ async def test_a_notebook_gets_its_diagnostic_in_the_cell_and_a_fix_as_a_cell_ed
     assert (d.range.start.line, d.range.start.character) == (1, 12)
     assert last_for(client, uris[0]) == []  # cell 1 has nothing
 
-    actions = await client.text_document_code_action_async(
-        types.CodeActionParams(
-            text_document=types.TextDocumentIdentifier(uri=uris[2]),
-            range=d.range,
-            context=types.CodeActionContext(diagnostics=[d]),
-        )
-    )
+    actions = await actions_at(client, uris[2], d)
     fixes = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and a.edit is not None]
     assert fixes, [a.title for a in actions]
     changes = fixes[0].edit.document_changes  # type: ignore[union-attr]
@@ -167,7 +173,7 @@ async def test_an_edit_in_cell_1_rechecks_what_cell_3_computes_from_it(
         ("markdown", "roots"),
         ("code", "y = torch.sqrt(x)"),
     ]
-    path = write_notebook(tmp_path / "roots.ipynb", cells)
+    path = tmp_path / "roots.ipynb"
     uris = open_notebook(client, path, cells)
     await wait_for(client, lambda: bool(last_for(client, uris[2])), "the sqrt in cell 3")
     assert [d.code for d in last_for(client, uris[2]) or []] == [KINDS["sqrt"].code]
@@ -181,7 +187,7 @@ async def test_a_notebook_finding_is_confirmed_in_its_cell_by_the_engine(
     client: LanguageClient, tmp_path: Path
 ) -> None:
     await start(client, tmp_path, {"budget": 5}, with_notebooks())
-    path = write_notebook(tmp_path / "probs.ipynb", SOFTMAX_CELLS)
+    path = tmp_path / "probs.ipynb"
     uris = open_notebook(client, path, SOFTMAX_CELLS)
 
     def confirmed() -> bool:
@@ -200,13 +206,7 @@ async def test_a_notebook_finding_is_confirmed_in_its_cell_by_the_engine(
     actions: list = []
 
     async def ask() -> None:
-        actions[:] = await client.text_document_code_action_async(
-            types.CodeActionParams(
-                text_document=types.TextDocumentIdentifier(uri=uris[2]),
-                range=d.range,
-                context=types.CodeActionContext(diagnostics=[d]),
-            )
-        )
+        actions[:] = await actions_at(client, uris[2], d)
 
     # The engine re-checks the fix after the confirmation: the verified fix comes a moment later.
     deadline = asyncio.get_running_loop().time() + WAIT
@@ -242,7 +242,7 @@ async def test_a_cell_that_is_not_python_is_said_in_that_cell_and_the_others_are
         ("code", "def broken(:\n    return 1"),
         ("code", "y = torch.sqrt(x)"),
     ]
-    path = write_notebook(tmp_path / "lab.ipynb", cells)
+    path = tmp_path / "lab.ipynb"
     uris = open_notebook(client, path, cells)
     await wait_for(client, lambda: bool(last_for(client, uris[2])), "the sqrt in cell 3")
     [bad] = last_for(client, uris[1]) or []
