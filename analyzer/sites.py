@@ -57,6 +57,7 @@ from grist_lsp.analyzer.positions import SourceLines, node_words
 from grist_lsp.analyzer.precision import Precision, spells_half
 from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import INF, RangeAnalysis, static_safe
+from grist_lsp.analyzer.size_divisors import SizeDivisors
 from grist_lsp.analyzer.tensors import ArrayOrigins, Origin
 from grist_lsp.model import Site
 
@@ -198,6 +199,9 @@ class SiteFinder:
         self.ranges = ranges
         self.provenance = Provenance(flow, resolver, ranges)
         self.origins = ArrayOrigins(flow, resolver)
+        self.size_divisors = SizeDivisors(
+            flow, self.origins, self.provenance, lambda e: self._setting_divisor(e) is not None
+        )
         self.infinities = _may_spell_infinity(lines.text, ranges.dtype)
         self.precision = (
             Precision(flow, resolver, ranges, self.provenance) if spells_half(lines.text) else None
@@ -224,8 +228,8 @@ class SiteFinder:
         why = None
         label = op.operand_label
         region = KINDS[op.kind].region
-        if scalar is None and op.kind == "div":
-            scalar = self._setting_divisor(operand)
+        if scalar is None and op.kind == "div" and operand is not None:
+            scalar = self._setting_divisor(operand) or self.size_divisors.why_nonzero(operand)
         if scalar is None and operand is not None and self._constant_value_site(op, operand):
             if exponent is None or not self.origins.may_be_array(exponent) or self.origins.constant(exponent):
                 words = node_words(operand, "the operand")

@@ -382,10 +382,14 @@ class SizeProofs:
 
     def _imports_pandas(self) -> bool:
         if self._pandas is None:
-            self._pandas = any(
-                d.how == "import" and (d.qualified or "").split(".")[0] == "pandas" for d in self.flow.defs
-            )
+            self._pandas = imports_pandas(self.flow)
         return self._pandas
+
+
+def imports_pandas(flow: DataFlow) -> bool:
+    """Whether the module imports pandas, whose frames answer ``df[0]``, ``len(df)`` and
+    ``df.shape`` like arrays, with no rows as an ordinary state."""
+    return any(d.how == "import" and (d.qualified or "").split(".")[0] == "pandas" for d in flow.defs)
 
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)

@@ -259,6 +259,7 @@ def _random(name: str) -> bool:
 # start of a schedule or a position encoding. zeros/ones/full/empty are not: they make state a
 # program fills in, and the engine treats them as inputs.
 _SETTINGS_FACTORIES = frozenset({"arange", "linspace", "logspace"})
+_FILLS = frozenset({"zeros", "ones", "full"})
 _ARRAY_CLASSES = frozenset(
     {
         "torch.Tensor",
@@ -360,7 +361,8 @@ class ArrayOrigins:
         if isinstance(e, ast.Tuple):
             return join(self.origin(x) for x in e.elts) if e.elts else Origin.SCALAR
         if isinstance(e, (ast.List, ast.Set)):
-            got = join(self.origin(x) for x in e.elts) if e.elts else Origin.UNKNOWN
+            # empty: nothing yet (a bound list is judged by what is appended, in ``_binding``)
+            got = join(self.origin(x) for x in e.elts) if e.elts else Origin.SCALAR
             return Origin.MAKER if got in _ARRAYS else got  # a list of tensors
         if isinstance(e, (ast.Dict, ast.DictComp, ast.ListComp, ast.SetComp, ast.GeneratorExp)):
             return Origin.UNKNOWN
@@ -390,12 +392,23 @@ class ArrayOrigins:
         return Origin.UNKNOWN
 
     def _binop(self, left: ast.AST, right: ast.AST) -> Origin:
-        a, b = self.origin(left), self.origin(right)
+        a, b = self._operand(left), self._operand(right)
         if a in _ARRAYS or b in _ARRAYS:
             return _combine([a, b])
         if a in (Origin.SCALAR, Origin.CYCLE) and b in (Origin.SCALAR, Origin.CYCLE):
             return join([a, b])
         return Origin.UNKNOWN
+
+    def _operand(self, e: ast.AST) -> Origin:
+        """An arithmetic operand's origin; a fill made on the spot (``res + torch.zeros(shape)``, the
+        broadcasting idiom) is bound to no name, so nothing fills it in or trains it: a constant."""
+        if isinstance(e, ast.Call) and not any(k.arg == "requires_grad" for k in e.keywords):
+            qn = self.resolver.qualified_name(e.func)
+            if qn is not None and qn.startswith(_ARRAY_ROOTS) and qn.rsplit(".", 1)[-1] in _FILLS:
+                sizes = [self.origin(a) for a in [*e.args, *(k.value for k in e.keywords)]]
+                if all(o in (Origin.SCALAR, Origin.UNKNOWN, Origin.CYCLE) for o in sizes):
+                    return Origin.CONSTANT
+        return self.origin(e)
 
     def _name(self, e: ast.Name) -> Origin:
         qn = self.resolver.qualified_name(e)
@@ -429,9 +442,13 @@ class ArrayOrigins:
         return Origin.UNKNOWN
 
     def _subscript(self, e: ast.Subscript) -> Origin:
+        if isinstance(e.value, ast.Dict):  # {"a": (x, y), ...}[key]: one of the values
+            return join(self.origin(v) for v in e.value.values)
         base = self.origin(e.value)
         if base is Origin.CONSTANT:
-            return _combine([base, self.origin(e.slice)])
+            # a lookup in a fixed table (``alphas_cumprod[t]`` with ``t`` sampled): whatever the
+            # index, the values are the table's, fixed by the program's settings
+            return base
         if base in (Origin.ARRAY, Origin.MAKER):
             return Origin.ARRAY  # x[0], dataset[i], tensors[k]
         return base if base is Origin.SCALAR else Origin.UNKNOWN
@@ -519,11 +536,15 @@ class ArrayOrigins:
         argument of unknown origin passed to a factory such as ``linspace(0, T, n)`` is a number)."""
         if short in ("tensor", "as_tensor", "asarray", "array") and args and self._setting_number(args[0]):
             return Origin.CONSTANT  # torch.tensor(start / tau): one number of the settings
-        if _random(short) or short in _DATA_CONVERSIONS:
-            return Origin.ARRAY  # samples, and the program's data coming in (torch.tensor(rows))
-        if qn.startswith(("torch.nn.", "numpy.random.")):
-            return Origin.ARRAY
+        if short in _DATA_CONVERSIONS and args and isinstance(args[0], (ast.List, ast.Tuple)) and not args[0].elts:
+            return Origin.CONSTANT  # np.array([]): no data at all
+        if _random(short) or qn.startswith(("torch.nn.", "numpy.random.")):
+            return Origin.ARRAY  # samples
         origins = [self.origin(a) for a in args]
+        if short in _DATA_CONVERSIONS:
+            if args and origins[0] is Origin.CONSTANT:
+                return Origin.CONSTANT  # from_numpy(schedule): a fixed table changing type
+            return Origin.ARRAY  # the program's data coming in (torch.tensor(rows))
         if any(k.arg == "requires_grad" for k in keywords):
             return Origin.ARRAY  # a weight
         if short in _SETTINGS_FACTORIES:

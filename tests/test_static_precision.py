@@ -194,13 +194,13 @@ def test_size_proved_at_least_one(src):
 @pytest.mark.parametrize(
     "src",
     [
-        "def f(x):\n    return x.abs().sum(0) / x.shape[0]  # <-\n",  # nothing says x has a row
-        "def f(x, y):\n    first = y[0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # another tensor indexed
-        "def f(x):\n    head = x[..., 0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # the last dim, not dim 0
-        "def f(x):\n    head = x[0]\n    return x.sum(0) / x.shape[-1]  # <-\n",  # dim 0 is not dim -1
-        "def f(x, m):\n    head = x[m]\n    return x.sum(0) / x.shape[0]  # <-\n",  # a mask index may select nothing
-        "def f(x, g):\n    first = x[0]\n    x = g(x)\n    return x.sum(0) / x.shape[0]  # <-\n",  # x rebound
-        "def f(x, c):\n    if c:\n        first = x[0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # not on every path
+        "def f(x, keep):\n    x = x[keep]\n    return x.abs().sum(0) / x.shape[0]  # <-\n",  # nothing says x has a row
+        "def f(x, y, keep):\n    x = x[keep]\n    first = y[0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # another tensor indexed
+        "def f(x, keep):\n    x = x[keep]\n    head = x[..., 0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # the last dim, not dim 0
+        "def f(x, keep):\n    x = x[:, keep]\n    head = x[0]\n    return x.sum(0) / x.shape[-1]  # <-\n",  # dim 0 is not dim -1
+        "def f(x, m, keep):\n    x = x[keep]\n    head = x[m]\n    return x.sum(0) / x.shape[0]  # <-\n",  # a mask index may select nothing
+        "def f(x, g):\n    first = x[0]\n    x = x[g(x)]\n    return x.sum(0) / x.shape[0]  # <-\n",  # x rebound
+        "def f(x, c, keep):\n    x = x[keep]\n    if c:\n        first = x[0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # not on every path
         "def f(xs):\n    first = xs[0]\n    xs.clear()\n    return torch.ones(()) / len(xs)  # <-\n",  # shrunk in between
         "def f(xs, drop):\n    first = xs[0]\n    drop(xs)\n    return torch.ones(()) / len(xs)  # <-\n",  # may shrink it
         "def f(xs):\n    if xs:\n        pass\n    return torch.ones(()) / len(xs)  # <-\n",  # the guard does not leave
@@ -210,7 +210,7 @@ def test_size_proved_at_least_one(src):
         "def f(x, k):\n    for _ in range(k):\n        first = x[0]\n        if k > 2:\n            x = x[x > 0]\n"
         "        y = x.sum(0) / x.shape[0]  # <-\n",  # same definitions at both, but one lies in between
         "def f(xs):\n    f = lambda: xs[0]\n    return torch.ones(()) / len(xs)  # <-\n",  # a lambda runs later (or never)
-        "def f(x, ok):\n    y = ok and x[0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # x[0] may not run
+        "def f(x, ok, keep):\n    x = x[keep]\n    y = ok and x[0]\n    return x.sum(0) / x.shape[0]  # <-\n",  # x[0] may not run
     ],
 )
 def test_size_twins_stay_possible(src):

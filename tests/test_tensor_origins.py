@@ -222,6 +222,65 @@ PROGRAMS = {
             loss.backward()
             return loss / steps  # <- possible div
         """,
+    # a fixed schedule kept as numpy arrays and looked up at sampled timesteps: the table's values
+    "schedule_table.py": """
+        import numpy as np
+        import torch as th
+
+
+        def extract(arr, timesteps, broadcast_shape):
+            res = th.from_numpy(arr).to(device=timesteps.device)[timesteps].float()
+            while len(res.shape) < len(broadcast_shape):
+                res = res[..., None]
+            return res + th.zeros(broadcast_shape, device=timesteps.device)
+
+
+        class Diffusion:
+            def __init__(self, *, betas):
+                betas = np.array(betas, dtype=np.float64)
+                alphas = 1.0 - betas
+                self.alphas_cumprod = np.cumprod(alphas, axis=0)
+                self.alphas_cumprod_prev = np.append(1.0, self.alphas_cumprod[:-1])
+
+            def ddim_sigma(self, x, t, eta=0.0):
+                alpha_bar = extract(self.alphas_cumprod, t, x.shape)
+                alpha_bar_prev = extract(self.alphas_cumprod_prev, t, x.shape)
+                return eta * th.sqrt((1 - alpha_bar_prev) / (1 - alpha_bar))  # <- safe: settings only
+
+            def noisy_scale(self, model, x, t):
+                out = model(x, t)
+                return th.sqrt(out / extract(self.alphas_cumprod, t, x.shape))  # <- possible sqrt
+        """,
+    # a size of a tensor nothing empties is never 0; a size after a selection may be
+    "gram.py": """
+        import torch
+
+
+        def gram_matrix(y):
+            (b, ch, h, w) = y.size()
+            features = y.view(b, ch, w * h)
+            return features.bmm(features.transpose(1, 2)) / (ch * h * w)  # <- safe: size of y
+
+
+        def kernel(x1, x2, z_var=2.0):
+            z_dim = x2.size(-1)
+            return (x1 - x2).pow(2).mean(-1) / (2.0 * z_dim * z_var)  # <- safe: size of x2
+
+
+        def masked_accuracy(output, target, mask):
+            output, target = output[mask], target[mask]
+            return (output.argmax(dim=1) == target).float().sum() / len(target)  # <- possible div
+
+
+        def unbiased(x):
+            n = x.size(0)
+            return ((x - x.mean(0)) ** 2).sum(0) / (n * (n - 1))  # <- possible div
+
+
+        def robust_average(losses, cap=10.0):
+            kept = [loss for loss in losses if loss < cap]
+            return sum(kept, torch.zeros(())) / len(kept)  # <- possible div
+        """,
     "invert.py": """
         import torch
 

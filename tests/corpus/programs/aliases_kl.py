@@ -24,8 +24,8 @@ def feature_distance(a, b):
 
 
 def rms_gap(a, b):
-    # A difference is not a square: a - b < 0 gives NaN.
-    return root((a.norm(dim=-1) - b.norm(dim=-1)) / a.shape[-1])  # expect: confirmed sqrt, possible div
+    # A difference is not a square: a - b < 0 gives NaN. (a's last size is 0 only for an empty a.)
+    return root((a.norm(dim=-1) - b.norm(dim=-1)) / a.shape[-1])  # expect: confirmed sqrt, safe div
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ def bilinear_pool(feats):
     """feats: (B, C, H, W) -> (B, C*C) outer-product pooling."""
     b, c, h, w = feats.shape
     x = feats.flatten(2)
-    # Only an empty (0 x W) feature map divides by zero; the conv below never makes one.
-    return (x @ x.transpose(1, 2)).flatten(1) / (h * w)  # expect: possible div
+    # Only an empty (0 x W) feature map divides by zero, and nothing here empties feats.
+    return (x @ x.transpose(1, 2)).flatten(1) / (h * w)  # expect: safe div
 
 
 def signed_sqrt(x):
