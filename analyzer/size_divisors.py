@@ -76,7 +76,9 @@ class SizeDivisors:
             return self._sizes_only(d.value, measured, depth)
         if d.how == "unpack" and d.value is not None:
             part, whole = d.unpacked()
-            if whole and part is not None:
+            if part is None:
+                return False
+            if whole:
                 return self._sizes_only(part, measured, depth)
             # b, c, h, w = x.size(): each name is one of x's sizes
             tensor = _shape_of(part.value if isinstance(part, ast.Subscript) else part)
