@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 
 from grist_lsp.analyzer.catalogue import EMPTY_SOURCES, MASK_PRODUCERS
 from grist_lsp.analyzer.dataflow import DataFlow, Def
+from grist_lsp.analyzer.list_growth import ListGrowth
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import int_literal, node_words
 from grist_lsp.analyzer.ranges import INF, NOT_TENSOR, RangeAnalysis
@@ -120,8 +121,12 @@ class Provenance:
     flow: DataFlow
     resolver: Resolver
     ranges: RangeAnalysis
+    growth: ListGrowth = field(init=False)
     _memo: dict[tuple[str, int], str | None] = field(default_factory=dict)
     _active: set[tuple[str, int]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.growth = ListGrowth(self.flow.tree)
 
     # --- entry points ------------------------------------------------------------
 
@@ -317,13 +322,16 @@ class Provenance:
         return self._first(a.value if isinstance(a, ast.Starred) else a for a in args)
 
     def _runtime_list(self, e: ast.AST) -> bool:
-        """A list whose length is decided at run time: a filtered comprehension, or a
-        named list (appended to in a loop: its length is not in the source)."""
+        """A list that may be empty at run time: a filtered comprehension, or a named list that
+        starts empty and grows only under a condition (``list_growth``) or in other methods."""
         if isinstance(e, (ast.ListComp, ast.GeneratorExp)):
             return any(g.ifs for g in e.generators)
         if isinstance(e, ast.Name) and self.flow.is_use(e):
             return any(
-                d.how in ("assign", "attr") and isinstance(d.value, ast.List)
+                d.how in ("assign", "attr")
+                and isinstance(d.value, ast.List)
+                and not d.value.elts
+                and (d.how == "attr" or self.growth.may_stay_empty(d.value, d.name))
                 for d in self.flow.defs_reaching(e)
             )
         return False
