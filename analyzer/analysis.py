@@ -23,7 +23,7 @@ from grist_lsp.analyzer.catalogue import KINDS, pow_region_applies
 from grist_lsp.analyzer.dataflow import build_dataflow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.parsing import parse
-from grist_lsp.analyzer.positions import SourceLines
+from grist_lsp.analyzer.positions import SourceLines, node_words
 from grist_lsp.analyzer.ranges import (
     TOP,
     Fact,
@@ -380,11 +380,46 @@ def _pow_verdict(c: Candidate, base: Fact, ranges: RangeAnalysis, dtype: str) ->
     elif pow_range_safe(base, exp):
         reason = f"base {describe(base)} ({base.why or 'range'}) with exponent {describe(exp)} ({exp.why or 'range'})"
         return _safe(site, reason, base)
+    elif c.exponent is not None and _counts(c.exponent, ranges):
+        reason = f"exponent ({node_words(c.exponent, 'a count')}) counts a range() up from 0: a whole power of any base"
+        return _safe(site, reason, base)
     else:
         reason = "exponent is not a known constant" + (
             f"; base {describe(base)}" if base.known else "; no range known for the base"
         )
     return _possible(site, reason, base)
+
+
+def _counts(e: ast.AST, ranges: RangeAnalysis) -> bool:
+    """Whether ``e`` is a whole number >= 0 on every path: a loop or comprehension variable over
+    ``range(...)`` that cannot go below 0 (``[x ** i for i in range(1, n)]``), by every definition."""
+    if not isinstance(e, ast.Name) or not ranges.flow.is_use(e):
+        return False
+    defs = ranges.flow.defs_reaching(e)
+    return bool(defs) and all(
+        d.how == "for"
+        and not d.path
+        and isinstance(d.value, ast.Call)
+        and ranges.resolver.qualified_name(d.value.func) == "builtins.range"
+        and _counts_up_from_zero(d.value, ranges)
+        for d in defs
+    )
+
+
+def _counts_up_from_zero(call: ast.Call, ranges: RangeAnalysis) -> bool:
+    """``range(n)``, ``range(a, n)`` with ``a >= 0``, ``range(a, n, s)`` with ``a >= 0 < s`` or a
+    downward count that stops above -1: every value is >= 0."""
+    if call.keywords or not 1 <= len(call.args) <= 3 or any(isinstance(a, ast.Starred) for a in call.args):
+        return False
+    if len(call.args) == 1:
+        return True
+    start = ranges.fact(call.args[0])
+    if len(call.args) == 2:
+        return start.lo >= 0
+    step = ranges.fact(call.args[2])
+    if step.lo > 0:
+        return start.lo >= 0
+    return step.hi < 0 and ranges.fact(call.args[1]).lo >= -1
 
 
 def _decode(path: str, data: bytes) -> str | Verdict:

@@ -323,6 +323,27 @@ PROGRAMS = {
                 seen.append(s)
             return torch.tensor(seen).mean()  # <- possible mean
         """,
+    # whole powers counted by range() are safe for any base; halves and negative counts are not
+    "poly_features.py": """
+        import torch
+
+        POLY_DEGREE = 4
+
+
+        def make_features(x):
+            x = x.unsqueeze(1)
+            return torch.cat([x ** i for i in range(1, POLY_DEGREE + 1)], 1)  # <- safe: range()
+
+
+        def half_powers(x):
+            x = x.unsqueeze(1)
+            return torch.cat([x ** (k / 2) for k in range(4)], 1)  # <- possible pow
+
+
+        def inverse_powers(x):
+            x = x.unsqueeze(1)
+            return torch.cat([x ** k for k in range(-3, 0)], 1)  # <- possible pow
+        """,
     "invert.py": """
         import torch
 
