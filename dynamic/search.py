@@ -602,6 +602,8 @@ class Search:
         self.examples = examples
         self.bounds = _bounds(examples, settings.bound_factor)
         self.best = float("inf")  # the smallest objective seen
+        # Why the first run whose operand reached the region (objective <= 0) broke nothing.
+        self.touched: str | None = None
         # The point the gradient moves from: the examples, or the mutation closest to the region.
         self.start: dict[str, Any] = examples
         self.start_ev = _unreached()
@@ -765,7 +767,7 @@ class Search:
             # Not reached with the examples: nothing to steer from.
             why = f"not reached ({type(ev.error).__name__}: {ev.error})" if ev.error else "not reached"
             return SearchReport(None, runner.iterations, self.seconds(), self.best, why)
-        self.best = ev.d
+        self._saw(ev)
         self.start, self.start_ev = self.examples, ev
         return None
 
@@ -784,7 +786,7 @@ class Search:
             self._shadowed(how, values, mev)
             if mev.outcome is not None and mev.d < self.start_ev.d and mev.grads:
                 self.start, self.start_ev = values, mev
-            self.best = min(self.best, mev.d)
+            self._saw(mev)
         return None
 
     def _begin_gradient_phase(self) -> None:
@@ -826,7 +828,7 @@ class Search:
             mev = runner.evaluate(self.cur, cand_d)
             if mev.found:
                 return self.done(mev, self.cur, cand_d, f"weight mutation: {how}")
-            self.best = min(self.best, mev.d)
+            self._saw(mev)
             if mev.outcome is not None and mev.grads and mev.d < self.cur_ev.d:
                 self.cur_ev, self.deltas = mev, cand_d
         self.step_size = 0.05
@@ -1017,7 +1019,7 @@ class Search:
         ev = self.runner.evaluate(values, self._run_deltas(deltas))
         if ev.found:
             return self.done(ev, values, self._witness_deltas(deltas), how)
-        self.best = min(self.best, ev.d)
+        self._saw(ev)
         return _Candidate(values, deltas, ev)
 
     def relative_step(self, values: dict[str, Any]) -> _Candidate | SearchReport:
@@ -1028,7 +1030,7 @@ class Search:
         ev = self.runner.evaluate(values, deltas)
         if ev.found:
             return self.done(ev, values, deltas, "gradient step (weights along the gradient)")
-        self.best = min(self.best, ev.d)
+        self._saw(ev)
         return _Candidate(values, deltas, ev)
 
     def _keep_better(self, newton: _Candidate | None, signed: _Candidate) -> None:
@@ -1064,12 +1066,21 @@ class Search:
             newton_better or not signed_better or nev is None
         )
 
+    def _saw(self, ev: Evaluation) -> None:
+        """Keep the smallest objective; a run that reached the region yet broke nothing says why."""
+        self.best = min(self.best, ev.d)
+        if ev.d <= 0 and self.touched is None and ev.outcome is not None:
+            self.touched = _why_unbroken(ev.outcome, self.runner.iterations)
+
     def give_up(self) -> SearchReport:
         """The report of a search that ran out of budget: how close it came, and the wall it hit."""
         runner = self.runner
         region = KINDS[self.site.kind].region
         if region.shape is not None:
             closest = f"no input shape tried gave {region.text}"
+        elif self.best <= 0:
+            touched = self.touched or "the run that did was not kept"
+            closest = f"the operand reached the region ({region.text}) but broke nothing: {touched}"
         else:
             closest = f"closest distance to the region ({region.text}) {self.best:.3g}"
         # Runs, not seconds: the note is part of the report, which one seed must make the same.
@@ -1103,6 +1114,26 @@ class _Candidate:
     values: dict[str, Any]
     deltas: dict[str, torch.Tensor]
     ev: Evaluation
+
+
+def _why_unbroken(outcome: SiteOutcome, run: int) -> str:
+    """Why a run whose operand was in (or on the edge of) the region is no confirmation."""
+    site = outcome.site
+    at = f"in run {run}" + (
+        f", operand value {outcome.bad_value:.3g}" if outcome.bad_value is not None else ""
+    )
+    if outcome.result == "upstream":
+        return f"{at}, an operand was already NaN/INF before this op (an earlier op's finding comes first)"
+    if outcome.phase == "backward" or site.discarded_by:
+        where = site.discarded_by or "the program"
+        return (
+            f"{at}, the op's value there is discarded by {where} and the gradient through it "
+            "stayed finite (the program masks it), so it is no bug"
+        )
+    return (
+        f"{at}, the op's result stayed finite: an edge value the op accepts (as sqrt(0) or "
+        "acos(1)), whose gradient alone is infinite, and this run computed no gradient through it"
+    )
 
 
 def _unreached() -> Evaluation:

@@ -22,11 +22,14 @@ from grist_lsp.dynamic.search import (
     GIVE_UP_AFTER,
     LABEL_MUTATION,
     UNMEASURED_AFTER,
+    Evaluation,
     Search,
     SearchSettings,
+    _why_unbroken,
     mutations,
     search,
 )
+from grist_lsp.dynamic.tracing import SiteOutcome
 from grist_lsp.dynamic.witness import INLINE_LIMIT, from_value, shrink, to_value
 from grist_lsp.model import Site, Span, Status, Verdict, Witness, to_json, witness_from_json
 
@@ -233,6 +236,39 @@ def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_pa
     # Resuming a stalled search gives up again at once: nothing new to try.
     again = s.resume(60.0)
     assert again.stalled and again.iterations == report.iterations
+
+
+def test_a_search_whose_operand_reached_the_region_says_why_it_broke_nothing(tmp_path):
+    """Issue 37, item 1: "closest distance 0" on a site left possible read as a search that got
+    there and lost it. A run whose operand sits in the region but whose result is finite is
+    reported as such, with the run and the reason, never as a distance of 0."""
+    text = "import torch\nx = torch.randn(4, 5)\ny = torch.log(x.abs() + 1e-3)\n"
+    prog = script(tmp_path, "guard.py", text)
+    site = site_at(tmp_path / "guard.py", text, "torch.log(x.abs() + 1e-3)", "torch.log")
+    tracer = record(prog, [site])
+    s = Search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=60.0, seed=0), None)
+    report = s.run()
+    assert report.found is None and "closest distance to the region" in report.note
+    # The same search had a run on the region's edge whose result stayed finite (as sqrt(0) is):
+    edge = SiteOutcome(site, False, "finite", operand=torch.zeros(3), distance=torch.zeros(()))
+    s._saw(Evaluation(edge, None, 0.0, {}, [], {}, {}))
+    note = s.give_up().note
+    assert "closest distance" not in note, note
+    assert "the operand reached the region (x <= 0) but broke nothing" in note
+    assert "the op's result stayed finite" in note
+    # A where-discarded value whose gradient the program masks says so instead.
+    branch = Site(
+        site.file,
+        site.span,
+        site.op,
+        site.kind,
+        site.operand,
+        site.text,
+        discarded_by="torch.where on line 3",
+    )
+    masked = SiteOutcome(branch, False, "finite", "backward", operand=torch.zeros(3))
+    assert "discarded by torch.where on line 3" in _why_unbroken(masked, 7)
+    assert "in run 7" in _why_unbroken(masked, 7)
 
 
 def test_a_search_whose_operand_is_never_a_tensor_stops_once_every_move_had_its_turn(tmp_path):
