@@ -68,6 +68,7 @@ class Row:
     seconds: float | None = None
     result: str = ""
     weights_moved: float | None = None
+    beyond: float | None = None  # the witness's inputs, x times the range the program used
     reason: str = ""  # the engine's account of a site it left open
 
 
@@ -124,6 +125,7 @@ def run_file(path: Path, seed: int, budget: float, jobs: int) -> FileRun:
             w = v.witness
             row.entry, row.iterations, row.seconds, row.result = w.entry, w.iterations, w.seconds, w.result
             row.weights_moved = max(w.weights_moved.values(), default=0.0)
+            row.beyond = w.beyond_examples
         run.rows.append(row)
     return run
 
@@ -166,6 +168,14 @@ def summarise(runs: list[FileRun]) -> dict:
         "possible_confirmed": [
             f"{r.file}:{r.line} {r.kind}" for r in rows if r.marker == "possible" and r.final == "confirmed"
         ],
+        # A witness whose inputs stay in the range the program used (its weights may have moved):
+        # the one a maintainer believes (issue 37, item 6).
+        "in_range": sum(r.final == "confirmed" and (r.beyond is None or r.beyond <= 1) for r in rows),
+        "out_of_range": [
+            f"{r.file}:{r.line} {r.kind} ({r.beyond:.3g}x)"
+            for r in rows
+            if r.final == "confirmed" and r.beyond is not None and r.beyond > 1
+        ],
         "median_seconds": statistics.median(exposed) if exposed else None,
         "p90_seconds": pct(exposed, 0.9),
         "wall_seconds": sum(run.wall for run in runs),
@@ -175,7 +185,8 @@ def summarise(runs: list[FileRun]) -> dict:
 
 def print_rows(runs: list[FileRun]) -> None:
     print(
-        f"{'site':44s} {'kind':6s} {'marker':9s} {'static':8s} {'final':9s} {'iters':>6s} {'secs':>6s}  entry"
+        f"{'site':44s} {'kind':6s} {'marker':9s} {'static':8s} {'final':9s} {'iters':>6s} {'secs':>6s} "
+        f"{'inputs':>7s}  entry"
     )
     for run in runs:
         for r in run.rows:
@@ -184,8 +195,15 @@ def print_rows(runs: list[FileRun]) -> None:
             print(
                 f"{r.file + ':' + str(r.line):44s} {r.kind:6s} {r.marker or '-':9s} {r.static or '-':8s} "
                 f"{r.final or '-':9s} {r.iterations if r.iterations is not None else '-':>6} "
-                f"{fmt(r.seconds):>6s}  {r.entry}"
+                f"{fmt(r.seconds):>6s} {_inputs(r):>7s}  {r.entry}"
             )
+
+
+def _inputs(r: Row) -> str:
+    """A confirmation's inputs: "in" the range the program used, or how many times past it."""
+    if r.final != "confirmed":
+        return "-"
+    return "in" if r.beyond is None or r.beyond <= 1 else f"{r.beyond:.2g}x"
 
 
 def print_summary(s: dict, title: str) -> None:
@@ -200,7 +218,13 @@ def print_summary(s: dict, title: str) -> None:
         f"seconds to expose: median {fmt(s['median_seconds'])}, p90 {fmt(s['p90_seconds'])}; "
         f"engine wall clock over all files {fmt(s['wall_seconds'], 1)} s"
     )
+    if s["confirmed"]:
+        print(
+            f"confirmations with inputs within the range the program used: {s['in_range']}/{s['confirmed']}"
+            f" = {s['in_range'] / s['confirmed']:.2f} (goal >= 0.90)"
+        )
     for label, word in (
+        ("out_of_range", "inputs out of range"),
         ("misses", "miss"),
         ("false_positives", "false positive"),
         ("possible_confirmed", "possible marker confirmed"),

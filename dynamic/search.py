@@ -1439,14 +1439,21 @@ def _weight_mutations(
     names: dict[str, str],
     wfactor: WeightLimits,
 ) -> Iterator[tuple[str, dict[str, torch.Tensor]]]:
-    """Single-number parameters (a learned temperature, scale or log-variance) moved to the
-    values training can carry them to: across zero, to zero, a tenth of the way either side of
+    """A weight tensor all at 0 (as a zero-initialised or pruned layer is); single-number
+    parameters (a learned temperature, scale or log-variance) moved to the values training can
+    carry them to: across zero, to zero, a tenth of the way either side of
     it, a hair either side of it. A tenth matters where both extremes are walls: a temperature a
     hair below 0 underflows every ``exp(sim / tau)`` at once (0 / 0 upstream), while at -tau / 10
     only the largest similarities underflow, and a ratio of them goes to 0 from there."""
     for k, d in deltas.items():
         p = params.get(k)
-        if p is None or p.numel() != 1 or not torch.is_floating_point(p):
+        if p is None or not torch.is_floating_point(p):
+            continue
+        if p.numel() != 1:
+            # a zero-initialised (or wholly pruned) layer: every unit's weights at 0 at once,
+            # which no signed step reaches (they overshoot 0 by the step)
+            if bool(p.any()):
+                yield f"{names.get(k, k)} all at 0", {**deltas, k: wfactor.clip(k, -p.detach(), p)}
             continue
         v = float(p)
         name = names.get(k, k)
