@@ -179,6 +179,33 @@ def candidates(path: str, text: str, req: dict) -> Iterator[E.Program | BaseExce
     yield from progs
 
 
+# Runs the search for a witness within the program's range gets at least, after one beyond it:
+# growing weights take a few gradient phases (about 85 runs for a VAE's log-variance).
+REALISTIC_RUNS = 150
+
+
+def _measured_inputs(values: dict[str, Any], examples: dict[str, Any]) -> list[str]:
+    """The inputs whose range a witness is graded against: float tensors the program gave a value."""
+    return [
+        k
+        for k, v in values.items()
+        if isinstance(v, torch.Tensor)
+        and torch.is_floating_point(v)
+        and isinstance(examples.get(k), torch.Tensor)
+        and examples[k].numel()
+    ]
+
+
+def beyond_examples(values: dict[str, Any], examples: dict[str, Any]) -> float:
+    """How many times past the program's own inputs a witness's inputs go (<= 1: within them)."""
+    beyond = 0.0
+    for k in _measured_inputs(values, examples):
+        v, ex = values[k], examples[k]
+        if v.numel():
+            beyond = max(beyond, float(v.abs().max()) / max(float(ex.abs().max()), 1e-30))
+    return beyond
+
+
 class Worker:
     """Confirms the target sites of one file; owns the result stream."""
 
@@ -543,6 +570,11 @@ class Worker:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(program.qualname)
         report, used = self._search(site, a, settings, final)
+        if report.found is not None and settings.move_weights and beyond_examples(report.found.values, a.examples) > 1:
+            realistic, more = self._within_range(site, a, settings)
+            used += more
+            if realistic is not None:
+                report = realistic
         self.spent[site.key] += used
         for key in set(self.harvest) - before:
             self.harvested_by[key] = a
@@ -582,6 +614,28 @@ class Worker:
         if report.found is None and s.resumable and not final and held + s.held() <= PAUSED_ELEMENTS:
             self.paused[key] = s
         return report, used
+
+    def _within_range(self, site: Site, a: Assignment, settings: SearchSettings) -> tuple[SearchReport | None, int]:
+        """A second search for a witness a maintainer believes, after one that took the inputs past
+        the range the program used: inputs kept within that range, the weights free to move, as
+        training moves them (a VAE's log-variance overflows because its encoder's weights grow, not
+        because an image has pixels of 46). The first search's budget, at least ``REALISTIC_RUNS``
+        runs; its report when it finds one, and the runs it used."""
+        kept = SearchSettings(
+            budget=max(settings.budget, seconds_of_runs(REALISTIC_RUNS)),
+            seed=settings.seed,
+            bound_factor=1.0,
+            within_examples=True,
+            weight_factor=settings.weight_factor,
+            supports=settings.supports,
+        )
+        s = Search(a.program, site, self.sites, a.examples, kept, None)
+        report = self._timed(clock_cap(kept.budget) + self.record_timeout, s.run, cpu=True)
+        found = report.found
+        if found is None or beyond_examples(found.values, a.examples) > 1:
+            return None, s.runner.iterations
+        found.how = f"{found.how}, inputs kept in the program's range"
+        return report, s.runner.iterations
 
     def report_found(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
@@ -692,20 +746,11 @@ class Worker:
                 values = found.values
         except RunTimeout:
             values = found.values
-        bounds = {}
-        beyond = 0.0
-        for k, v in values.items():
-            ex = a.examples.get(k)
-            if (
-                isinstance(v, torch.Tensor)
-                and torch.is_floating_point(v)
-                and isinstance(ex, torch.Tensor)
-                and ex.numel()
-            ):
-                m = max(1.0, float(ex.abs().max()))
-                bounds[k] = settings.bound_factor * m
-                if v.numel():
-                    beyond = max(beyond, float(v.abs().max()) / max(float(ex.abs().max()), 1e-30))
+        bounds = {
+            k: settings.bound_factor * max(1.0, float(a.examples[k].abs().max()))
+            for k in _measured_inputs(values, a.examples)
+        }
+        beyond = beyond_examples(values, a.examples)
         for k, d in found.deltas.items():
             p = runner.param_values.get(k)
             if k in runner.free_params and p is not None and p.numel() and d.shape == p.shape:
