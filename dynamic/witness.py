@@ -135,9 +135,15 @@ def _fmt_list(x: Any) -> str:
 
 
 def shrink(
-    values: dict[str, Any], still_fails: Callable[[dict[str, Any]], bool], max_tries: int = 24
+    values: dict[str, Any],
+    still_fails: Callable[[dict[str, Any]], bool],
+    max_tries: int = 24,
+    within: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """Smaller, rounder inputs that still fail: one batch row, then coarser rounding."""
+    """Smaller, rounder inputs that still fail: one batch row, then coarser rounding. ``within``:
+    input key -> the largest magnitude the program gave it; a rounding that would take an input
+    in that range out of it (0.9998 to 1) is skipped for a finer one, so that a witness in the
+    program's range stays there."""
     tries = 0
     cur = dict(values)
     sizes = [v.shape[0] for v in cur.values() if isinstance(v, torch.Tensor) and v.dim() >= 1]
@@ -167,11 +173,20 @@ def shrink(
         }
         if all(torch.equal(cand[k], cur[k]) for k in cur if isinstance(cur[k], torch.Tensor)):
             break
+        if within and any(_leaves(cur[k], cand[k], limit) for k, limit in within.items() if k in cur):
+            continue
         tries += 1
         if still_fails(cand):
             cur = cand
             break
     return cur
+
+
+def _leaves(before: Any, after: Any, limit: float) -> bool:
+    """Whether rounding took an input that was within ``limit`` in magnitude past it."""
+    if not isinstance(before, torch.Tensor) or not isinstance(after, torch.Tensor) or not before.numel():
+        return False
+    return float(before.abs().max()) <= limit < float(after.abs().max())
 
 
 def _round(v: torch.Tensor, digits: int) -> torch.Tensor:

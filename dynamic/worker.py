@@ -196,6 +196,11 @@ def _measured_inputs(values: dict[str, Any], examples: dict[str, Any]) -> list[s
     ]
 
 
+def _magnitudes(examples: dict[str, Any]) -> dict[str, float]:
+    """The largest magnitude of each float input the program gave."""
+    return {k: float(examples[k].abs().max()) for k in _measured_inputs(examples, examples)}
+
+
 def beyond_examples(values: dict[str, Any], examples: dict[str, Any]) -> float:
     """How many times past the program's own inputs a witness's inputs go (<= 1: within them)."""
     beyond = 0.0
@@ -570,7 +575,12 @@ class Worker:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(program.qualname)
         report, used = self._search(site, a, settings, final)
-        if report.found is not None and settings.move_weights and beyond_examples(report.found.values, a.examples) > 1:
+        if (
+            report.found is not None
+            and settings.move_weights
+            and report.found.param_names  # weights to move instead: else the inputs are all there is
+            and beyond_examples(report.found.values, a.examples) > 1
+        ):
             realistic, more = self._within_range(site, a, settings)
             used += more
             if realistic is not None:
@@ -730,7 +740,9 @@ class Worker:
         try:
             # Shrinking is bounded by its tries (``shrink``); the timer is a safety cap only.
             values = self._timed(
-                CLOCK_CAP * min(2.0, self.budget) + 1.0, lambda: shrink(values, fails), cpu=True
+                CLOCK_CAP * min(2.0, self.budget) + 1.0,
+                lambda: shrink(values, fails, within=_magnitudes(a.examples)),
+                cpu=True,
             )
             if not self._shapes_kept(values, found.values):
                 ran = self._run_past_site(a, values, run_deltas, outcome.step, found.weights)

@@ -582,3 +582,40 @@ def test_a_model_built_again_under_the_same_names_is_a_new_weight_not_a_training
     assert _at(findings, "log") == [(12, "confirmed")] * 2 + [(21, "confirmed")] * 2, findings
     assert not any("did not replay" in (f["reason"] or "") for f in findings), findings
     _reproducers_fail(run_pytest, cwd / "repro", cwd, 4)
+
+
+def test_a_vae_log_variance_overflow_is_confirmed_with_the_images_as_they_are(
+    grist_cli, tmp_path: Path, run_pytest
+):
+    """Issue 37, item 6: the overflow of exp(0.5 * logvar) is what training reaches by growing the
+    encoder's weights; a witness with pixels of 46 for images in [0, 1] is one a maintainer
+    closes. The witness keeps the images within the range the program used and moves weights."""
+    name = "vae_logvar_images.py"
+    cwd = _project(tmp_path, name)
+    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
+    [exp] = [f for f in findings if f["kind"] == "exp" and f["status"] == "confirmed"]
+    assert exp["line"] == 21, exp
+    witness = exp["witness"]
+    assert witness["beyond_examples"] is not None and witness["beyond_examples"] <= 1, witness
+    assert witness["weights_moved"], witness
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
+
+
+@pytest.mark.parametrize(
+    "name,line",
+    [("l2_normalised_output_for.py", 13), ("l1_column_norm_while.py", 16)],
+)
+def test_a_division_by_the_layers_own_weight_norm_is_confirmed_where_the_weights_are_zero(
+    grist_cli, tmp_path: Path, run_pytest, name: str, line: int
+):
+    """Issue 37, item 3: a divisor made of the weights' magnitudes (an L2 regulariser, a column's
+    sum of absolute weights) is 0 where those weights are, as in a zero-initialised or pruned
+    layer; signed gradient steps overshoot 0, a weight tensor set to 0 does not."""
+    cwd = _project(tmp_path, name)
+    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
+    assert _at(findings, "div") == [(line, "confirmed")], findings
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
+    fixed = "l2_normalised_output_for_fixed.py"
+    if name == "l2_normalised_output_for.py":
+        shutil.copy(BENCH / fixed, cwd / fixed)
+        assert not [f for f in _findings(grist_cli, cwd, fixed) if f["status"] == "confirmed"]

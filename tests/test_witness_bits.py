@@ -12,7 +12,7 @@ import torch
 
 from grist_lsp.analyzer.analysis import analyze_source
 from grist_lsp.dynamic.replay import replay
-from grist_lsp.dynamic.witness import from_value, to_value
+from grist_lsp.dynamic.witness import from_value, shrink, to_value
 from grist_lsp.model import Witness, to_json, witness_from_json
 
 ROOT = -torch.tensor(1e-07, dtype=torch.float32)  # gain + 1e-07 is exactly 0 in float32 here only
@@ -83,3 +83,13 @@ def test_a_training_state_is_replayed_from_its_stored_bits(tmp_path: Path):
     near = torch.stack([torch.nextafter(ROOT, torch.tensor(0.0)), torch.tensor(1.0)])
     off = _through_json(_gain_witness(weight_values={"param#0": to_value(near)}, steps=0))
     assert not replay(site, off, GAIN).reproduced
+
+
+def test_shrinking_keeps_a_witness_in_the_range_the_program_used():
+    """Rounding 0.9998 to 1 would take images in [0, 1) past their range: that rounding is skipped
+    for a finer one that keeps them inside (issue 37, item 6); without the range it is taken."""
+    values = {"x": torch.tensor([[0.9998, 0.4321]])}
+    top = float(values["x"].abs().max())  # as the worker measures the program's own inputs
+    inside = shrink(values, lambda v: True, within={"x": top})
+    assert float(inside["x"].abs().max()) <= top
+    assert torch.equal(shrink(values, lambda v: True)["x"], torch.tensor([[1.0, 0.0]]))
