@@ -64,6 +64,7 @@ from grist_lsp.analyzer.facts import (
 )
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.sizes import SizeProofs
+from grist_lsp.analyzer.tensors import NON_ARRAY_CALLS
 from grist_lsp.analyzer.transfers import (
     ELEMENTWISE_VIEWS,
     NUM_RESULT,
@@ -734,7 +735,9 @@ class RangeAnalysis:
                     return Fact(pytype="tensor", why="a trainable tensor")
                 if short[:1].isupper():
                     return Fact(pytype="object")  # a class: nn.Linear(...), torch.Size(...), np.Generator
-                return Fact(pytype="tensor" if root == "torch" else "unknown")
+                if root == "torch" and not qn.startswith(NON_ARRAY_CALLS):
+                    return Fact(pytype="tensor")
+                return Fact(pytype="unknown")  # dist.get_world_size(), np.random.seed(0)
             return TOP  # some other library's function
         if isinstance(e.func, ast.Attribute):
             recv = self.fact(e.func.value)

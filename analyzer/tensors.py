@@ -193,13 +193,9 @@ _ARRAY_NAMESPACE_NAMES = (
 )
 
 
-def _in_namespaces(qn: str) -> bool:
-    root, _, rest = qn.partition(".")
-    module = rest.rpartition(".")[0]
-    return root in ("torch", "numpy") and (module == "" or module in _ARRAY_NAMESPACE_NAMES)
-
-
-_NON_ARRAY_TORCH = (
+# Torch and numpy functions that make no array (devices, seeds, settings, process groups, saving),
+# by prefix: a Python value or an object.
+NON_ARRAY_CALLS = (
     "torch.cuda.",
     "torch.backends.",
     "torch.distributed.",
@@ -228,6 +224,14 @@ _NON_ARRAY_TORCH = (
     "numpy.iinfo",
     "numpy.dtype",
 )
+
+
+def _in_namespaces(qn: str) -> bool:
+    root, _, rest = qn.partition(".")
+    module = rest.rpartition(".")[0]
+    return root in ("torch", "numpy") and (module == "" or module in _ARRAY_NAMESPACE_NAMES)
+
+
 _MAKER_TORCH = ("torch.utils.data.", "torch.distributions.", "torchvision.", "torchaudio.", "torchtext.")
 _RANDOM_WORDS = (
     "rand",
@@ -514,7 +518,7 @@ class ArrayOrigins:
             if origins and all(o in (Origin.SCALAR, Origin.CYCLE) for o in origins):
                 return Origin.SCALAR  # max(1, n), abs(d), sum of numbers
             return _passthrough(origins)
-        if qn.startswith(_PYTHON_MODULES) or qn.startswith(_NON_ARRAY_TORCH):
+        if qn.startswith(_PYTHON_MODULES) or qn.startswith(NON_ARRAY_CALLS):
             return Origin.SCALAR
         if qn in _ARRAY_CLASSES:
             return Origin.ARRAY

@@ -344,6 +344,17 @@ PROGRAMS = {
             x = x.unsqueeze(1)
             return torch.cat([x ** k for k in range(-3, 0)], 1)  # <- possible pow
         """,
+    # a process group's size is a Python int: torch.distributed makes no tensor
+    "ddp_sampling.py": """
+        import math
+
+        import torch.distributed as dist
+
+
+        def plan(args):
+            global_batch_size = args.per_proc_batch_size * dist.get_world_size()
+            return int(math.ceil(args.num_fid_samples / global_batch_size) * global_batch_size)  # <- safe: ZeroDivisionError
+        """,
     "invert.py": """
         import torch
 
