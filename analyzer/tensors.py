@@ -294,6 +294,7 @@ class ArrayOrigins:
     _depth: int = 0
     _used_as: dict[int, Origin] | None = None
     _buffers: set[str] | None = None
+    _partials: list[ast.Call] | None = None  # the file's functools.partial(f, ...) calls
 
     def may_be_array(self, e: ast.AST) -> bool:
         """True when ``e`` may hold a tensor or a numpy array at run time."""
@@ -771,15 +772,18 @@ class ArrayOrigins:
 
     def _partial_arguments(self, d: Def) -> list[ast.AST]:
         """What ``functools.partial(f, name=value)`` binds to ``f``'s parameter ``d`` in this file."""
-        found: list[ast.AST] = []
-        for node, _function in self.flow.operations:
-            if not (
-                isinstance(node, ast.Call)
+        if self._partials is None:  # found once: asking per parameter made a large file quadratic
+            self._partials = [
+                node
+                for node, _function in self.flow.operations
+                if isinstance(node, ast.Call)
                 and node.args
                 and isinstance(node.args[0], ast.Name)
                 and self.resolver.qualified_name(node.func) == "functools.partial"
-            ):
-                continue
+            ]
+        found: list[ast.AST] = []
+        for node in self._partials:
+            assert isinstance(node.args[0], ast.Name)
             bound = [x.value for x in self.flow.defs_reaching(node.args[0]) if x.how == "function"]
             if d.owner not in bound:
                 continue
