@@ -84,7 +84,15 @@ class ListGrowth:
         f = call.func
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.attr in _GROWERS:
             self._grows(scope, f.value.id, conditional)
-        if isinstance(f, ast.Name) and f.id not in ("len", "list", "tuple", "sum", "sorted", "enumerate", "zip"):
+        if isinstance(f, ast.Name) and f.id not in (
+            "len",
+            "list",
+            "tuple",
+            "sum",
+            "sorted",
+            "enumerate",
+            "zip",
+        ):
             # a function of the program (or an unknown one) given the list may fill or clear it
             for a in call.args:
                 if isinstance(a, ast.Name):

@@ -106,7 +106,9 @@ def _measured(e: ast.AST) -> ast.AST | None:
     if isinstance(e, ast.Subscript):
         return _shape_of(e.value)
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute):
-        if (e.func.attr == "size" and len(e.args) == 1) or (e.func.attr in ("numel", "nelement") and not e.args):
+        if (e.func.attr == "size" and len(e.args) == 1) or (
+            e.func.attr in ("numel", "nelement") and not e.args
+        ):
             return e.func.value
     if isinstance(e, ast.Call) and _is_len(e) and len(e.args) == 1:
         return e.args[0]

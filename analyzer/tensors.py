@@ -263,6 +263,8 @@ def _random(name: str) -> bool:
 # start of a schedule or a position encoding. zeros/ones/full/empty are not: they make state a
 # program fills in, and the engine treats them as inputs.
 _SETTINGS_FACTORIES = frozenset({"arange", "linspace", "logspace"})
+# Tensor methods whose argument must itself be a tensor (a Python number has no type or shape).
+_TAKES_AN_ARRAY = frozenset({"type_as", "expand_as", "view_as", "reshape_as"})
 _FILLS = frozenset({"zeros", "ones", "full"})
 _ARRAY_CLASSES = frozenset(
     {
@@ -541,7 +543,12 @@ class ArrayOrigins:
         argument of unknown origin passed to a factory such as ``linspace(0, T, n)`` is a number)."""
         if short in ("tensor", "as_tensor", "asarray", "array") and args and self._setting_number(args[0]):
             return Origin.CONSTANT  # torch.tensor(start / tau): one number of the settings
-        if short in _DATA_CONVERSIONS and args and isinstance(args[0], (ast.List, ast.Tuple)) and not args[0].elts:
+        if (
+            short in _DATA_CONVERSIONS
+            and args
+            and isinstance(args[0], (ast.List, ast.Tuple))
+            and not args[0].elts
+        ):
             return Origin.CONSTANT  # np.array([]): no data at all
         if _random(short) or qn.startswith(("torch.nn.", "numpy.random.")):
             return Origin.ARRAY  # samples
@@ -838,6 +845,8 @@ class ArrayOrigins:
             elif qn is None and isinstance(node.func, ast.Attribute) and self.flow.callee(node) is None:
                 if node.func.attr in _ARRAY_USE_METHODS:
                     self._mark(node.func.value, Origin.ARRAY)
+                if node.func.attr in _TAKES_AN_ARRAY and node.args:
+                    self._mark(node.args[0], Origin.ARRAY)  # x.type_as(labels): labels is a tensor
                 elif node.func.attr in _MODULE_USE_METHODS:
                     self._mark(node.func.value, Origin.MAKER)
         for n in self.flow.name_attributes:
