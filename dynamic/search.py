@@ -634,7 +634,9 @@ class Search:
         self.improved_at = 0  # the run that gave the latest new best (once the gradient phase began)
 
     def _input_bounds(self, examples: dict[str, Any]) -> dict[str, float]:
-        return _bounds(examples, self.settings.bound_factor, floor=0.0 if self.settings.within_examples else 1.0)
+        return _bounds(
+            examples, self.settings.bound_factor, floor=0.0 if self.settings.within_examples else 1.0
+        )
 
     def run(self) -> SearchReport:
         report = self.try_examples()

@@ -199,7 +199,21 @@ def _in_place(name: str) -> bool:
 
 
 _INPLACE_OPERATORS = frozenset(
-    {"add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"}
+    {
+        "add",
+        "sub",
+        "mul",
+        "matmul",
+        "truediv",
+        "floordiv",
+        "mod",
+        "pow",
+        "and",
+        "or",
+        "xor",
+        "lshift",
+        "rshift",
+    }
 )
 
 

@@ -625,7 +625,9 @@ class Worker:
             self.paused[key] = s
         return report, used
 
-    def _within_range(self, site: Site, a: Assignment, settings: SearchSettings) -> tuple[SearchReport | None, int]:
+    def _within_range(
+        self, site: Site, a: Assignment, settings: SearchSettings
+    ) -> tuple[SearchReport | None, int]:
         """A second search for a witness a maintainer believes, after one that took the inputs past
         the range the program used: inputs kept within that range, the weights free to move, as
         training moves them (a VAE's log-variance overflows because its encoder's weights grow, not
