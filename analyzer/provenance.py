@@ -104,7 +104,22 @@ _FINITE_OUTPUTS = frozenset(
         "sign",
     }
 )
-_FINITE_FROM_NEG_INF = frozenset({"exp", "exp2", "relu"})  # 0 at -inf (but inf at +inf)
+_FINITE_FROM_NEG_INF = frozenset({"exp", "exp2", "relu"})
+# Methods that replace the receiver's values (or make a new tensor of its kind): its infinities are gone.
+_REPLACES_VALUES = frozenset(
+    {
+        "uniform_",
+        "normal_",
+        "zero_",
+        "fill_",
+        "random_",
+        "exponential_",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "new_full",
+    }
+)  # 0 at -inf (but inf at +inf)
 _MASK_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor)
 _DEPTH = 40  # dataflow hops before giving up (as "not known to be empty")
 # One of the questions asked of an expression (may_be_empty, may_select_nothing, may_hold_neg_inf):
@@ -406,9 +421,15 @@ class Provenance:
             return None
         if name in ("neg", "negative"):
             ask = self._ask_sign(-sign)
-        # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand
-        receiver = [e.func.value] if qn is None and isinstance(e.func, ast.Attribute) else []
-        parts = [*receiver, *e.args, *(k.value for k in e.keywords)]
+        # masked_fill(m, -inf), full(shape, -inf), where(c, x, -inf): from any operand; but a
+        # tensor whose values a call replaces (zeros_like(x), x.new_zeros(n), x.uniform_(0, 1))
+        # gives it its shape only
+        shape_only = name.endswith("_like") or name in _REPLACES_VALUES
+        receiver = (
+            [e.func.value] if qn is None and isinstance(e.func, ast.Attribute) and not shape_only else []
+        )
+        args = e.args[1:] if shape_only and qn is not None else e.args
+        parts = [*receiver, *args, *(k.value for k in e.keywords)]
         return self.first_of((a.value if isinstance(a, ast.Starred) else a for a in parts), ask)
 
     # --- rows that keep a finite entry --------------------------------------------------

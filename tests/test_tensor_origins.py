@@ -362,6 +362,36 @@ PROGRAMS = {
             correct = preds.eq(labels).double().sum()
             return correct / len(labels)  # <- safe: size of labels
         """,
+    # top-k filtering puts -inf in the logits; Gumbel noise made from zeros_like(logits) holds none
+    "gumbel_top_k.py": """
+        import torch
+
+
+        def log(t, eps=1e-20):
+            return torch.log(t.clamp(min=eps))
+
+
+        def gumbel_noise(t):
+            noise = torch.zeros_like(t).uniform_(0, 1)
+            return -log(-log(noise))
+
+
+        def top_k(logits, k):
+            val, ind = torch.topk(logits, k)
+            probs = torch.full_like(logits, float("-inf"))
+            probs.scatter_(1, ind, val)
+            return probs
+
+
+        def sample(logits, temperature=1.0):
+            filtered = top_k(logits, 5)
+            return ((filtered / temperature) + gumbel_noise(filtered)).argmax(dim=-1)  # <- none inf_arith
+
+
+        def noisy_mask(logits):
+            filtered = top_k(logits, 5)
+            return filtered * torch.full_like(filtered, float("-inf"))  # <- possible inf_arith
+        """,
     "invert.py": """
         import torch
 
@@ -407,8 +437,10 @@ def findings(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], 
 def test_idiom_line_has_its_status_and_reason(findings, name: str, line: int, mark: str, words: str) -> None:
     got = findings.get((name, line), [])
     status, _, kind = mark.partition(" ")
-    if status == "none":  # not a site at all (a mean of a tensor that cannot be empty)
-        assert not got, [(f["kind"], f["status"], f["reason"]) for f in got]
+    if status == "none":  # not a site at all (a mean of a tensor that cannot be empty), of ``kind`` if given
+        assert not [f for f in got if kind in ("", f["kind"])], [
+            (f["kind"], f["status"], f["reason"]) for f in got
+        ]
         return
     assert got, f"{name}:{line}: no finding at all"
     if status == "safe":
