@@ -6,7 +6,9 @@ whether a tensor may be empty is the question ``provenance.Provenance.may_be_emp
 answers for a mean: after a data-dependent selection (``x[mask]``, ``nonzero``, a slice with
 computed bounds, a list built at run time), yes; a model's input or output, a parameter, a
 tensor of a fixed size, no. So a divisor made only of sizes of tensors that may not be empty,
-positive constants, settings of the program, ``+`` and ``*`` is no NaN site. A difference is not (``n * (n - 1)`` is 0
+positive constants, settings of the program, ``+`` and ``*`` is no NaN site, nor a count of
+such sizes that a loop adds up on each of its passes (``total += labels.size(0)``; a loop's body
+is assumed to run, as in ``list_growth.py``). A difference is not (``n * (n - 1)`` is 0
 for one element: the unbiased variance of one sample), nor a size of a Python list (a list of
 losses kept under a cap may be empty whatever the provenance of its items): the range analysis
 judges those as before.
@@ -72,6 +74,18 @@ class SizeDivisors:
         return False
 
     def _def_sizes_only(self, d: Def, measured: list[ast.AST], depth: int) -> bool:
+        start, whole = d.unpacked() if d.how == "unpack" else (d.value, d.how == "assign")
+        if (
+            whole
+            and _is_zero(start)
+            and d.value is not None
+            and not self.provenance.growth.may_stay_empty(d.value, d.name)
+        ):
+            # total = 0 (or correct, total = 0, 0), then total += labels.size(0) on every pass of
+            # a loop: a count of sizes
+            return True
+        if d.how == "aug" and isinstance(d.value, ast.AugAssign) and isinstance(d.value.op, ast.Add):
+            return self._sizes_only(d.value.value, measured, depth)
         if d.how in ("assign", "walrus") and d.value is not None:
             return self._sizes_only(d.value, measured, depth)
         if d.how == "unpack" and d.value is not None:
@@ -113,6 +127,10 @@ def _measured(e: ast.AST) -> ast.AST | None:
     if isinstance(e, ast.Call) and _is_len(e) and len(e.args) == 1:
         return e.args[0]
     return None
+
+
+def _is_zero(e: ast.AST | None) -> bool:
+    return isinstance(e, ast.Constant) and type(e.value) in (int, float) and e.value == 0
 
 
 def _is_len(e: ast.Call) -> bool:

@@ -392,6 +392,30 @@ PROGRAMS = {
             filtered = top_k(logits, 5)
             return filtered * torch.full_like(filtered, float("-inf"))  # <- possible inf_arith
         """,
+    # a count of batch sizes a test loop adds up on every pass; one added only for some batches is not
+    "test_accuracy.py": """
+        import torch
+
+
+        def evaluate(model, test_loader):
+            correct, total = 0, 0
+            with torch.no_grad():
+                for images, labels in test_loader:
+                    _, predicted = torch.max(model(images).data, 1)
+                    total += labels.size(0)
+                    correct += (predicted == labels).sum()
+            return 100 * correct / total  # <- safe: size of labels
+
+
+        def evaluate_confident(model, test_loader):
+            correct, total = 0, 0
+            for images, labels in test_loader:
+                scores, predicted = torch.max(model(images).data, 1)
+                if scores.min() > 0.9:
+                    total += labels.size(0)
+                    correct += (predicted == labels).sum()
+            return 100 * correct / total  # <- possible div
+        """,
     "invert.py": """
         import torch
 
