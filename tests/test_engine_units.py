@@ -217,14 +217,19 @@ def test_a_search_stopped_by_the_clock_goes_on_where_it_stopped(tmp_path):
     assert slices > 1 and report.found.iterations > first
 
 
-def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_path):
-    # |x| + 1e-3 is never below 1e-3: once every move has had its turn and nothing comes closer
-    # for GIVE_UP_AFTER runs, the search stops (its 60 s budget would otherwise all be spent).
+def _guarded_log_search(tmp_path: Path) -> Search:
+    """A search of ``torch.log(x.abs() + 1e-3)``, whose operand never comes below 1e-3."""
     text = "import torch\nx = torch.randn(4, 5)\ny = torch.log(x.abs() + 1e-3)\n"
     prog = script(tmp_path, "guard.py", text)
     site = site_at(tmp_path / "guard.py", text, "torch.log(x.abs() + 1e-3)", "torch.log")
     tracer = record(prog, [site])
-    s = Search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=60.0, seed=0), None)
+    return Search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=60.0, seed=0), None)
+
+
+def test_a_search_that_gets_no_closer_stops_before_its_budget_and_says_so(tmp_path):
+    # |x| + 1e-3 is never below 1e-3: once every move has had its turn and nothing comes closer
+    # for GIVE_UP_AFTER runs, the search stops (its 60 s budget would otherwise all be spent).
+    s = _guarded_log_search(tmp_path)
     report = s.run()
     # Counted in runs, not seconds: it stopped by the stall rule (never by the clock, which sets
     # no ``stalled``), once no run had come closer for GIVE_UP_AFTER runs, and it says how many.
@@ -242,11 +247,8 @@ def test_a_search_whose_operand_reached_the_region_says_why_it_broke_nothing(tmp
     """Issue 37, item 1: "closest distance 0" on a site left possible read as a search that got
     there and lost it. A run whose operand sits in the region but whose result is finite is
     reported as such, with the run and the reason, never as a distance of 0."""
-    text = "import torch\nx = torch.randn(4, 5)\ny = torch.log(x.abs() + 1e-3)\n"
-    prog = script(tmp_path, "guard.py", text)
-    site = site_at(tmp_path / "guard.py", text, "torch.log(x.abs() + 1e-3)", "torch.log")
-    tracer = record(prog, [site])
-    s = Search(prog, site, [site], dict(tracer.recorded), SearchSettings(budget=60.0, seed=0), None)
+    s = _guarded_log_search(tmp_path)
+    site = s.site
     report = s.run()
     assert report.found is None and "closest distance to the region" in report.note
     # The same search had a run on the region's edge whose result stayed finite (as sqrt(0) is):
