@@ -131,6 +131,20 @@ def _words(e: ast.AST) -> str:
     return node_words(e, "a selection")
 
 
+_SIZED = frozenset({"empty", "zeros", "ones", "rand", "randn"})  # every positional argument a size
+_FROM_DATA = frozenset({"tensor", "as_tensor", "array", "asarray", "Tensor", "FloatTensor", "LongTensor"})
+
+
+def _made_empty(name: str, args: list[ast.expr]) -> bool:
+    """``torch.empty(0, d)``, ``torch.zeros((0,))``, ``torch.full((0, d), v)``, ``torch.tensor([])``:
+    a tensor made with no elements, to be filled (or not) later."""
+    if name in _FROM_DATA:
+        return bool(args) and isinstance(args[0], (ast.List, ast.Tuple)) and not args[0].elts
+    sizes = args if name in _SIZED else args[:1] if name == "full" else []
+    flat = [x for a in sizes for x in (a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])]
+    return any(int_literal(x) == 0 for x in flat)
+
+
 @dataclass
 class Provenance:
     flow: DataFlow
@@ -320,6 +334,8 @@ class Provenance:
                 return None  # another library's function: nothing known
             name = qn.rsplit(".", 1)[-1]
             args = list(call.args)
+            if _made_empty(name, args):
+                return f"made with no elements: {_words(call)}"
         else:
             receiver = self.ranges.method_receiver(call)
             if receiver is None or not isinstance(call.func, ast.Attribute):  # a receiver means x.name(...)
@@ -346,7 +362,12 @@ class Provenance:
                 d.how in ("assign", "attr")
                 and isinstance(d.value, ast.List)
                 and not d.value.elts
-                and (d.how == "attr" or self.growth.may_stay_empty(d.value, d.name))
+                and (
+                    d.how == "attr"
+                    or self.growth.may_stay_empty(
+                        d.value, d.name, e, lambda it: self.may_be_empty(it) is not None
+                    )
+                )
                 for d in self.flow.defs_reaching(e)
             )
         return False

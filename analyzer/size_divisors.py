@@ -38,6 +38,7 @@ class SizeDivisors:
     # site finder's own judgement of a divisor made of settings.
     setting: Callable[[ast.AST], bool]
     _frames: bool | None = None
+    _functions: list[ast.FunctionDef | ast.AsyncFunctionDef] | None = None
 
     def _pandas(self) -> bool:
         if self._frames is None:
@@ -47,7 +48,7 @@ class SizeDivisors:
     def why_nonzero(self, divisor: ast.AST) -> str | None:
         """Words on why ``divisor`` is never 0 (the tensors whose sizes it multiplies), or None."""
         measured: list[ast.AST] = []
-        if not self._sizes_only(divisor, measured, 0) or not measured:
+        if not self._sizes_only(divisor, measured, 0, whole=False) or not measured:
             return None
         names = ", ".join(dict.fromkeys(node_words(m, "a tensor") for m in measured))
         return (
@@ -55,51 +56,90 @@ class SizeDivisors:
             "(no mask, no selection, no computed slice): a tensor's size is 0 only when it is empty"
         )
 
-    def _sizes_only(self, e: ast.AST, measured: list[ast.AST], depth: int) -> bool:
+    def _sizes_only(self, e: ast.AST, measured: list[ast.AST], depth: int, whole: bool) -> bool:
+        """``whole``: inside ``int()``, where a fraction would truncate to 0 (``int(n * 0.5)``), so
+        only sizes and whole constants count."""
+        if depth > _DEPTH:
+            return False
         if isinstance(e, ast.Constant):
-            return isinstance(e.value, (int, float)) and not isinstance(e.value, bool) and e.value > 0
+            v = e.value
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                return False
+            return v > 0 and (not whole or float(v).is_integer())
         if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Mult, ast.Add)):
-            return self._sizes_only(e.left, measured, depth) and self._sizes_only(e.right, measured, depth)
+            return self._sizes_only(e.left, measured, depth, whole) and self._sizes_only(
+                e.right, measured, depth, whole
+            )
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("int", "float"):
-            return len(e.args) == 1 and self._sizes_only(e.args[0], measured, depth)
+            inner = whole or e.func.id == "int"
+            return len(e.args) == 1 and not e.keywords and self._sizes_only(e.args[0], measured, depth, inner)
         tensor = _measured(e)
         if tensor is not None:
             measured.append(tensor)
             return self._never_empty(tensor, torch_only=isinstance(e, ast.Call) and not _is_len(e))
-        if self.setting(e):
+        if not whole and self.setting(e):
             return True
-        if isinstance(e, (ast.Name, ast.Attribute)) and depth < _DEPTH and self.flow.is_use(e):
+        if isinstance(e, (ast.Name, ast.Attribute)) and self.flow.is_use(e):
             defs = self.flow.defs_reaching(e)
-            return bool(defs) and all(self._def_sizes_only(d, measured, depth + 1) for d in defs)
+            return bool(defs) and all(self._def_sizes_only(d, e, measured, depth + 1, whole) for d in defs)
         return False
 
-    def _def_sizes_only(self, d: Def, measured: list[ast.AST], depth: int) -> bool:
-        start, whole = d.unpacked() if d.how == "unpack" else (d.value, d.how == "assign")
-        if (
-            whole
-            and _is_zero(start)
-            and d.value is not None
-            and not self.provenance.growth.may_stay_empty(d.value, d.name)
-        ):
-            # total = 0 (or correct, total = 0, 0), then total += labels.size(0) on every pass of
-            # a loop: a count of sizes
-            return True
+    def _def_sizes_only(self, d: Def, use: ast.AST, measured: list[ast.AST], depth: int, whole: bool) -> bool:
         if d.how == "aug" and isinstance(d.value, ast.AugAssign) and isinstance(d.value.op, ast.Add):
-            return self._sizes_only(d.value.value, measured, depth)
+            # total += labels.size(0): the increment, and every value it starts from
+            return self._sizes_only(d.value.value, measured, depth, whole) and self._starts(
+                d.name, use, measured, depth
+            )
+        if d.how in ("assign", "walrus", "unpack") and _is_zero(_bound(d)):
+            return self._counted(d, use)
         if d.how in ("assign", "walrus") and d.value is not None:
-            return self._sizes_only(d.value, measured, depth)
+            return self._sizes_only(d.value, measured, depth, whole)
         if d.how == "unpack" and d.value is not None:
-            part, whole = d.unpacked()
+            part, whole_path = d.unpacked()
             if part is None:
                 return False
-            if whole:
-                return self._sizes_only(part, measured, depth)
+            if whole_path:
+                return self._sizes_only(part, measured, depth, whole)
             # b, c, h, w = x.size(): each name is one of x's sizes
             tensor = _shape_of(part.value if isinstance(part, ast.Subscript) else part)
             if tensor is not None:
                 measured.append(tensor)
                 return self._never_empty(tensor, torch_only=isinstance(part, ast.Call))
         return False
+
+    def _starts(self, name: str, use: ast.AST, measured: list[ast.AST], depth: int) -> bool:
+        """Every plain binding of the count ``name`` (``total = 0``, ``n = x.size(0)``) is 0 with a
+        growth on every pass, or sizes: ``n = -1; n += x.size(0)`` is 0 for one element."""
+        home = self._function_of(use)
+        starts = [
+            d
+            for d in self.flow.defs
+            if d.name == name
+            and d.how in ("assign", "walrus", "unpack")
+            and self._function_of(d.node) is home
+        ]
+        return bool(starts) and all(
+            self._counted(d, use)
+            if _is_zero(_bound(d))
+            else self._def_sizes_only(d, use, measured, depth + 1, True)
+            for d in starts
+        )
+
+    def _function_of(self, node: ast.AST) -> ast.AST | None:
+        """The innermost function whose lines hold ``node`` (None: module level)."""
+        if self._functions is None:
+            self._functions = [
+                f for f in ast.walk(self.flow.tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+        line = getattr(node, "lineno", -1)
+        inside = [f for f in self._functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
+        return max(inside, key=lambda f: f.lineno, default=None)
+
+    def _counted(self, d: Def, use: ast.AST) -> bool:
+        """``total = 0`` that a loop adds to on every pass, and that ``use`` reads after it ran."""
+        return d.value is not None and not self.provenance.growth.may_stay_empty(
+            d.value, d.name, use, lambda it: self.provenance.may_be_empty(it) is not None, count=True
+        )
 
     def _never_empty(self, tensor: ast.AST, torch_only: bool) -> bool:
         """``torch_only``: measured by what only a tensor answers (``x.size(0)``, ``x.numel()``), so
@@ -127,6 +167,14 @@ def _measured(e: ast.AST) -> ast.AST | None:
     if isinstance(e, ast.Call) and _is_len(e) and len(e.args) == 1:
         return e.args[0]
     return None
+
+
+def _bound(d: Def) -> ast.AST | None:
+    """The value a plain binding gives its name (the part of ``a, b = 0, 0`` it names)."""
+    if d.how == "unpack":
+        part, whole = d.unpacked()
+        return part if whole else None
+    return d.value
 
 
 def _is_zero(e: ast.AST | None) -> bool:

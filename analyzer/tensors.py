@@ -843,10 +843,10 @@ class ArrayOrigins:
             ):
                 self._mark(node.args[1], Origin.ARRAY)
             elif qn is None and isinstance(node.func, ast.Attribute) and self.flow.callee(node) is None:
-                if node.func.attr in _ARRAY_USE_METHODS:
-                    self._mark(node.func.value, Origin.ARRAY)
                 if node.func.attr in _TAKES_AN_ARRAY and node.args:
                     self._mark(node.args[0], Origin.ARRAY)  # x.type_as(labels): labels is a tensor
+                if node.func.attr in _ARRAY_USE_METHODS:
+                    self._mark(node.func.value, Origin.ARRAY)
                 elif node.func.attr in _MODULE_USE_METHODS:
                     self._mark(node.func.value, Origin.MAKER)
         for n in self.flow.name_attributes:

@@ -188,35 +188,6 @@ class PendingBranch:
     position: tuple[int, int, int, int] | None
 
 
-def _in_place(name: str) -> bool:
-    """Whether the op writes into its first argument: ``add_``, ``x += y`` (``__iadd__``),
-    ``x[i] = v``. An operator (``__pow__``, ``__matmul__``) ends in ``_`` too and is not one: a
-    moved weight must reach ``w ** 2`` and ``x @ w`` as it reaches ``torch.abs(w)``."""
-    short = name.rsplit(".", 1)[-1]
-    if short.startswith("__") and short.endswith("__"):
-        return short == "__setitem__" or (short.startswith("__i") and short[3:-2] in _INPLACE_OPERATORS)
-    return short.endswith("_")
-
-
-_INPLACE_OPERATORS = frozenset(
-    {
-        "add",
-        "sub",
-        "mul",
-        "matmul",
-        "truediv",
-        "floordiv",
-        "mod",
-        "pow",
-        "and",
-        "or",
-        "xor",
-        "lshift",
-        "rshift",
-    }
-)
-
-
 def edge_distance(region: Any, x: torch.Tensor, dtype: str) -> torch.Tensor:
     """How far ``x`` is from the edge of ``region`` (0 for log, +-1 for acos): the objective of a
     where-branch site, whose gradient fails at the edge, not (as a rule) inside the region."""
@@ -730,7 +701,7 @@ class Tracer(RunHere):
         # In-place ops and no-grad code (parameter init, optimizer steps) must act on the real
         # parameters: a substituted copy would swallow their writes.
         self._moves_ok = (
-            torch.is_grad_enabled() and not _in_place(name) and not name.startswith("torch.nn.init")
+            torch.is_grad_enabled() and not name.endswith("_") and not name.startswith("torch.nn.init")
         )
         args, kwargs = self._substitute_args(args, kwargs)
         if name in _MAKE_TRAINABLE:

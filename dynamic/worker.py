@@ -201,13 +201,24 @@ def _magnitudes(examples: dict[str, Any]) -> dict[str, float]:
     return {k: float(examples[k].abs().max()) for k in _measured_inputs(examples, examples)}
 
 
+def _lowest(examples: dict[str, Any]) -> dict[str, float]:
+    """The smallest value of each float input the program gave."""
+    return {k: float(examples[k].min()) for k in _measured_inputs(examples, examples)}
+
+
 def beyond_examples(values: dict[str, Any], examples: dict[str, Any]) -> float:
-    """How many times past the program's own inputs a witness's inputs go (<= 1: within them)."""
+    """How many times past the program's own inputs a witness's inputs go (<= 1: within them). An
+    input the program gave only values >= 0 (pixels in [0, 1]) that went negative is past them by
+    as much again: -0.8 for [0, 1] is 1.8 times."""
     beyond = 0.0
     for k in _measured_inputs(values, examples):
         v, ex = values[k], examples[k]
         if v.numel():
-            beyond = max(beyond, float(v.abs().max()) / max(float(ex.abs().max()), 1e-30))
+            top = max(float(ex.abs().max()), 1e-30)
+            beyond = max(beyond, float(v.abs().max()) / top)
+            below = float(v.min())
+            if float(ex.min()) >= 0 > below:
+                beyond = max(beyond, 1.0 - below / top)
     return beyond
 
 
@@ -633,16 +644,21 @@ class Worker:
         training moves them (a VAE's log-variance overflows because its encoder's weights grow, not
         because an image has pixels of 46). The first search's budget, at least ``REALISTIC_RUNS``
         runs; its report when it finds one, and the runs it used."""
+        # an input the program only gives >= 0 (pixels, counts) stays >= 0
+        signs = {k: "non-negative" for k, lo in _lowest(a.examples).items() if lo >= 0}
         kept = SearchSettings(
             budget=max(settings.budget, seconds_of_runs(REALISTIC_RUNS)),
             seed=settings.seed,
             bound_factor=1.0,
             within_examples=True,
             weight_factor=settings.weight_factor,
-            supports=settings.supports,
+            supports={**signs, **settings.supports},
         )
         s = Search(a.program, site, self.sites, a.examples, kept, None)
-        report = self._timed(clock_cap(kept.budget) + self.record_timeout, s.run, cpu=True)
+        try:
+            report = self._timed(clock_cap(kept.budget) + self.record_timeout, s.run, cpu=True)
+        except RunTimeout:
+            return None, s.runner.iterations  # the first witness stands
         found = report.found
         if found is None or beyond_examples(found.values, a.examples) > 1:
             return None, s.runner.iterations

@@ -416,6 +416,55 @@ PROGRAMS = {
                     correct += (predicted == labels).sum()
             return 100 * correct / total  # <- possible div
         """,
+    # twins of the list and size rules: each may really be empty, or 0
+    "emptying_twins.py": """
+        import torch
+
+
+        def leftover(data, bs):
+            batch = []
+            for x in data:
+                batch.append(x)
+                if len(batch) == bs:
+                    batch = []
+            return torch.stack(batch).mean()  # <- possible mean
+
+
+        def running(losses_in):
+            losses = []
+            for loss in losses_in:
+                m = torch.tensor(losses).mean()  # <- possible mean
+                losses.append(loss)
+            return m
+
+
+        def kept(model, dl):
+            preds = []
+            for b in dl:
+                with torch.no_grad():
+                    if b.isnan().any():
+                        continue
+                    preds.append(model(b))
+            return torch.cat(preds).mean()  # <- possible mean
+
+
+        def centroid(dl, f):
+            feats = torch.empty(0, 128)
+            for x, y in dl:
+                if y.any():
+                    feats = torch.cat([feats, f(x)])
+            return feats.sum(0) / feats.size(0)  # <- possible div
+
+
+        def half_batch(x):
+            return x.sum() / int(x.size(0) * 0.5)  # <- possible div
+
+
+        def off_by_one(x):
+            n = -1
+            n += x.size(0)
+            return x.sum() / n  # <- possible div
+        """,
     "invert.py": """
         import torch
 
