@@ -41,13 +41,15 @@ class _Growth:
     every_pass_added: list[tuple[_Loop, ...]] = field(default_factory=list)
     conditional: bool = False
     escapes: bool = False  # handed to code of the program (which may clear it or fill it)
-    emptied: bool = False  # cleared, popped or bound to a new list in the same scope
+    emptied: bool = False  # cleared, popped or deleted from (a new ``name = []``: ``bound``)
     bound: int = 0  # ``name = [...]`` statements in the scope
 
 
 @dataclass
 class ListGrowth:
     tree: ast.Module
+    # Whether a loop's iterable may have no item (``provenance.may_be_empty``'s answer).
+    may_be_empty: Callable[[ast.AST], bool]
     _scopes: dict[int, _Scope] = field(default_factory=dict)  # id(assigned value) -> its scope
     _growth: dict[tuple[int, str], _Growth] = field(default_factory=dict)
     _walked: bool = False
@@ -57,13 +59,11 @@ class ListGrowth:
         value: ast.AST,
         name: str,
         use: ast.AST | None = None,
-        may_be_empty: Callable[[ast.AST], bool] | None = None,
         count: bool = False,
     ) -> bool:
         """Whether the list that ``name = value`` binds (``lst = []``) may have no element where
         ``use`` reads it: it grows only under a condition or in a loop ``use`` is inside of, is
-        emptied again, escapes to other code, or never grows. ``may_be_empty``: whether a loop's
-        iterable may have no item. ``count``: ``name`` is a number (``total = 0``) that ``+=``
+        emptied again, escapes to other code, or never grows. ``count``: ``name`` is a number (``total = 0``) that ``+=``
         grows, not a list that ``+= other`` may leave as it was."""
         if not self._walked:
             self._walk(self.tree, self.tree, conditional=False, loops=())
@@ -78,17 +78,14 @@ class ListGrowth:
         # only the loops between the binding and the growth: a list made anew on each pass of an
         # outer loop is read on the pass that made it
         inner = [tuple(loop for loop in loops if not _inside(value, loop)) for loops in passes]
-        return not any(self._runs_before(loops, use, may_be_empty) for loops in inner)
+        return not any(self._runs_before(loops, use) for loops in inner)
 
-    @staticmethod
-    def _runs_before(
-        loops: tuple[_Loop, ...], use: ast.AST | None, may_be_empty: Callable[[ast.AST], bool] | None
-    ) -> bool:
+    def _runs_before(self, loops: tuple[_Loop, ...], use: ast.AST | None) -> bool:
         """Whether a growth inside ``loops`` has run once the program reaches ``use``."""
         for loop in loops:
             if use is not None and _inside(use, loop):
                 return False  # read on a pass of the loop that grows it: the first pass reads first
-            if may_be_empty is not None and not isinstance(loop, ast.While) and may_be_empty(loop.iter):
+            if not isinstance(loop, ast.While) and self.may_be_empty(loop.iter):
                 return False
         return True
 

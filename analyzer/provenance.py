@@ -104,7 +104,7 @@ _FINITE_OUTPUTS = frozenset(
         "sign",
     }
 )
-_FINITE_FROM_NEG_INF = frozenset({"exp", "exp2", "relu"})
+_FINITE_FROM_NEG_INF = frozenset({"exp", "exp2", "relu"})  # 0 at -inf (but inf at +inf)
 # Methods that replace the receiver's values (or make a new tensor of its kind): its infinities are gone.
 _REPLACES_VALUES = frozenset(
     {
@@ -119,7 +119,7 @@ _REPLACES_VALUES = frozenset(
         "new_empty",
         "new_full",
     }
-)  # 0 at -inf (but inf at +inf)
+)
 _MASK_OPERATORS = (ast.BitAnd, ast.BitOr, ast.BitXor)
 _DEPTH = 40  # dataflow hops before giving up (as "not known to be empty")
 # One of the questions asked of an expression (may_be_empty, may_select_nothing, may_hold_neg_inf):
@@ -155,7 +155,7 @@ class Provenance:
     _active: set[tuple[str, int]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
-        self.growth = ListGrowth(self.flow.tree)
+        self.growth = ListGrowth(self.flow.tree, lambda it: self.may_be_empty(it) is not None)
 
     # --- entry points ------------------------------------------------------------
 
@@ -362,12 +362,7 @@ class Provenance:
                 d.how in ("assign", "attr")
                 and isinstance(d.value, ast.List)
                 and not d.value.elts
-                and (
-                    d.how == "attr"
-                    or self.growth.may_stay_empty(
-                        d.value, d.name, e, lambda it: self.may_be_empty(it) is not None
-                    )
-                )
+                and (d.how == "attr" or self.growth.may_stay_empty(d.value, d.name, e))
                 for d in self.flow.defs_reaching(e)
             )
         return False

@@ -138,7 +138,7 @@ class SizeDivisors:
     def _counted(self, d: Def, use: ast.AST) -> bool:
         """``total = 0`` that a loop adds to on every pass, and that ``use`` reads after it ran."""
         return d.value is not None and not self.provenance.growth.may_stay_empty(
-            d.value, d.name, use, lambda it: self.provenance.may_be_empty(it) is not None, count=True
+            d.value, d.name, use, count=True
         )
 
     def _never_empty(self, tensor: ast.AST, torch_only: bool) -> bool:

@@ -543,19 +543,13 @@ class ArrayOrigins:
         argument of unknown origin passed to a factory such as ``linspace(0, T, n)`` is a number)."""
         if short in ("tensor", "as_tensor", "asarray", "array") and args and self._setting_number(args[0]):
             return Origin.CONSTANT  # torch.tensor(start / tau): one number of the settings
-        if (
-            short in _DATA_CONVERSIONS
-            and args
-            and isinstance(args[0], (ast.List, ast.Tuple))
-            and not args[0].elts
-        ):
-            return Origin.CONSTANT  # np.array([]): no data at all
         if _random(short) or qn.startswith(("torch.nn.", "numpy.random.")):
             return Origin.ARRAY  # samples
         origins = [self.origin(a) for a in args]
         if short in _DATA_CONVERSIONS:
-            if args and origins[0] is Origin.CONSTANT:
-                return Origin.CONSTANT  # from_numpy(schedule): a fixed table changing type
+            empty = bool(args) and isinstance(args[0], (ast.List, ast.Tuple)) and not args[0].elts
+            if empty or (args and origins[0] is Origin.CONSTANT):
+                return Origin.CONSTANT  # np.array([]), from_numpy(schedule): no data, or a fixed table
             return Origin.ARRAY  # the program's data coming in (torch.tensor(rows))
         if any(k.arg == "requires_grad" for k in keywords):
             return Origin.ARRAY  # a weight

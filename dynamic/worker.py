@@ -196,7 +196,7 @@ def _magnitudes(examples: dict[str, Any]) -> dict[str, float]:
     return {k: float(examples[k].abs().max()) for k in _measured_inputs(examples, examples)}
 
 
-def beyond_examples(values: dict[str, Any], examples: dict[str, Any]) -> float:
+def _beyond_examples(values: dict[str, Any], examples: dict[str, Any]) -> float:
     """How many times past the program's own inputs a witness's inputs go (<= 1: within them). An
     input the program gave only values >= 0 (pixels in [0, 1]) that went negative is past them by
     as much again: -0.8 for [0, 1] is 1.8 times."""
@@ -731,7 +731,7 @@ class Worker:
             k: settings.bound_factor * max(1.0, float(a.examples[k].abs().max()))
             for k in _measured_inputs(values, a.examples)
         }
-        beyond = beyond_examples(values, a.examples)
+        beyond = _beyond_examples(values, a.examples)
         for k, d in found.deltas.items():
             p = runner.param_values.get(k)
             if k in runner.free_params and p is not None and p.numel() and d.shape == p.shape:
