@@ -6,7 +6,8 @@ whether a tensor may be empty is the question ``provenance.Provenance.may_be_emp
 answers for a mean: after a data-dependent selection (``x[mask]``, ``nonzero``, a slice with
 computed bounds, a list built at run time), yes; a model's input or output, a parameter, a
 tensor of a fixed size, no. So a divisor made only of sizes of tensors that may not be empty,
-positive constants, settings of the program, ``+`` and ``*`` is no NaN site, nor a count of
+positive constants, settings of the program, ``+``, ``*``, square roots and constant powers
+(``/ math.sqrt(q.size(-1))``, the attention scale) is no NaN site, nor a count of
 such sizes that a loop adds up on each of its passes (``total += labels.size(0)``; a loop's body
 is assumed to run, as in ``list_growth.py``). A difference is not (``n * (n - 1)`` is 0
 for one element: the unbiased variance of one sample), nor a size of a Python list (a list of
@@ -27,6 +28,7 @@ from grist_lsp.analyzer.sizes import imports_pandas
 from grist_lsp.analyzer.tensors import ArrayOrigins, Origin
 
 _DEPTH = 6  # names followed through their definitions before giving up
+_ROOTS = frozenset({"math.sqrt", "numpy.sqrt"})  # of a Python size: > 0 when the size is
 
 
 @dataclass
@@ -70,6 +72,15 @@ class SizeDivisors:
             return self._sizes_only(e.left, measured, depth, whole) and self._sizes_only(
                 e.right, measured, depth, whole
             )
+        if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) and not whole:
+            # a size is >= 1, and any power of it with a constant exponent is > 0
+            return _nonzero_constant(e.right) and self._sizes_only(e.left, measured, depth, whole)
+        if (
+            isinstance(e, ast.Call)
+            and not whole
+            and self.provenance.resolver.qualified_name(e.func) in _ROOTS
+        ):
+            return len(e.args) == 1 and not e.keywords and self._sizes_only(e.args[0], measured, depth, whole)
         if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in ("int", "float"):
             inner = whole or e.func.id == "int"
             return len(e.args) == 1 and not e.keywords and self._sizes_only(e.args[0], measured, depth, inner)
@@ -179,6 +190,12 @@ def _bound(d: Def) -> ast.AST | None:
 
 def _is_zero(e: ast.AST | None) -> bool:
     return isinstance(e, ast.Constant) and type(e.value) in (int, float) and e.value == 0
+
+
+def _nonzero_constant(e: ast.AST) -> bool:
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        e = e.operand
+    return isinstance(e, ast.Constant) and type(e.value) in (int, float) and e.value != 0
 
 
 def _is_len(e: ast.Call) -> bool:
