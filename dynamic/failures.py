@@ -69,6 +69,18 @@ def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None
     return loc
 
 
+def _project_location(exc: BaseException, root: str) -> tuple[str, int] | None:
+    """The innermost traceback frame in a file of the project under ``root`` (installed
+    packages left out), its path relative to the root: (file, line)."""
+    top = os.path.abspath(root) + os.sep
+    loc = None
+    for fs in traceback.extract_tb(exc.__traceback__):
+        path = os.path.abspath(fs.filename)
+        if path.startswith(top) and "site-packages" not in path:
+            loc = (os.path.relpath(path, top), fs.lineno or 1)
+    return loc
+
+
 def waited_in_distributed(stderr: str) -> bool:
     """Whether a worker's faulthandler dump shows it stopped inside ``torch.distributed`` (a
     process group waiting, natively, for ranks that never come)."""
@@ -155,12 +167,22 @@ def _kind_of_one(exc: BaseException) -> str | None:
 
 def error_kind(exc: BaseException) -> str:
     """The ``error_kind`` of an exception that kept the program from its checked operations: the
-    first kind its chain shows (a wrapped download error is a network one), else ``other``."""
+    first kind its chain shows (a wrapped download error is a network one), else
+    ``import-error`` when it was raised by an ``import`` (a package writing its cache folder at
+    import), else ``other``."""
     for one in _chain(exc):
         kind = _kind_of_one(one)
         if kind is not None:
             return kind
-    return "other"
+    return "import-error" if raised_by_import(exc) else "other"
+
+
+def raised_by_import(exc: BaseException) -> bool:
+    """Whether an ``import`` statement is on the exception's way up: a frame above the innermost
+    one was executing ``import ...`` or ``from ... import``. Python hides its own import
+    machinery's frames, so the importing line is what shows it."""
+    frames = traceback.extract_tb(exc.__traceback__)[:-1]
+    return any((fs.line or "").lstrip().startswith(("import ", "from ")) for fs in frames)
 
 
 def _missing_file(exc: BaseException) -> str:
@@ -207,11 +229,14 @@ def describe_failure(
     """Words for an exception in the user's program, the target-file line to attach them to, and
     its kind. ``script``: the file run as ``__main__`` (it is the one that takes arguments)."""
     loc = user_location(exc, files)
-    where = f" at {loc[0]}:{loc[1]}" if loc else ""
     line = loc[1] if loc else 1
     first = _first_line(exc)
     raised = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
     kind = error_kind(exc)
+    if kind == "import-error" and root:
+        # the module that failed is often none of the entry's files: a package it imports
+        loc = _project_location(exc, root) or loc
+    where = f" at {loc[0]}:{loc[1]}" if loc else ""
     if isinstance(exc, SyntaxError):
         return Failure(
             f"the program does not compile: {exc.msg} at {exc.filename}:{exc.lineno}",
@@ -251,7 +276,10 @@ def describe_failure(
             f"what it downloads into the project beforehand, or {ENTRY_HINT}"
         )
     elif kind == "import-error":
-        text = f"the program cannot be imported: {raised}{where}: install the missing module or {ENTRY_HINT}"
+        fix = (
+            "install the missing module" if isinstance(exc, ImportError) else "fix what it does when imported"
+        )
+        text = f"the program cannot be imported: {raised}{where} ({label}): {fix} or {ENTRY_HINT}"
     elif isinstance(exc, NameError) and exc.name in KERNEL_ONLY:
         text = (
             f"the notebook needs a Jupyter kernel{where}: {exc.name}() exists only in one ({label}); "

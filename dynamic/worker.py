@@ -52,7 +52,7 @@ from .budget import (
     seconds_of_runs,
     steps_for,
 )
-from .failures import RunTimeout, describe_failure, user_location
+from .failures import RunTimeout, describe_failure, error_kind, user_location
 from .lazy_dynamo import skip_dynamo_import
 from .protocol import BadEntry, Done, Message, RunError, SiteReport
 from .search import Found, Runner, Search, SearchReport, SearchSettings
@@ -99,6 +99,14 @@ class Assignment:
     program: E.Program
     examples: dict[str, Any]
     outcome: SiteOutcome | None  # the site's first evaluation in the recording run, when known
+
+
+def _says_why(prog: E.Program, error: BaseException) -> bool:
+    """Whether a program's failure to reach the sites is worth an error verdict: an entry the user
+    gave or the file run as a script; a test or an importing script only when an import failed
+    (the module under check, or one it needs, cannot be loaded: nothing else will run either),
+    since a test may fail for reasons of its own."""
+    return isinstance(prog, (E.EntryProgram, E.ScriptProgram)) or error_kind(error) == "import-error"
 
 
 def candidates(path: str, text: str, req: dict) -> Iterator[E.Program | BaseException]:
@@ -320,7 +328,7 @@ class Worker:
             except E.EntryError:
                 raise  # an explicit entry that cannot be used: a usage error, never a fallback
             except BaseException as e:
-                if isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
+                if _says_why(prog, e):
                     failures.append((prog.label, prog.user_files, e, prog.script))
                 continue
             cfg = prog.tracer_config(
@@ -352,7 +360,7 @@ class Worker:
                 todo.discard(k)
             if error is None or reached:
                 ran_any = True
-            elif isinstance(prog, (E.EntryProgram, E.ScriptProgram)):
+            elif _says_why(prog, error):
                 failures.append((prog.label, prog.user_files, error, prog.script))
         # An explicit entry that failed is said even when other programs reached every site: the
         # user named it, and a report from a probe instead would hide that it never ran.
@@ -368,7 +376,8 @@ class Worker:
                 root=self.req.get("project_root"),
             )
             loc = user_location(exc, {self.target})
-            self.emit_error(f"{self.path}: {failure.message}", loc[1] if loc else failure.line, failure.kind)
+            # the failure's own line is in another file when the target is not on the traceback
+            self.emit_error(f"{self.path}: {failure.message}", loc[1] if loc else 1, failure.kind)
         return assigned
 
     def run(self) -> None:

@@ -62,10 +62,14 @@ class Report:
     magics: dict[str, list[str]] = field(default_factory=dict)  # notebook as shown -> magics left out
 
     def failing(self) -> list[Verdict]:
-        """The verdicts at or above `fail_on` (what makes the CLI exit 1)."""
+        """The verdicts at or above `fail_on` (what makes the CLI exit 1), and every program that
+        could not be imported at all: nothing of it was checked, which must not read as clean."""
         threshold = STATUS_RANK[Status(self.fail_on)]
         return [
-            v for v in self.verdicts if v.status is not Status.SAFE and STATUS_RANK[v.status] >= threshold
+            v
+            for v in self.verdicts
+            if v.status is not Status.SAFE
+            and (STATUS_RANK[v.status] >= threshold or v.error_kind == "import-error")
         ]
 
 

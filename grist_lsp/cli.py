@@ -1,7 +1,7 @@
 """The `grist-lsp` command: serve LSP on stdio (no arguments) or `--check` paths for CI.
 
-Exit codes: 0 nothing at or above `--fail-on`; 1 a finding at or above it (or,
-with `--diff`, fixes to apply); 2 usage errors (bad flags, missing paths, bad
+Exit codes: 0 nothing at or above `--fail-on`; 1 a finding at or above it, or a
+program that cannot be imported (or, with `--diff`, fixes to apply); 2 usage errors (bad flags, missing paths, bad
 `[tool.grist]`). The language server is imported only when serving, so
 `--check` never imports pygls.
 """
@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="grist-lsp",
         description="Find and prove NaN/INF bugs in PyTorch programs. Without arguments, serve the "
         "Language Server Protocol on stdio; with --check, check files and folders.",
-        epilog="Exit status: 0 no finding at or above --fail-on, 1 findings, 2 usage error.",
+        epilog="Exit status: 0 no finding at or above --fail-on, 1 findings (or a program that cannot be imported), 2 usage error.",
     )
     parser.add_argument("--version", action="version", version=f"grist-lsp {__version__}")
     parser.add_argument(

@@ -378,3 +378,32 @@ def test_the_command_exits_without_teardown_but_runs_exit_handlers_and_flushes()
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 3
     assert done.stdout == "report, not yet flushedexit handler ran\n"
+
+
+def test_a_check_whose_program_cannot_be_imported_is_an_error_and_fails(
+    grist_cli: Cli, write_tree: Tree
+) -> None:
+    """Issue 37: a package that raises when imported (here as a read-only home folder makes a
+    cache folder's creation fail) leaves nothing to run: the check names the cause and the
+    package's line, and exits 1 rather than look clean."""
+    root = write_tree(
+        {
+            "pyproject.toml": '[project]\nname = "mypkg"\n',
+            "mypkg/__init__.py": (
+                'import os\n\nraise OSError(30, "Read-only file system", os.path.expanduser("~/.mypkg"))\n'
+            ),
+            "mypkg/losses.py": ("import torch\n\n\ndef nll(probs):\n    return -torch.log(probs).mean()\n"),
+            "tests/test_losses.py": (
+                "import torch\n\nfrom mypkg.losses import nll\n\n\n"
+                "def test_nll():\n"
+                "    assert torch.isfinite(nll(torch.softmax(torch.randn(4, 3), -1)))\n"
+            ),
+        }
+    )
+    result = grist_cli("--check", ".", "--budget", "1", "--format", "json", "--no-cache", cwd=root)
+    _no_traceback(result)
+    [error] = [f for f in _findings(result) if f["status"] == "error"]
+    assert (error["file"], error["line"], error["error_kind"]) == ("mypkg/losses.py", 1, "import-error")
+    assert "Read-only file system" in error["message"] and "at mypkg/__init__.py:3" in error["message"]
+    assert "test:tests/test_losses.py::test_nll" in error["message"]
+    assert result.returncode == 1  # the default --fail-on confirmed: nothing was confirmed
