@@ -135,6 +135,43 @@ _DISPATCH_FILES = (
 )
 
 
+# Ops whose cost is their output's elements times the length they contract over.
+_CONTRACTING = frozenset(
+    {
+        "torch.nn.functional.linear",
+        "torch.matmul",
+        "torch.Tensor.matmul",
+        "torch.Tensor.__matmul__",
+        "torch.mm",
+        "torch.Tensor.mm",
+        "torch.bmm",
+        "torch.Tensor.bmm",
+        "torch.conv1d",
+        "torch.conv2d",
+        "torch.conv3d",
+        "torch.nn.functional.conv1d",
+        "torch.nn.functional.conv2d",
+        "torch.nn.functional.conv3d",
+        "torch.nn.functional.conv_transpose2d",
+    }
+)
+
+
+def _work(name: str, args: tuple, out: Any) -> int:
+    """A torch call's cost in multiply-adds, roughly: its output's elements, times the contracted
+    length for products and convolutions (a convolution's: its weight's elements per filter)."""
+    if not isinstance(out, torch.Tensor):
+        return 0
+    n = out.numel()
+    if name in _CONTRACTING and len(args) >= 2 and isinstance(args[1], torch.Tensor) and args[1].dim():
+        w = args[1]
+        if name.split(".")[-1].startswith("conv"):
+            n *= w[0].numel()
+        else:  # linear's weight is (out, in); a product's right factor is (..., k, m) or (k,)
+            n *= w.shape[-1] if "linear" in name or w.dim() == 1 else w.shape[-2]
+    return n
+
+
 class TargetReached(BaseException):
     """Raised from inside the mode to stop the user's program at the target site.
 
@@ -170,6 +207,9 @@ class SiteOutcome:
     # The op raised this error from finite operands, and its kind fails that way (Region.raises:
     # cholesky of a matrix that is not positive definite); ``result`` is then ``RAISED``.
     raised: BaseException | None = None
+    # What the run had computed when it got here (``Tracer.work``): a run's cost that does not
+    # depend on the machine, so that a choice made on it gives one witness everywhere.
+    work: int = 0
 
 
 # ``SiteOutcome.result`` (and ``Witness.result``) of a site whose op raised torch.linalg.LinAlgError.
@@ -396,6 +436,7 @@ class Tracer(RunHere):
             self._by_kind.setdefault(s.kind, []).append(s)
         self._target_key = cfg.target.key if cfg.target else None
         self.steps = 0  # backward calls seen (training steps)
+        self.work = 0  # multiply-adds and elements the run's torch calls made (``_work``)
         self.branch: PendingBranch | None = None  # a where-branch target waiting for its discarding op
         self._watched = set(cfg.watch) if cfg.watch is not None else {s.key for s in cfg.sites}
         self.optimised: set[int] = set()  # ids of tensors some optimizer updates
@@ -717,6 +758,7 @@ class Tracer(RunHere):
             out = self._at_site(func, rows, args, kwargs)
         else:
             out = func(*args, **kwargs)
+        self.work += _work(name, args, out)
         if self.branch is not None and name in DISCARDING:
             self._discarded(args[0] if name == "torch.Tensor.__setitem__" and args else out)
         if name in BACKWARD:
@@ -893,6 +935,7 @@ class Tracer(RunHere):
             return func(*args, **kwargs)  # the state the search wants is training steps away
         out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
         outcome.step = self.steps
+        outcome.work = self.work
         self.reached[site.key] = outcome
         for _, other, _ in unreached[1:]:
             # The same call as another kind's site: reached, and searched as its own target later.

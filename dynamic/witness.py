@@ -146,20 +146,12 @@ def shrink(
     program's range stays there."""
     tries = 0
     cur = dict(values)
-    sizes = [v.shape[0] for v in cur.values() if isinstance(v, torch.Tensor) and v.dim() >= 1]
-    n = max(set(sizes), key=sizes.count) if sizes else 0
+    n = batch_rows(cur)
     if n > 1:
         for i in range(min(n, 8)):
             if tries >= max_tries // 2:
                 break
-            cand = {
-                k: (
-                    v[i : i + 1].clone()
-                    if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n
-                    else v
-                )
-                for k, v in cur.items()
-            }
+            cand = take_rows(cur, n, i, i + 1)
             tries += 1
             if still_fails(cand):
                 cur = cand
@@ -180,6 +172,30 @@ def shrink(
             cur = cand
             break
     return cur
+
+
+def batch_rows(values: dict[str, Any]) -> int:
+    """The batch size of a run's inputs: the length of dimension 0 most of its tensors share
+    (0 when none has one)."""
+    sizes = [v.shape[0] for v in values.values() if isinstance(v, torch.Tensor) and v.dim() >= 1]
+    return max(set(sizes), key=sizes.count) if sizes else 0
+
+
+def take_rows(values: dict[str, Any], n: int, start: int, stop: int) -> dict[str, Any]:
+    """Rows ``start:stop`` of every input whose batch is ``n`` rows; the others as they are."""
+    return {
+        k: v[start:stop].clone() if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n else v
+        for k, v in values.items()
+    }
+
+
+def first_rows(values: dict[str, Any], count: int) -> dict[str, Any]:
+    """The first ``count`` rows of every input that has more (whatever its batch size: a GAN's
+    real images and its noise are batches of their own)."""
+    return {
+        k: v[:count].clone() if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] > count else v
+        for k, v in values.items()
+    }
 
 
 def _leaves(before: Any, after: Any, limit: float) -> bool:

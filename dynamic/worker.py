@@ -58,7 +58,7 @@ from .protocol import BadEntry, Done, Message, RunError, SiteReport
 from .search import Found, Runner, Search, SearchReport, SearchSettings
 from .tracing import LOOP_ROUNDS, SiteOutcome, Tracer
 from .training import TrainingSettings, train_search
-from .witness import describe, shrink, to_value
+from .witness import describe, first_rows, shrink, to_value
 
 PRIMARY_SHARE = 0.65  # of a site's budget, for the first entry that reaches it
 # Training steps (``backward`` calls) a recording run watches for the sites a program reaches: a
@@ -87,7 +87,16 @@ TURNS: tuple[tuple[str, float], ...] = (
     ("search", 0.25),
     ("train", 0.15),
 )
+# A program whose runs are costly (``FEW_ROWS_WORK``) has costly training steps too (a GAN's: two
+# seconds), while its searches run on a few rows: the searches go first.
+COSTLY_TURNS: tuple[tuple[str, float], ...] = (("search", 0.30), *[t for t in TURNS if t[0] == "train"])
 MIN_RUNS = 20  # a share of a site's budget smaller than this many runs is not worth a search of its own
+# A run that has computed this many multiply-adds (``tracing._work``) by the site's first
+# evaluation costs tens of milliseconds on a core (a U-Net on a batch of 64x64 images: 7e9, a
+# third of a second), and its search runs on ``FEW_ROWS`` rows. The engine corpus and the
+# training bench stay below 1e7.
+FEW_ROWS_WORK = 500_000_000
+FEW_ROWS = 2
 # Tensor elements all paused searches may keep (float32: 200 MB); past it a search starts afresh
 # next time, as it did before searches paused (a large model's parameter moves, many sites).
 PAUSED_ELEMENTS = 50_000_000
@@ -470,13 +479,18 @@ class Worker:
         by_key = {s.key: s for s in self.targets}
         found: set[str] = set()
         for a, todo in groups.values():
-            for turn, share in TURNS:
+            for turn, share in TURNS if not self._costly(a) else COSTLY_TURNS:
                 open_keys = todo - found - set(self.harvest)
                 if turn == "train":
                     found |= self.training_runs(a, open_keys, by_key, steps_for(self.budget * share))
                 else:
                     found |= self.quick_searches(a, [by_key[k] for k in sorted(open_keys)], share)
         return found
+
+    @staticmethod
+    def _costly(a: Assignment) -> bool:
+        """Whether ``a``'s runs are costly enough to search on a few rows (``_few_rows``)."""
+        return a.outcome is not None and a.outcome.work >= FEW_ROWS_WORK
 
     def training_runs(self, a: Assignment, todo: set[str], by_key: dict[str, Site], steps: int) -> set[str]:
         """Training runs of ``a``'s program for ``steps`` training steps in all, one run per
@@ -611,7 +625,9 @@ class Worker:
         nothing."""
         key = (site.key, a.program.label)
         paused = self.paused.pop(key, None)
-        s = paused or Search(a.program, site, self.sites, a.examples, settings, None)
+        s = paused or Search(
+            a.program, site, self.sites, self._few_rows(site, a) or a.examples, settings, None
+        )
         before = s.runner.iterations
         budget = settings.budget
         report = self._timed(
@@ -624,6 +640,23 @@ class Worker:
         if report.found is None and s.resumable and not final and held + s.held() <= PAUSED_ELEMENTS:
             self.paused[key] = s
         return report, used
+
+    def _few_rows(self, site: Site, a: Assignment) -> dict[str, Any] | None:
+        """The first ``FEW_ROWS`` rows of each recorded input, to search a program whose run up to
+        the site is costly (a U-Net on a batch of 64x64 images: a third of a second) at a fraction
+        of the cost: a witness is shrunk to one row in the end anyway. None when the run is cheap,
+        no input has more rows, or a run on the rows does not reach the site (or fails on the way)."""
+        if not self._costly(a):
+            return None
+        rows = first_rows(a.examples, FEW_ROWS)
+        if all(v is a.examples[k] for k, v in rows.items()):
+            return None
+        runner = Runner(a.program, site, self.sites)
+        try:
+            ev = self._timed(self.record_timeout, lambda: runner.evaluate(rows, grad=False), cpu=True)
+        except RunTimeout:
+            return None
+        return rows if ev.outcome is not None and ev.error is None else None
 
     def report_found(
         self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
