@@ -90,6 +90,20 @@ _INPLACE_FACTORIES = frozenset({"torch.Tensor.normal_", "torch.Tensor.uniform_"}
 _TRANSPOSES = frozenset(
     {"torch.Tensor.T.__get__", "torch.Tensor.mT.__get__", "torch.Tensor.H.__get__", "torch.Tensor.mH.__get__"}
 )
+# Python's operators and indexing (``w ** 2``, ``1 - w``, ``w[0]``) read their operands and make a
+# new tensor, as ``torch.pow`` does, so they must see moved weights; their names end in "_" like
+# in-place methods, which must not. Listed, not told apart by shape: the in-place forms
+# (``__ipow__``, ``__setitem__``) and setters (``p.data = ...``, how ``module.half()`` converts
+# its weights) write to their first operand, and on a moved copy the write would be lost.
+_OPERATORS = frozenset(
+    f"torch.Tensor.__{r}{op}__"
+    for op in ("add", "sub", "mul", "matmul", "truediv", "div", "floordiv", "mod", "pow")
+    + ("and", "or", "xor", "lshift", "rshift")
+    for r in ("", "r")
+) | frozenset(
+    f"torch.Tensor.__{op}__"
+    for op in ("neg", "pos", "abs", "invert", "getitem", "eq", "ne", "lt", "le", "gt", "ge")
+)
 # The end of a training step, as the mode sees it.
 BACKWARD = frozenset({"torch.Tensor.backward", "torch.autograd.backward"})
 # Tensors made at one place of the program that are inputs (recorded, substituted, steered): the
@@ -742,7 +756,9 @@ class Tracer(RunHere):
         # In-place ops and no-grad code (parameter init, optimizer steps) must act on the real
         # parameters: a substituted copy would swallow their writes.
         self._moves_ok = (
-            torch.is_grad_enabled() and not name.endswith("_") and not name.startswith("torch.nn.init")
+            torch.is_grad_enabled()
+            and (not name.endswith("_") or name in _OPERATORS)
+            and not name.startswith("torch.nn.init")
         )
         args, kwargs = self._substitute_args(args, kwargs)
         if name in _MAKE_TRAINABLE:

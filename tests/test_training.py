@@ -594,17 +594,23 @@ def test_a_vae_log_variance_overflow_is_confirmed_and_reproduced(grist_cli, tmp_
     _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
 
 
-def test_a_division_by_a_sum_of_absolute_weights_is_confirmed_where_a_column_is_zero(
-    grist_cli, tmp_path: Path, run_pytest
+@pytest.mark.parametrize(
+    "name,line",
+    [("l1_column_norm_while.py", 16), ("l2_penalty_div_while.py", 18)],
+    ids=["sum of absolute weights", "L2 penalty (w ** 2)"],
+)
+def test_a_division_by_a_norm_of_the_weights_is_confirmed_where_they_are_zero(
+    grist_cli, tmp_path: Path, run_pytest, name: str, line: int
 ):
     """Issue 37, item 3: a divisor made of the weights' magnitudes (a column's sum of absolute
-    weights) is 0 where those weights are, as in a zero-initialised or pruned layer; its fixed twin
-    (an epsilon in the divisor) is never confirmed."""
-    name = "l1_column_norm_while.py"
+    weights, an L2 penalty written ``w ** 2``) is 0 where those weights are, as in a
+    zero-initialised or pruned layer; its fixed twin (an epsilon in the divisor) is never
+    confirmed. The L2 one reads the weight through Python's ``**``, which the search's moved
+    weights reach too."""
     cwd = _project(tmp_path, name)
     findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
-    assert _at(findings, "div") == [(16, "confirmed")], findings
+    assert _at(findings, "div") == [(line, "confirmed")], findings
     _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
-    fixed = "l1_column_norm_while_fixed.py"
+    fixed = name.replace(".py", "_fixed.py")
     shutil.copy(BENCH / fixed, cwd / fixed)
     assert not [f for f in _findings(grist_cli, cwd, fixed) if f["status"] == "confirmed"]

@@ -1,4 +1,5 @@
 """A small U-Net trained with a hand-written dice loss on 64x64 masks."""
+
 import time
 
 import torch
@@ -9,7 +10,9 @@ torch.manual_seed(0)
 
 
 def block(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU())
+    return nn.Sequential(
+        nn.Conv2d(cin, cout, 3, padding=1), nn.ReLU(), nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU()
+    )
 
 
 class UNet(nn.Module):
