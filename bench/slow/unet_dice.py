@@ -41,7 +41,7 @@ images = torch.rand(64, 1, 64, 64)
 masks = (images > 0.7).float()
 model = UNet()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-for epoch in range(2):
+for _epoch in range(2):
     for i in range(0, 64, 16):
         t = time.time()
         pred = model(images[i : i + 16])
