@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from grist_lsp.analyzer.catalogue import dtype_limits
 from grist_lsp.analyzer.dataflow import DataFlow, Def
-from grist_lsp.analyzer.facts import CYCLE, INF, MACHINE_EPS, TOP, Fact, join
+from grist_lsp.analyzer.facts import CYCLE, INF, MACHINE_EPS, TOP, Fact, fmt, join
 from grist_lsp.analyzer.transfers import WITH_INDICES, number_arguments
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ class Bindings:
     """The facts of names, attributes and parameters for one ``RangeAnalysis``."""
 
     ranges: RangeAnalysis
-    _scalar_fields: dict[str, str] | None = field(default=None, repr=False)
+    _scalar_fields: dict[str, tuple[str, tuple[float, float] | None]] | None = field(default=None, repr=False)
     _number_uses: dict[int, tuple[str, bool]] | None = field(default=None, repr=False)
 
     def name_fact(self, e: ast.Name) -> Fact:
@@ -135,10 +135,11 @@ class Bindings:
                             self._number_uses.setdefault(d.key, (words, size and d.how == "param"))
         return self._number_uses
 
-    def scalar_field(self, attr: str) -> str | None:
+    def scalar_field(self, attr: str) -> tuple[str, tuple[float, float] | None] | None:
         """Words for an attribute name this module declares a Python number: a class field
         annotated ``int``/``float``/``bool`` (a config dataclass), or an argparse option's
-        destination with a numeric ``type``, a counting ``action`` or a numeric default."""
+        destination with a numeric ``type``, a counting ``action`` or a numeric default; with
+        the class fields' defaults (lowest, highest), when every field of that name has one."""
         if self._scalar_fields is None:
             self._scalar_fields = _declared_scalars(self.ranges.flow)
         return self._scalar_fields.get(attr)
@@ -305,7 +306,14 @@ class Bindings:
             return Fact(0.0, INF, False, "num", e.attr)
         declared = self.scalar_field(e.attr)
         if declared is not None and self.ranges.fact(e.value).pytype not in ("tensor", "module", "str"):
-            return Fact(pytype="num", why=declared)
+            words, defaults = declared
+            if defaults is None:
+                return Fact(pytype="num", why=words)
+            # a config field's default, as a parameter's default stands for what callers pass
+            lo, hi = defaults
+            return self.ranges._iv(
+                lo, hi, f"{words} = {fmt(lo) if lo == hi else f'{fmt(lo)}..{fmt(hi)}'}", "num"
+            )
         return TOP
 
     def _dtype_arg(self, call: ast.Call) -> str:
@@ -343,9 +351,10 @@ def _is_shape(e: ast.AST | None) -> bool:
     )
 
 
-def _declared_scalars(flow: DataFlow) -> dict[str, str]:
+def _declared_scalars(flow: DataFlow) -> dict[str, tuple[str, tuple[float, float] | None]]:
     """Attribute names declared Python numbers in this module (see ``Bindings.scalar_field``)."""
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, tuple[float, float] | None]] = {}
+    defaults: dict[str, list[float | None]] = {}
     for stmt in flow.tree.body:
         if not isinstance(stmt, ast.ClassDef):
             continue
@@ -356,7 +365,13 @@ def _declared_scalars(flow: DataFlow) -> dict[str, str]:
                 and isinstance(s.annotation, ast.Name)
                 and s.annotation.id in INT_TYPES
             ):
-                out.setdefault(s.target.id, f"{stmt.name}.{s.target.id}: {s.annotation.id}")
+                name = s.target.id
+                out.setdefault(name, (f"{stmt.name}.{name}: {s.annotation.id}", None))
+                defaults.setdefault(name, []).append(_number(s.value))
+    for name, values in defaults.items():
+        known = [v for v in values if v is not None]
+        if known and len(known) == len(values):
+            out[name] = (out[name][0], (min(known), max(known)))
     for node, _function in flow.operations:
         if (
             isinstance(node, ast.Call)
@@ -365,8 +380,18 @@ def _declared_scalars(flow: DataFlow) -> dict[str, str]:
         ):
             option = _numeric_option(node)
             if option is not None:
-                out.setdefault(*option)
+                out.setdefault(option[0], (option[1], None))
     return out
+
+
+def _number(e: ast.expr | None) -> float | None:
+    """The value of a numeric literal (``1e-5``, ``-1``), else None."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
+        v = _number(e.operand)
+        return -v if v is not None else None
+    if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
+        return float(e.value)
+    return None
 
 
 def _numeric_option(call: ast.Call) -> tuple[str, str] | None:

@@ -282,6 +282,48 @@ PROGRAMS = {
             kept = [loss for loss in losses if loss < cap]
             return sum(kept, torch.zeros(())) / len(kept)  # <- possible div
         """,
+    # a config dataclass's field stands for its default, as a parameter's default does
+    "rmsnorm_config.py": """
+        from dataclasses import dataclass
+
+        import torch
+        from torch import nn
+
+
+        @dataclass
+        class ModelArgs:
+            dim: int = 512
+            norm_eps: float = 1e-5
+
+
+        @dataclass
+        class BareArgs:
+            dim: int
+            bare_eps: float
+
+
+        class RMSNorm(nn.Module):
+            def __init__(self, dim: int, eps: float = 1e-6):
+                super().__init__()
+                self.eps = eps
+                self.weight = nn.Parameter(torch.ones(dim))
+
+            def forward(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)  # <- safe: norm_eps
+
+
+        class BareNorm(nn.Module):
+            def __init__(self, args: BareArgs):
+                super().__init__()
+                self.eps = args.bare_eps
+
+            def forward(self, x):
+                return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)  # <- possible rsqrt
+
+
+        def block(args: ModelArgs):
+            return RMSNorm(args.dim, eps=args.norm_eps)
+        """,
     # the attention scale: a root or a constant power of a size is as non-zero as the size
     "attention_scale.py": """
         import math
