@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -133,6 +134,11 @@ class Bindings:
                         if d.how in ("param", "attr", "assign"):
                             words = f"{ast.unparse(a)}, a size of {callee}"
                             self._number_uses.setdefault(d.key, (words, size and d.how == "param"))
+            for modulus, count in _loop_count_moduli(flow):
+                for d in flow.defs_reaching(modulus):
+                    if d.how in ("param", "attr", "assign"):
+                        words = f"{ast.unparse(modulus)}, the modulus of the loop count {count}"
+                        self._number_uses.setdefault(d.key, (words, False))
         return self._number_uses
 
     def scalar_field(self, attr: str) -> tuple[str, tuple[float, float] | None] | None:
@@ -382,6 +388,37 @@ def _declared_scalars(flow: DataFlow) -> dict[str, tuple[str, tuple[float, float
             if option is not None:
                 out.setdefault(option[0], (option[1], None))
     return out
+
+
+def _loop_count_moduli(flow: DataFlow) -> Iterator[tuple[ast.Name | ast.Attribute, str]]:
+    """``n`` of each ``count % n == 0`` (``if (step + 1) % accum_iter == 0``) where ``count`` is
+    only ever a loop's count (``for count in range(...)``, ``for count, batch in
+    enumerate(...)``), plus or minus a constant: a Python int's test, so ``n`` is a Python int too."""
+    for node in ast.walk(flow.tree):
+        if not (
+            isinstance(node, ast.Compare)
+            and isinstance(node.left, ast.BinOp)
+            and isinstance(node.left.op, ast.Mod)
+            and isinstance(node.left.right, (ast.Name, ast.Attribute))
+            and flow.is_use(node.left.right)
+        ):
+            continue
+        count = node.left.left
+        if isinstance(count, ast.BinOp) and isinstance(count.op, (ast.Add, ast.Sub)):
+            count = count.left if isinstance(count.right, ast.Constant) else count.right
+        if not isinstance(count, ast.Name) or not flow.is_use(count):
+            continue
+        defs = flow.defs_reaching(count)
+        if defs and all(_counts_loop(d) for d in defs):
+            yield node.left.right, count.id
+
+
+def _counts_loop(d: Def) -> bool:
+    """Whether ``d`` binds a loop's count: the target of ``range()``, or the first of ``enumerate()``."""
+    it = d.value
+    if d.how != "for" or not isinstance(it, ast.Call) or not isinstance(it.func, ast.Name):
+        return False
+    return (it.func.id == "range" and d.path == ()) or (it.func.id == "enumerate" and d.path == (0,))
 
 
 def _number(e: ast.expr | None) -> float | None:

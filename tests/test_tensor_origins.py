@@ -282,6 +282,26 @@ PROGRAMS = {
             kept = [loss for loss in losses if loss < cap]
             return sum(kept, torch.zeros(())) / len(kept)  # <- possible div
         """,
+    # the modulus of a loop count is a Python int: the gradient accumulation steps
+    "accumulation.py": """
+        import torch
+
+
+        def train_one_epoch(model, data_loader, optimizer, args=None):
+            accum_iter = args.accum_iter
+            for data_iter_step, (samples, targets) in enumerate(data_loader):
+                loss = torch.nn.functional.cross_entropy(model(samples), targets)
+                loss /= accum_iter  # <- safe: is a Python number
+                loss.backward()
+                if (data_iter_step + 1) % accum_iter == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+
+
+        def scaled_loss(model, batch, targets, args=None):
+            scale = args.loss_scale
+            return torch.nn.functional.cross_entropy(model(batch), targets) / scale  # <- possible div
+        """,
     # a config dataclass's field stands for its default, as a parameter's default does
     "rmsnorm_config.py": """
         from dataclasses import dataclass
