@@ -391,26 +391,25 @@ def _declared_scalars(flow: DataFlow) -> dict[str, tuple[str, tuple[float, float
 
 
 def _loop_count_moduli(flow: DataFlow) -> Iterator[tuple[ast.Name | ast.Attribute, str]]:
-    """``n`` of each ``count % n == 0`` (``if (step + 1) % accum_iter == 0``) where ``count`` is
-    only ever a loop's count (``for count in range(...)``, ``for count, batch in
-    enumerate(...)``), plus or minus a constant: a Python int's test, so ``n`` is a Python int too."""
-    for node in ast.walk(flow.tree):
+    """``n`` of each ``count % n`` (``if (step + 1) % accum_iter == 0``) where ``count`` is only
+    ever a loop's count (``for count in range(...)``, ``for count, batch in enumerate(...)``),
+    plus or minus a constant: a Python int's remainder, so ``n`` is a Python int too."""
+    for node, _function in flow.operations:
         if not (
-            isinstance(node, ast.Compare)
-            and isinstance(node.left, ast.BinOp)
-            and isinstance(node.left.op, ast.Mod)
-            and isinstance(node.left.right, (ast.Name, ast.Attribute))
-            and flow.is_use(node.left.right)
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Mod)
+            and isinstance(node.right, (ast.Name, ast.Attribute))
+            and flow.is_use(node.right)
         ):
             continue
-        count = node.left.left
+        count = node.left
         if isinstance(count, ast.BinOp) and isinstance(count.op, (ast.Add, ast.Sub)):
             count = count.left if isinstance(count.right, ast.Constant) else count.right
         if not isinstance(count, ast.Name) or not flow.is_use(count):
             continue
         defs = flow.defs_reaching(count)
         if defs and all(_counts_loop(d) for d in defs):
-            yield node.left.right, count.id
+            yield node.right, count.id
 
 
 def _counts_loop(d: Def) -> bool:
