@@ -65,6 +65,12 @@ class SearchSettings:
     bound_factor: float = 100.0
     weight_factor: float = 10.0
     move_weights: bool = True
+    # Inputs bounded by the program's own magnitudes exactly (bound_factor 1 still lets an input
+    # of magnitude 0.5 reach 1): a witness a maintainer believes, its weights moved instead.
+    within_examples: bool = False
+    # The safety cap's multiple of ``clock_cap(budget)``: a search whose result must not depend on
+    # the machine (one a clock-stopped run would only discard) gets room to finish its runs.
+    clock_room: float = 1.0
     # Input key -> a SUPPORTS name the input must stay in (a probe's arguments: what real callers pass).
     supports: dict[str, str] = field(default_factory=dict)
     # Site key -> a run that broke that site on the way to this search's target (every run watches
@@ -301,11 +307,13 @@ def project(values: dict[str, Any], supports: dict[str, str] | None = None) -> d
     return out
 
 
-def _bounds(examples: dict[str, Any], factor: float) -> dict[str, float]:
+def _bounds(examples: dict[str, Any], factor: float, floor: float = 1.0) -> dict[str, float]:
+    """Each float input's bound: ``factor`` times its magnitude, at least ``floor`` (room for an
+    input the program gave as zeros)."""
     out = {}
     for k, v in examples.items():
         if isinstance(v, torch.Tensor) and torch.is_floating_point(v) and v.numel():
-            out[k] = factor * max(1.0, float(v.detach().abs().max()))
+            out[k] = factor * max(floor, float(v.detach().abs().max()))
     return out
 
 
@@ -590,7 +598,7 @@ class Search:
         self.spent_before = 0.0  # seconds searched in earlier stretches (``resume``)
         self.paused_at: float | None = None
         self.resumable = False  # in the gradient loop: ``resume`` goes on from here
-        clock_end = cap_clock() + clock_cap(settings.budget)
+        clock_end = cap_clock() + clock_cap(settings.budget) * settings.clock_room
         self.end = clock_end if deadline is None else min(deadline, clock_end)  # the safety cap
         self.run_end = runs_for(settings.budget)  # the budget: the run count this stretch stops at
         self.clock_stopped = False  # the clock, not the run budget, ended the latest stretch
@@ -600,7 +608,7 @@ class Search:
         seed = (settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63)
         self.gen = torch.Generator().manual_seed(seed)
         self.examples = examples
-        self.bounds = _bounds(examples, settings.bound_factor)
+        self.bounds = self._input_bounds(examples)
         self.best = float("inf")  # the smallest objective seen
         # Why the first run whose operand reached the region (objective <= 0) broke nothing.
         self.touched: str | None = None
@@ -627,6 +635,11 @@ class Search:
         self.stalled_at = 0
         self.progress = float("inf")
         self.improved_at = 0  # the run that gave the latest new best (once the gradient phase began)
+
+    def _input_bounds(self, examples: dict[str, Any]) -> dict[str, float]:
+        return _bounds(
+            examples, self.settings.bound_factor, floor=0.0 if self.settings.within_examples else 1.0
+        )
 
     def run(self) -> SearchReport:
         report = self.try_examples()
@@ -760,7 +773,7 @@ class Search:
             # Values that only initialise trainable tensors stay as the program drew them: the
             # weights they made are moved as weights (bounded as weights are), not as inputs.
             self.examples = {k: v for k, v in self.examples.items() if k not in ev.weight_inputs}
-            self.bounds = _bounds(self.examples, self.settings.bound_factor)
+            self.bounds = self._input_bounds(self.examples)
         if ev.found:
             return self.done(ev, self.examples, {}, "example inputs")
         if ev.outcome is None:

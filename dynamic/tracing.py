@@ -671,8 +671,13 @@ class Tracer(RunHere):
         memory. ``z = Variable(z, requires_grad=True)`` in each iteration of a loop makes a new leaf
         of z's data; it is one weight of the program, moved as one, and a new key per iteration
         would keep one more tensor (and look for its name) every iteration of an endless loop."""
-        hit = self._by_view.get(_view_of(p))
-        return hit[1] if hit is not None and hit[0] is not p else None
+        view = _view_of(p)
+        hit = self._by_view.get(view)
+        if hit is None or hit[0] is p or _view_of(hit[0]) != view:
+            # the last: that weight's memory has moved since (``module.cuda()`` sets ``p.data``),
+            # and ``p`` only got its old address: another weight
+            return None
+        return hit[1]
 
     def _parameter(self, p: torch.Tensor) -> torch.Tensor:
         hit = self._params.get(id(p))

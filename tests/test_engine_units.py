@@ -740,3 +740,24 @@ def test_two_empty_weights_are_two_weights():
     z = torch.rand(3, requires_grad=True)
     assert _view_of(z) == _view_of(torch.autograd.Variable(z, requires_grad=True))
     assert _view_of(torch.zeros(0, requires_grad=True)) != _view_of(torch.zeros(0, requires_grad=True))
+
+
+def test_a_weight_at_another_weights_old_address_is_a_weight_of_its_own() -> None:
+    """``module.cuda()`` (``.half()``, ``.to()``) gives each parameter new memory (``p.data = ...``);
+    a later weight allocated at a moved one's old address used to be taken for it, so the
+    weights' keys depended on the allocator, and a witness's weight moves went to the wrong
+    tensors when replayed. Here the later weight is given that old memory on purpose."""
+    from grist_lsp.dynamic.tracing import Tracer, TracerConfig, trace_call
+
+    def body() -> None:
+        first = torch.nn.Parameter(torch.randn(3, 3))
+        torch.abs(first)  # met: the first weight
+        old = first.data
+        first.data = first.data.clone()  # as Module._apply does
+        second = torch.nn.Parameter(old)  # the old address, shape and strides
+        torch.abs(second)
+        torch.abs(first)
+
+    tracer = Tracer(TracerConfig(target_file=__file__, texts={}, sites=[], user_files=frozenset({__file__})))
+    trace_call(tracer, body)
+    assert sorted(key for _, key in tracer._params.values()) == ["param#0", "param#1"]

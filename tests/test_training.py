@@ -584,13 +584,20 @@ def test_a_model_built_again_under_the_same_names_is_a_new_weight_not_a_training
     _reproducers_fail(run_pytest, cwd / "repro", cwd, 4)
 
 
-def test_a_vae_log_variance_overflow_is_confirmed_and_reproduced(grist_cli, tmp_path: Path, run_pytest):
-    """Issue 37, item 6's program: exp(0.5 * logvar) of a VAE's unbounded encoder output over
-    images in [0, 1] overflows; confirmed at its line, and its reproducer fails in a fresh process."""
+def test_a_vae_log_variance_overflow_is_confirmed_with_the_images_as_they_are(
+    grist_cli, tmp_path: Path, run_pytest
+):
+    """Issue 37, item 6: the overflow of exp(0.5 * logvar) is what training reaches by growing the
+    encoder's weights; a witness with pixels of 46 for images in [0, 1] is one a maintainer
+    closes. The witness keeps the images within the range the program used and moves weights,
+    and its reproducer fails in a fresh process."""
     name = "vae_logvar_images.py"
     cwd = _project(tmp_path, name)
     findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
     assert _at(findings, "exp") == [(21, "confirmed")], findings
+    [witness] = [f["witness"] for f in findings if f["kind"] == "exp"]
+    assert witness["beyond_examples"] is not None and witness["beyond_examples"] <= 1, witness
+    assert witness["weights_moved"], witness
     _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
 
 
