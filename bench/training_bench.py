@@ -26,7 +26,9 @@ Per program, in a scratch copy of it (programs write result files); a folder of
 * **torch**: how many of the check's processes imported torch (seed 0): those started as
   ``python -m grist_lsp.dynamic...``, not the children forked from a fork server (sampled too);
 * **labelled**: the lines marked ``# expect: confirmed <kind>`` that the check confirmed, per seed;
-* **ratio**: own / check (seed 0), for the programs that reach NaN by themselves within the cap.
+* **ratio**: own / check (seed 0), for the programs that reach NaN by themselves within the cap;
+* **in range**: seed 0's confirmations whose witness keeps every input within the range the
+  program gave it (``beyond_examples`` <= 1; a witness of weights alone counts as within), of all.
 
 Medians are printed last: check, floor, check - floor over all programs, and the ratio over
 those that fail by themselves; then the goals of issue 23 (median check - floor under 1.0 s, no
@@ -87,6 +89,10 @@ class Result:
         default_factory=list
     )  # per seed: confirmed lines marked safe/unproven
     exit_codes: list[int] = field(default_factory=list)
+    # seed 0: confirmations, and those whose witness keeps its inputs within the range the
+    # program used (``Witness.beyond_examples`` <= 1, or no input graded: weights only)
+    confirmations: int = 0
+    within_range: int = 0
 
     @property
     def ratio(self) -> float | None:
@@ -276,6 +282,15 @@ def bench_one(path: Path, seeds: int, cap: float, budget: float | None, own: boo
             }
             result.check_seconds.append(round(seconds, 2))
             if seed == 0:
+                witnesses = [
+                    f.get("witness") or {}
+                    for f in report.get("findings", [])
+                    if f.get("status") == "confirmed"
+                ]
+                result.confirmations = len(witnesses)
+                result.within_range = sum(
+                    w.get("beyond_examples") is None or w["beyond_examples"] <= 1 for w in witnesses
+                )
                 result.peak_bytes = peak
                 result.peak_pss_bytes = peak_pss
                 result.torch_starts = starts
@@ -309,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     compile_like_an_install()
     rows = []
     print(
-        f"{'program':36} {'own s':>7} {'steps':>7} {'check s':>8} {'floor':>6} {'-floor':>7} {'peak MiB':>9} {'PSS MiB':>8} {'torch':>5} {'ratio':>7}"
+        f"{'program':36} {'own s':>7} {'steps':>7} {'check s':>8} {'floor':>6} {'-floor':>7} {'peak MiB':>9} {'PSS MiB':>8} {'torch':>5} {'ratio':>7} {'in range':>8}"
         "  labelled confirmed per seed"
     )
     for path in files:
@@ -324,10 +339,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         ratio = f"{r.ratio:.1f}x" if r.ratio is not None else "-"
         per_seed = " ".join(f"{c}/{len(r.labelled)}" for c in r.confirmed_labelled)
+        in_range = f"{r.within_range}/{r.confirmations}"
         bad = [x for x in r.false_confirmed if x]
         print(
             f"{r.program:36} {own:>7} {r.own_steps or '-':>7} {r.check_seconds[0]:>8.2f} "
-            f"{r.floor:>6.2f} {r.check_seconds[0] - r.floor:>7.2f} {r.peak_bytes / 2**20:>9.0f} {r.peak_pss_bytes / 2**20:>8.0f} {r.torch_starts:>5} {ratio:>7}  {per_seed}"
+            f"{r.floor:>6.2f} {r.check_seconds[0] - r.floor:>7.2f} {r.peak_bytes / 2**20:>9.0f} {r.peak_pss_bytes / 2**20:>8.0f} {r.torch_starts:>5} {ratio:>7} {in_range:>8}  {per_seed}"
             + (f"  FALSE CONFIRMED {bad}" if bad else ""),
             flush=True,
         )
@@ -346,6 +362,13 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"whole-file check, median: {statistics.median(checks):.2f} s (min {min(checks):.2f}, max {max(checks):.2f}); "
         f"floor, median: {statistics.median(floors):.2f} s; check - floor, median: {statistics.median(beyond):.2f} s"
+    )
+    confirmations = sum(r.confirmations for r in rows)
+    within = sum(r.within_range for r in rows)
+    print(
+        f"confirmations (seed 0) with inputs within the range the program used: {within}/{confirmations}"
+        + (f" = {within / confirmations:.2f}" if confirmations else "")
+        + " (goal >= 0.90)"
     )
     over = [r.program for r, b in zip(rows, beyond) if b > 3.0]
     heavy = [r.program for r in rows if r.peak_bytes >= GIB]
