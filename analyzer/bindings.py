@@ -128,18 +128,21 @@ class Bindings:
                     continue
                 callee, size = use
                 for a in node.args:
-                    if not isinstance(a, (ast.Name, ast.Attribute)) or not flow.is_use(a):
-                        continue
-                    for d in flow.defs_reaching(a):
-                        if d.how in ("param", "attr", "assign"):
-                            words = f"{ast.unparse(a)}, a size of {callee}"
-                            self._number_uses.setdefault(d.key, (words, size and d.how == "param"))
+                    if isinstance(a, (ast.Name, ast.Attribute)) and flow.is_use(a):
+                        self._note_number_use(a, f"{ast.unparse(a)}, a size of {callee}", size)
             for modulus, count in _loop_count_moduli(flow):
-                for d in flow.defs_reaching(modulus):
-                    if d.how in ("param", "attr", "assign"):
-                        words = f"{ast.unparse(modulus)}, the modulus of the loop count {count}"
-                        self._number_uses.setdefault(d.key, (words, False))
+                self._note_number_use(
+                    modulus, f"{ast.unparse(modulus)}, the modulus of the loop count {count}", False
+                )
         return self._number_uses
+
+    def _note_number_use(self, use: ast.Name | ast.Attribute, words: str, size: bool) -> None:
+        """Every parameter, attribute or name binding that reaches ``use`` is a Python number
+        (a size when ``size``, which only a parameter's use can say)."""
+        assert self._number_uses is not None
+        for d in self.ranges.flow.defs_reaching(use):
+            if d.how in ("param", "attr", "assign"):
+                self._number_uses.setdefault(d.key, (words, size and d.how == "param"))
 
     def scalar_field(self, attr: str) -> tuple[str, tuple[float, float] | None] | None:
         """Words for an attribute name this module declares a Python number: a class field
@@ -373,7 +376,7 @@ def _declared_scalars(flow: DataFlow) -> dict[str, tuple[str, tuple[float, float
             ):
                 name = s.target.id
                 out.setdefault(name, (f"{stmt.name}.{name}: {s.annotation.id}", None))
-                defaults.setdefault(name, []).append(_number(s.value))
+                defaults.setdefault(name, []).append(literal_number(s.value))
     for name, values in defaults.items():
         known = [v for v in values if v is not None]
         if known and len(known) == len(values):
@@ -420,11 +423,11 @@ def _counts_loop(d: Def) -> bool:
     return (it.func.id == "range" and d.path == ()) or (it.func.id == "enumerate" and d.path == (0,))
 
 
-def _number(e: ast.expr | None) -> float | None:
-    """The value of a numeric literal (``1e-5``, ``-1``), else None."""
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-        v = _number(e.operand)
-        return -v if v is not None else None
+def literal_number(e: ast.AST | None) -> float | None:
+    """The value of a numeric literal (``1e-5``, ``-1``, ``+2``), else None."""
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        v = literal_number(e.operand)
+        return None if v is None else -v if isinstance(e.op, ast.USub) else v
     if isinstance(e, ast.Constant) and isinstance(e.value, (int, float)) and not isinstance(e.value, bool):
         return float(e.value)
     return None

@@ -21,6 +21,7 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from grist_lsp.analyzer.bindings import literal_number
 from grist_lsp.analyzer.dataflow import DataFlow, Def
 from grist_lsp.analyzer.positions import node_words
 from grist_lsp.analyzer.provenance import Provenance
@@ -74,7 +75,9 @@ class SizeDivisors:
             )
         if isinstance(e, ast.BinOp) and isinstance(e.op, ast.Pow) and not whole:
             # a size is >= 1, and any power of it with a constant exponent is > 0
-            return _nonzero_constant(e.right) and self._sizes_only(e.left, measured, depth, whole)
+            return literal_number(e.right) not in (None, 0.0) and self._sizes_only(
+                e.left, measured, depth, whole
+            )
         if (
             isinstance(e, ast.Call)
             and not whole
@@ -190,12 +193,6 @@ def _bound(d: Def) -> ast.AST | None:
 
 def _is_zero(e: ast.AST | None) -> bool:
     return isinstance(e, ast.Constant) and type(e.value) in (int, float) and e.value == 0
-
-
-def _nonzero_constant(e: ast.AST) -> bool:
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
-        e = e.operand
-    return isinstance(e, ast.Constant) and type(e.value) in (int, float) and e.value != 0
 
 
 def _is_len(e: ast.Call) -> bool:

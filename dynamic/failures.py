@@ -17,7 +17,7 @@ import importlib.machinery
 import os
 import re
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 
@@ -60,25 +60,31 @@ class Failure:
     kind: str
 
 
-def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
-    """The innermost traceback frame in one of the user's files: (file, line)."""
+def _innermost(exc: BaseException, name: Callable[[str], str | None]) -> tuple[str, int] | None:
+    """The innermost traceback frame whose file ``name`` gives a name for: (that name, line)."""
     loc = None
     for fs in traceback.extract_tb(exc.__traceback__):
-        if os.path.abspath(fs.filename) in files:
-            loc = (fs.filename, fs.lineno or 1)
+        shown = name(fs.filename)
+        if shown is not None:
+            loc = (shown, fs.lineno or 1)
     return loc
+
+
+def user_location(exc: BaseException, files: set[str]) -> tuple[str, int] | None:
+    """The innermost traceback frame in one of the user's files: (file, line)."""
+    return _innermost(exc, lambda f: f if os.path.abspath(f) in files else None)
 
 
 def _project_location(exc: BaseException, root: str) -> tuple[str, int] | None:
     """The innermost traceback frame in a file of the project under ``root`` (installed
     packages left out), its path relative to the root: (file, line)."""
     top = os.path.abspath(root) + os.sep
-    loc = None
-    for fs in traceback.extract_tb(exc.__traceback__):
-        path = os.path.abspath(fs.filename)
-        if path.startswith(top) and "site-packages" not in path:
-            loc = (os.path.relpath(path, top), fs.lineno or 1)
-    return loc
+
+    def relative(f: str) -> str | None:
+        path = os.path.abspath(f)
+        return os.path.relpath(path, top) if path.startswith(top) and "site-packages" not in path else None
+
+    return _innermost(exc, relative)
 
 
 def waited_in_distributed(stderr: str) -> bool:

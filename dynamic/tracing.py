@@ -97,8 +97,22 @@ _TRANSPOSES = frozenset(
 # its weights) write to their first operand, and on a moved copy the write would be lost.
 _OPERATORS = frozenset(
     f"torch.Tensor.__{r}{op}__"
-    for op in ("add", "sub", "mul", "matmul", "truediv", "div", "floordiv", "mod", "pow")
-    + ("and", "or", "xor", "lshift", "rshift")
+    for op in (
+        "add",
+        "sub",
+        "mul",
+        "matmul",
+        "truediv",
+        "div",
+        "floordiv",
+        "mod",
+        "pow",
+        "and",
+        "or",
+        "xor",
+        "lshift",
+        "rshift",
+    )
     for r in ("", "r")
 ) | frozenset(
     f"torch.Tensor.__{op}__"

@@ -181,21 +181,23 @@ def batch_rows(values: dict[str, Any]) -> int:
     return max(set(sizes), key=sizes.count) if sizes else 0
 
 
-def take_rows(values: dict[str, Any], n: int, start: int, stop: int) -> dict[str, Any]:
-    """Rows ``start:stop`` of every input whose batch is ``n`` rows; the others as they are."""
+def _rows(values: dict[str, Any], rows: slice, cut: Callable[[int], bool]) -> dict[str, Any]:
+    """``rows`` of every input whose length along dimension 0 ``cut`` accepts; the others as they are."""
     return {
-        k: v[start:stop].clone() if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] == n else v
+        k: v[rows].clone() if isinstance(v, torch.Tensor) and v.dim() >= 1 and cut(v.shape[0]) else v
         for k, v in values.items()
     }
+
+
+def take_rows(values: dict[str, Any], n: int, start: int, stop: int) -> dict[str, Any]:
+    """Rows ``start:stop`` of every input whose batch is ``n`` rows; the others as they are."""
+    return _rows(values, slice(start, stop), lambda rows: rows == n)
 
 
 def first_rows(values: dict[str, Any], count: int) -> dict[str, Any]:
     """The first ``count`` rows of every input that has more (whatever its batch size: a GAN's
     real images and its noise are batches of their own)."""
-    return {
-        k: v[:count].clone() if isinstance(v, torch.Tensor) and v.dim() >= 1 and v.shape[0] > count else v
-        for k, v in values.items()
-    }
+    return _rows(values, slice(0, count), lambda rows: rows > count)
 
 
 def _leaves(before: Any, after: Any, limit: float) -> bool:

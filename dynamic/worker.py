@@ -688,7 +688,7 @@ class Worker:
         )
         s = Search(a.program, site, self.sites, a.examples, kept, None)
         try:
-            cap = clock_cap(kept.budget) * REALISTIC_CLOCK_ROOM + self.record_timeout
+            cap = clock_cap(kept.budget) * kept.clock_room + self.record_timeout
             report = self._timed(cap, s.run, cpu=True)
         except RunTimeout:
             return None, s.runner.iterations  # the first witness stands
