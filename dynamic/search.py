@@ -64,6 +64,8 @@ class SearchSettings:
     seed: int = 0
     bound_factor: float = 100.0
     weight_factor: float = 10.0
+    # How far a weight may move at least, whatever its magnitude (a zero-initialised one: by 1).
+    weight_floor: float = 1.0
     move_weights: bool = True
     # Inputs bounded by the program's own magnitudes exactly (bound_factor 1 still lets an input
     # of magnitude 0.5 reach 1): a witness a maintainer believes, its weights moved instead.
@@ -604,7 +606,9 @@ class Search:
         self.clock_stopped = False  # the clock, not the run budget, ended the latest stretch
         self.runner = Runner(program, site, sites, supports=settings.supports, harvest=settings.harvest)
         # Shares the runner's set: a free parameter is known once a run has met it.
-        self.limits = WeightLimits(settings.weight_factor, settings.bound_factor, self.runner.free_params)
+        self.limits = WeightLimits(
+            settings.weight_factor, settings.bound_factor, self.runner.free_params, settings.weight_floor
+        )
         seed = (settings.seed * 1000003 + zlib.crc32(site.key.encode())) % (2**63)
         self.gen = torch.Generator().manual_seed(seed)
         self.examples = examples
@@ -787,6 +791,7 @@ class Search:
     def try_mutations(self) -> SearchReport | None:
         """The early mutations; the start moves to the one closest to the region."""
         for how, values in mutations(self.examples, self.site.kind, self.bounds):
+            values = self._kept(values)
             if self.out_of_budget():
                 break
             if how in LATE_MUTATIONS or how.startswith(LABEL_MUTATION):
@@ -801,6 +806,16 @@ class Search:
                 self.start, self.start_ev = values, mev
             self._saw(mev)
         return None
+
+    def _kept(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` within the inputs' bounds, for a search that must keep them within the
+        program's own range (a mutation's "all ones" is past a ``torch.rand`` input's 0.9998)."""
+        if not self.settings.within_examples:
+            return values
+        return {
+            k: _clip(v, self.bounds[k]) if k in self.bounds and isinstance(v, torch.Tensor) else v
+            for k, v in values.items()
+        }
 
     def _begin_gradient_phase(self) -> None:
         iterations = self.runner.iterations
@@ -1198,7 +1213,9 @@ def _landing_moves(
       float32 delta on a weight of 1 cannot reach it);
     * the same elements, each alone, by the log-Newton step;
     * the inputs' spread around their row mean scaled up, which pushes a logit gap further
-      where the gradient has underflowed to nothing.
+      where the gradient has underflowed to nothing;
+    * the weights' moves so far scaled up, the same push when the inputs are held in their range
+      (a zero-initialised softmax regression whose logit gap stalls a little short of ~104).
     """
     at = _LandingPoint(cur, deltas, ev, bounds, params, wfactor)
     ranked = at.ranked_elements()
@@ -1213,6 +1230,8 @@ def _landing_moves(
         yield at.log_newton_step_on_one_element(k, i)
     for factor in (2.0, 8.0):
         yield at.spread_scaled(factor)
+    for factor in (2.0, 8.0):
+        yield from at.moves_scaled(factor)
     # Last: it helps where a weight's root is a rounding away, and costs runs everywhere else.
     yield from at.weight_newton_steps()
 
@@ -1360,6 +1379,13 @@ class _LandingPoint:
             changes[k] = _clip(centre + factor * (v - centre), self.bounds[k])
         return (f"underflow: input spread scaled by {factor:g}", *self.apply(changes))
 
+    def moves_scaled(self, factor: float) -> Iterator[tuple[str, dict[str, Any], dict[str, torch.Tensor]]]:
+        moving = {k: d for k, d in self.deltas.items() if k in self.params and d.numel() and bool(d.any())}
+        if not moving:
+            return
+        changes = {"w:" + k: self.clipped("w:" + k, d * factor) for k, d in moving.items()}
+        yield (f"underflow: weights' moves scaled by {factor:g}", *self.apply(changes))
+
 
 def _neighbours(at: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """``at`` and the representable values either side of it in its dtype: the root of a
@@ -1374,19 +1400,22 @@ def _clip(v: torch.Tensor, bound: float) -> torch.Tensor:
 @dataclass
 class WeightLimits:
     """How far the search may move each weight from its value at entry: ``factor`` times each
-    element's magnitude (at least 1). A free parameter (``Tracer.free_params``: free logits) may go
-    as far as an input may, ``free_factor`` times its largest magnitude (at least 1): softmax needs
-    a logit gap of ~104 to underflow in float32, and the witness says how far it went."""
+    element's magnitude (at least ``floor``). A free parameter (``Tracer.free_params``: free logits)
+    may go as far as an input may, within ``free_factor`` times its largest magnitude (at least 1,
+    and at least ``floor``): softmax needs a logit gap of ~104 to underflow in float32, and the
+    witness says how far it went, with the other weights."""
 
     factor: float
     free_factor: float
     free: set[str] = field(default_factory=set)
+    floor: float = 1.0
 
     def clip(self, key: str, d: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         if key in self.free:
-            bound = self.free_factor * max(1.0, float(p.abs().max()) if p.numel() else 1.0)
-            return d.clamp(-bound, bound)
-        limit = (p.abs() * self.factor).clamp_min(1.0)
+            # its value is bounded, as an input's is: free logits start anywhere in [0, 1)
+            bound = max(self.free_factor * max(1.0, float(p.abs().max()) if p.numel() else 1.0), self.floor)
+            return (p + d).clamp(-bound, bound) - p
+        limit = (p.abs() * self.factor).clamp_min(self.floor)
         return torch.maximum(torch.minimum(d, limit), -limit)
 
 

@@ -966,9 +966,14 @@ class Tracer(RunHere):
         self._quiet_calls = 0
         op, site, pos = unreached[0]
         is_target = site.key == self._target_key
-        if is_target and self.steps < self.cfg.target_step:
-            return func(*args, **kwargs)  # the state the search wants is training steps away
-        out, outcome = self._evaluate(site, func, op, args, kwargs, pos, with_distance=is_target)
+        early = is_target and self.steps < self.cfg.target_step
+        out, outcome = self._evaluate(
+            site, func, op, args, kwargs, pos, with_distance=is_target and not early
+        )
+        if early and not outcome.found:
+            # The state the search wants is training steps away; moved weights that training takes
+            # further may break the site sooner, and that run is a witness all the same.
+            return out
         outcome.step = self.steps
         outcome.work = self.work
         self.reached[site.key] = outcome

@@ -204,6 +204,11 @@ REALISTIC_RUNS = 150
 # a slow or busy machine, since its witness must not depend on the machine (one the clock stops
 # is discarded, and the first witness stands).
 REALISTIC_CLOCK_ROOM = 5.0
+# How far that search may move a weight at least: with the inputs held in the program's range, the
+# weights are all it may move, and a training run that diverges takes a zero-initialised layer's
+# weights well past 1 (float32's softmax underflows to 0 at a logit gap of ~104, its exp overflows
+# past 88: inputs of magnitude 3 need weights of about 30). The witness says how far they went.
+REALISTIC_WEIGHT_FLOOR = 100.0
 
 
 def _measured_inputs(values: dict[str, Any], examples: dict[str, Any]) -> list[str]:
@@ -593,7 +598,7 @@ class Worker:
         if found is None:
             return False
         a = self.harvested_by[site.key]
-        self.report_found(a, site, found, SearchSettings(budget=self.budget, seed=self.seed))
+        self.report_found(a, site, found, SearchSettings(budget=self.budget, seed=self.seed), harvested=True)
         return True
 
     def search_one(
@@ -614,17 +619,6 @@ class Worker:
             # Real entries reach this site: the probe searches only among inputs they could pass.
             settings.supports = self.callers.supports(program.qualname)
         report, used = self._search(site, a, settings, final)
-        if (
-            report.found is not None
-            and settings.move_weights
-            and report.found.param_names  # weights to move instead: else the inputs are all there is
-            and not self._costly(a)
-            and _beyond_examples(report.found.values, a.examples) > 1
-        ):
-            realistic, more = self._within_range(site, a, settings)
-            used += more
-            if realistic is not None:
-                report = realistic
         self.spent[site.key] += used
         for key in set(self.harvest) - before:
             self.harvested_by[key] = a
@@ -683,6 +677,7 @@ class Worker:
             bound_factor=1.0,
             within_examples=True,
             weight_factor=settings.weight_factor,
+            weight_floor=REALISTIC_WEIGHT_FLOOR,
             supports={**signs, **settings.supports},
             clock_room=REALISTIC_CLOCK_ROOM,
         )
@@ -716,12 +711,32 @@ class Worker:
         return rows if ev.outcome is not None and ev.error is None else None
 
     def report_found(
-        self, a: Assignment, site: Site, found: Found, settings: SearchSettings, steps: int | None = None
+        self,
+        a: Assignment,
+        site: Site,
+        found: Found,
+        settings: SearchSettings,
+        steps: int | None = None,
+        harvested: bool = False,
     ) -> None:
         """Send ``site``'s witness (shrunk, described) for what ``found`` broke."""
         for key in [k for k in self.paused if k[0] == site.key]:
             del self.paused[key]  # found, however: its paused searches are done
         witness, text = self.make_witness(a, site, found, settings, steps=steps)
+        if (
+            (witness.beyond_examples or 0.0) > 1
+            and not harvested  # the run that broke it had its own follow-up
+            and settings.move_weights
+            and not self._costly(a)
+        ):
+            # Graded on the shrunk witness, whichever way it was found (a search, a GRIST training
+            # run that steered the inputs, a harvest): shrinking alone may bring it within range.
+            realistic, used = self._within_range(site, a, settings)
+            self.spent[site.key] += used
+            if realistic is not None and realistic.found is not None:
+                better, better_text = self.make_witness(a, site, realistic.found, settings)
+                if (better.beyond_examples or 0.0) <= 1:
+                    found, witness, text = realistic.found, better, better_text
         self.out(SiteReport(site.key, witness, a.program.label, note=found.how, message=text))
         self.reported.add(site.key)
         self.sweep(a, site, found)
@@ -830,16 +845,9 @@ class Worker:
             k: settings.bound_factor * max(1.0, float(a.examples[k].abs().max()))
             for k in _measured_inputs(values, a.examples)
         }
+        # A free parameter (free logits: a tensor the program made trainable that no optimizer
+        # holds) is a weight here, not an input: the witness says how far it moved, with the weights.
         beyond = _beyond_examples(values, a.examples)
-        for k, d in found.deltas.items():
-            p = runner.param_values.get(k)
-            if k in runner.free_params and p is not None and p.numel() and d.shape == p.shape:
-                # A free parameter (free logits) may go as far as an input: graded as one, so
-                # that max-input-scale can turn its witness down.
-                # Measured against the magnitude its bound is made from: weights start at zeros.
-                base = max(1.0, float(p.abs().max()))
-                bounds[k] = settings.bound_factor * base
-                beyond = max(beyond, float((p + d).abs().max()) / base)
         moved = {}
         deltas = {}
         for k, d in found.deltas.items():

@@ -761,3 +761,27 @@ def test_a_weight_at_another_weights_old_address_is_a_weight_of_its_own() -> Non
     tracer = Tracer(TracerConfig(target_file=__file__, texts={}, sites=[], user_files=frozenset({__file__})))
     trace_call(tracer, body)
     assert sorted(key for _, key in tracer._params.values()) == ["param#0", "param#1"]
+
+
+def test_a_search_kept_within_the_programs_range_keeps_its_mutations_there_too(tmp_path):
+    """Issue 37, item 6: the follow-up search for a witness a maintainer believes keeps every input
+    within the range the program gave it. Its mutations did not: "all ones" on a ``torch.rand``
+    input (at most 0.9998 here) is past that range, and the follow-up threw its witness away. Held
+    within it, the mutation still empties the positives (no target above 0.5), a real witness."""
+    text = (
+        "import torch\n"
+        "torch.manual_seed(0)\n"
+        "targets = (torch.rand(2, 50) < 0.1).float()\n"
+        "loss = torch.ones(2, 50) * 0.3\n"
+        "num_pos = (targets > 0.5).sum()\n"
+        "print(loss.sum() / num_pos)\n"
+    )
+    prog = script(tmp_path, "positives.py", text)
+    site = site_at(tmp_path / "positives.py", text, "loss.sum() / num_pos", "torch.Tensor.__truediv__")
+    examples = dict(record(prog, [site]).recorded)
+    kept = SearchSettings(budget=1.0, seed=0, bound_factor=1.0, within_examples=True)
+    report = Search(prog, site, [site], examples, kept, None).run()
+    assert report.found is not None, report.note
+    for key, value in report.found.values.items():
+        if isinstance(value, torch.Tensor) and value.is_floating_point() and key in examples:
+            assert float(value.abs().max()) <= float(examples[key].abs().max()), (key, value)
