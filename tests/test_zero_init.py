@@ -113,34 +113,38 @@ def test_soft_log_reached_from_a_test_in_another_file_is_confirmed_through_its_g
     _reproducers_fail(tmp_path)
 
 
-def test_a_zero_initialised_classifier_at_a_small_learning_rate_is_confirmed_training_steps_in(
+def test_a_zero_initialised_classifier_at_a_small_learning_rate_is_confirmed_within_its_data(
     tmp_path: Path,
 ):
     """W = 0 and lr 0.01: the inputs' gradient is exactly 0 at the first evaluation, and training
-    alone takes the loss nowhere near NaN; the search aims at an evaluation some steps in."""
+    alone takes the loss nowhere near NaN; the first search aims at an evaluation some steps in and
+    takes the points ~100x past their range. The witness a maintainer believes keeps them within it
+    and grows the weights instead, the way a run at a higher learning rate would (issue 37, item 6)."""
     text = (PROGRAMS / "zero_two_feature_sgd.py").read_text()
     (tmp_path / "train.py").write_text(text)
     result, findings = _check(tmp_path, "train.py")
     [log] = [f for f in findings if f["kind"] == "log"]
     assert (log["line"], log["status"]) == (_labelled_line(text, "confirmed log"), "confirmed"), log
-    assert (
-        log["witness"]["steps"] >= 1
-        and f"after {counted(log['witness']['steps'], 'training step')}" in log["message"]
-    )
+    witness = log["witness"]
+    assert witness["beyond_examples"] is not None and witness["beyond_examples"] <= 1, witness
+    assert witness["weights_moved"].get("weights", 0) > 1, witness
     _reproducers_fail(tmp_path)
 
 
 def test_a_zero_initialised_relu_network_is_confirmed_with_its_weights_moved_apart(tmp_path: Path):
     """nn.init.zeros_ on a ReLU MLP: every hidden unit is the same, a ReLU at 0 passes no gradient
-    back, and the program's own training only ever moves the output bias. The search gives the
-    zero weights a random start (as a random init would) and the witness says how far they went."""
+    back, and the program's own training only ever moves the output bias. The first search gives
+    the zero weights a random start (as a random init would) and takes the images past their range;
+    the witness a maintainer believes keeps the images as they are and moves what training moves,
+    the output bias, and says how far (issue 37, item 6)."""
     text = (PROGRAMS / "zero_relu_mlp_sgd.py").read_text()
     (tmp_path / "train.py").write_text(text)
     result, findings = _check(tmp_path, "train.py")
     assert result.returncode == 1, result.stdout + result.stderr
     [log] = [f for f in findings if f["kind"] == "log"]
     assert (log["line"], log["status"]) == (_labelled_line(text, "confirmed log"), "confirmed"), log
-    moved = log["witness"]["weights_moved"]
-    assert moved.get("model.hidden.weight", 0) > 0 and moved.get("model.out.weight", 0) > 0, moved
-    assert "model.hidden.weight by up to" in log["message"]
+    witness = log["witness"]
+    assert witness["beyond_examples"] is not None and witness["beyond_examples"] <= 1, witness
+    assert witness["weights_moved"].get("model.out.bias", 0) > 1, witness
+    assert "model.out.bias by up to" in log["message"], log["message"]
     _reproducers_fail(tmp_path)
