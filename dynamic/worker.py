@@ -730,7 +730,7 @@ class Worker:
             and not self._costly(a)
         ):
             # Graded on the shrunk witness, whichever way it was found (a search, a GRIST training
-            # run that steered the inputs, a harvest): shrinking alone may bring it within range.
+            # run that steered the inputs): shrinking alone may bring it within range.
             realistic, used = self._within_range(site, a, settings)
             self.spent[site.key] += used
             if realistic is not None and realistic.found is not None:
