@@ -131,7 +131,7 @@ def test_a_zero_initialised_classifier_at_a_small_learning_rate_is_confirmed_wit
     _reproducers_fail(tmp_path)
 
 
-def test_a_zero_initialised_relu_network_is_confirmed_with_its_weights_moved_apart(tmp_path: Path):
+def test_a_zero_initialised_relu_network_is_confirmed_with_its_images_as_they_are(tmp_path: Path):
     """nn.init.zeros_ on a ReLU MLP: every hidden unit is the same, a ReLU at 0 passes no gradient
     back, and the program's own training only ever moves the output bias. The first search gives
     the zero weights a random start (as a random init would) and takes the images past their range;
