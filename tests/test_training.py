@@ -455,6 +455,16 @@ def _at(findings: list[dict], kind: str) -> list[tuple[int, str]]:
     return sorted((f["line"], f["status"]) for f in findings if f["kind"] == kind)
 
 
+def _confirmed_alone(grist_cli, run_pytest, cwd: Path, name: str, kind: str, line: int) -> dict:
+    """Check ``name`` in ``cwd`` writing reproducers: its one ``kind`` site is confirmed at
+    ``line`` and the file's one reproducer fails in a fresh process. That finding."""
+    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
+    assert _at(findings, kind) == [(line, "confirmed")], findings
+    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
+    [finding] = [f for f in findings if f["kind"] == kind]
+    return finding
+
+
 def test_free_logits_rewrapped_by_variable_go_as_far_as_the_softmax_needs_and_say_how_far(
     grist_cli, tmp_path: Path, run_pytest
 ):
@@ -462,14 +472,9 @@ def test_free_logits_rewrapped_by_variable_go_as_far_as_the_softmax_needs_and_sa
     z trainable itself (``requires_grad=True``): the witness lists it with the weights it moved,
     and how far, and no input went past the program's range (issue 37, item 6)."""
     name = "free_logits_variable_loop.py"
-    cwd = _project(tmp_path, name)
-    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
-    [log] = [f for f in findings if f["kind"] == "log"]
-    assert (log["line"], log["status"]) == (19, "confirmed"), log
-    witness = log["witness"]
+    witness = _confirmed_alone(grist_cli, run_pytest, _project(tmp_path, name), name, "log", 19)["witness"]
     assert witness["weights_moved"].get("z", 0) > 10, witness
     assert (witness["beyond_examples"] or 0) <= 1, witness
-    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
 
 
 def test_an_endless_evaluation_loop_without_backward_is_checked_without_running_out(
@@ -595,13 +600,9 @@ def test_a_vae_log_variance_overflow_is_confirmed_with_the_images_as_they_are(
     closes. The witness keeps the images within the range the program used and moves weights,
     and its reproducer fails in a fresh process."""
     name = "vae_logvar_images.py"
-    cwd = _project(tmp_path, name)
-    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
-    assert _at(findings, "exp") == [(21, "confirmed")], findings
-    [witness] = [f["witness"] for f in findings if f["kind"] == "exp"]
+    witness = _confirmed_alone(grist_cli, run_pytest, _project(tmp_path, name), name, "exp", 21)["witness"]
     assert witness["beyond_examples"] is not None and witness["beyond_examples"] <= 1, witness
     assert witness["weights_moved"], witness
-    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
 
 
 @pytest.mark.parametrize(
@@ -619,17 +620,13 @@ def test_a_softmax_regression_is_confirmed_with_its_own_inputs_and_the_weights_g
     float32's softmax; in the second, the moved weights break the log a few training steps
     before the step the search aimed at, which is the witness (the state after those steps). Its
     reproducer fails in a fresh process."""
-    cwd = _project(tmp_path, name)
-    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
-    assert _at(findings, "log") == [(line, "confirmed")], findings
-    [log] = [f for f in findings if f["kind"] == "log"]
+    log = _confirmed_alone(grist_cli, run_pytest, _project(tmp_path, name), name, "log", line)
     witness = log["witness"]
     assert witness["beyond_examples"] is not None and witness["beyond_examples"] <= 1, witness
     assert witness["weights_moved"], witness
     if name == "zero_softmax_784_sgd.py":
         assert isinstance(witness["steps"], int) and witness["steps"] >= 1, witness
         assert f"after {counted(witness['steps'], 'training step')}" in log["message"], log["message"]
-    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
 
 
 @pytest.mark.parametrize(
@@ -646,9 +643,7 @@ def test_a_division_by_a_norm_of_the_weights_is_confirmed_where_they_are_zero(
     confirmed. The L2 one reads the weight through Python's ``**``, which the search's moved
     weights reach too."""
     cwd = _project(tmp_path, name)
-    findings = _findings(grist_cli, cwd, name, "--write-reproducers", "repro")
-    assert _at(findings, "div") == [(line, "confirmed")], findings
-    _reproducers_fail(run_pytest, cwd / "repro", cwd, 1)
+    _confirmed_alone(grist_cli, run_pytest, cwd, name, "div", line)
     fixed = name.replace(".py", "_fixed.py")
     shutil.copy(BENCH / fixed, cwd / fixed)
     assert not [f for f in _findings(grist_cli, cwd, fixed) if f["status"] == "confirmed"]
