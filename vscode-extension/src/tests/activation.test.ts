@@ -5,7 +5,7 @@ import assert from "node:assert/strict";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { after, before, beforeEach, describe, it } from "node:test";
+import { after, afterEach, before, beforeEach, describe, it } from "node:test";
 import { EventEmitter, Uri, state, vscodeModule } from "./fakeVscode";
 import { testPython } from "./python";
 
@@ -86,11 +86,11 @@ interface Logged {
 
 function logged(): Logged[] {
   if (!fs.existsSync(logFile)) return [];
-  return fs
-    .readFileSync(logFile, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Logged);
+  const lines = fs.readFileSync(logFile, "utf8").split("\n");
+  // A server may be part-way through writing a line (an initialize is ~5 kB, more than a page):
+  // only the lines it finished, each ended by its newline, are read; the rest is read next poll.
+  lines.pop();
+  return lines.filter(Boolean).map((l) => JSON.parse(l) as Logged);
 }
 
 async function until<T>(what: string, probe: () => T | undefined, ms = 30_000): Promise<T> {
@@ -116,15 +116,25 @@ function withMethod(method: string, pid?: number): Logged[] {
   return logged().filter((l) => l.msg.method === method && (pid === undefined || l.pid === pid));
 }
 
-function context() {
-  return {
+type Context = Parameters<typeof extension.activate>[0];
+
+// The contexts activated and not yet deactivated: a test that fails part-way leaves its language
+// client and server running, which would log into the next test's file and keep node's event loop
+// (and so `npm test`) alive for ever. afterEach deactivates what is left.
+const live = new Set<Context>();
+
+function context(): Context {
+  const ctx = {
     subscriptions: [] as { dispose(): unknown }[],
     extensionUri: Uri.file(extensionDir),
     extensionPath: extensionDir,
-  } as unknown as Parameters<typeof extension.activate>[0];
+  } as unknown as Context;
+  live.add(ctx);
+  return ctx;
 }
 
-async function deactivate(ctx: ReturnType<typeof context>): Promise<void> {
+async function deactivate(ctx: Context): Promise<void> {
+  live.delete(ctx);
   await extension.deactivate();
   for (const d of ctx.subscriptions) d.dispose();
 }
@@ -149,6 +159,9 @@ describe("activate() with a recording language server", () => {
       else process.env[k] = v;
     }
     fs.rmSync(root, { recursive: true, force: true });
+  });
+  afterEach(async () => {
+    for (const ctx of [...live]) await deactivate(ctx);
   });
   beforeEach(() => {
     state.reset();
