@@ -68,6 +68,40 @@ class Origin(enum.IntEnum):
 _ARRAYS = (Origin.ARRAY, Origin.CONSTANT)
 
 
+def _called_name(f: ast.expr) -> str:
+    """The last name of a called expression (``register_buffer`` of ``self.register_buffer``)."""
+    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+
+
+def _changed_in_place(tree: ast.Module, names: set[str]) -> set[str]:
+    """Which of the attribute ``names`` the module changes in place: an in-place method on it (or
+    on its ``.data``), an augmented assignment, an item assigned, or ``out=`` of a call."""
+
+    def named(e: ast.AST) -> str | None:
+        while isinstance(e, (ast.Subscript, ast.Attribute)) and not (
+            isinstance(e, ast.Attribute) and e.attr in names
+        ):
+            e = e.value
+        return e.attr if isinstance(e, ast.Attribute) and e.attr in names else None
+
+    changed: set[str] = set()
+    for n in ast.walk(tree):
+        targets: list[ast.AST] = []
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
+            targets.append(n.func.value)
+        if isinstance(n, ast.Call):
+            targets += [k.value for k in n.keywords if k.arg == "out"]
+        elif isinstance(n, ast.AugAssign):
+            targets.append(n.target)
+        elif isinstance(n, ast.Assign):
+            targets += [t for t in n.targets if isinstance(t, ast.Subscript)]
+        for t in targets:
+            name = named(t)
+            if name is not None:
+                changed.add(name)
+    return changed
+
+
 def join(origins: Iterable[Origin]) -> Origin:
     got = {o for o in origins if o is not Origin.CYCLE}
     if Origin.CONSTANT in got and got & {Origin.UNKNOWN, Origin.MAKER}:
@@ -131,6 +165,8 @@ _ARRAY_USE_METHODS = _ARRAY_ONLY_METHODS | (
 _MODULE_USE_METHODS = frozenset(
     {"parameters", "named_parameters", "state_dict", "load_state_dict", "zero_grad", "modules", "children"}
 )
+# Methods whose values are entries of the receiver, wherever the index comes from.
+_SELECTIONS = frozenset({"gather", "index_select", "take", "take_along_dim", "masked_select"})
 _ARRAY_ATTRIBUTES = frozenset({"T", "mT", "H", "mH", "data", "real", "imag", "grad", "weight", "bias"})
 _ATTRIBUTES_OF_ARRAYS = frozenset(
     {"shape", "dtype", "device", "ndim", "is_cuda", "requires_grad", "itemsize", "layout", "nbytes"}
@@ -295,7 +331,7 @@ class ArrayOrigins:
     _active: set[object] = field(default_factory=set)
     _depth: int = 0
     _used_as: dict[int, Origin] | None = None
-    _buffers: set[str] | None = None
+    _buffers: dict[str, list[ast.expr | None]] | None = None  # name -> values registered
     _partials: list[ast.Call] | None = None  # the file's functools.partial(f, ...) calls
 
     def may_be_array(self, e: ast.AST) -> bool:
@@ -433,8 +469,9 @@ class ArrayOrigins:
             defs = self.flow.defs_reaching(e)
             if defs:
                 return join(self._def(d) for d in defs)
-            if e.attr in self._class_buffers():
-                return Origin.ARRAY
+            values = self._class_buffers().get(e.attr)
+            if values is not None:
+                return self._buffer(values)
         elif isinstance(e.ctx, ast.Store):  # self.total /= d: what self.total is assigned anywhere
             assigned = [d for d in self.flow.defs if d.how == "attr" and d.name == e.attr]
             if assigned:
@@ -623,6 +660,8 @@ class ArrayOrigins:
         if receiver in _ARRAYS:
             if name in PYTHON_METHODS:
                 return Origin.SCALAR
+            if receiver is Origin.CONSTANT and name in _SELECTIONS:
+                return receiver  # schedule.gather(-1, t): entries of a fixed table, whatever t is
             if _random(name) or "grad" in name:
                 return Origin.ARRAY  # x.uniform_(), w.requires_grad_(): a sample, a weight
             return _combine([receiver, *args])
@@ -665,36 +704,53 @@ class ArrayOrigins:
                         return True
         return False
 
-    def _class_buffers(self) -> set[str]:
-        """Names the module's classes register with ``self.register_buffer("name", ...)`` (read as
-        ``self.name``)."""
+    def _class_buffers(self) -> dict[str, list[ast.expr | None]]:
+        """Names the module's classes register with ``self.register_buffer("name", value)`` (read as
+        ``self.name``; a local helper named ``register_buffer`` too), with the values registered;
+        a buffer the program changes in place (``self.center.mul_(m)``, ``self.count += 1``,
+        ``self.queue[i] = k``) has ``None`` among them: its values come from data."""
         if self._buffers is None:
-            self._buffers = set()
+            self._buffers = {}
             for node, _function in self.flow.operations:
                 if (
                     isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Attribute)
-                    and node.func.attr in ("register_buffer", "register_parameter")
+                    and _called_name(node.func) in ("register_buffer", "register_parameter")
                     and node.args
                     and isinstance(node.args[0], ast.Constant)
                     and isinstance(node.args[0].value, str)
                 ):
-                    self._buffers.add(node.args[0].value)
+                    kept = _called_name(node.func) == "register_buffer" and len(node.args) > 1
+                    value = node.args[1] if kept else None
+                    self._buffers.setdefault(node.args[0].value, []).append(value)
+            if self._buffers:
+                for name in _changed_in_place(self.flow.tree, set(self._buffers)):
+                    self._buffers[name].append(None)
         return self._buffers
+
+    def _buffer(self, values: list[ast.expr | None]) -> Origin:
+        """A buffer registered from the program's settings only (a noise schedule, a position table)
+        and never changed in place is ``CONSTANT``; any other buffer, or a parameter, an array."""
+        if any(v is None for v in values):
+            return Origin.ARRAY
+        # What a buffer holds does not depend on where it is read: its values are judged with a
+        # fresh depth budget, not what is left of it 50 calls into a sampling loop.
+        depth, self._depth = self._depth, 0
+        try:
+            got = join(self.origin(v) for v in values if v is not None)
+        finally:
+            self._depth = depth
+        return got if got is Origin.CONSTANT else Origin.ARRAY
 
     # --- definitions ---------------------------------------------------------------
 
     def _binding(self, d: Def) -> Origin:
         how = d.how
         if how in ("assign", "walrus", "attr"):
-            if isinstance(d.value, (ast.List, ast.Dict, ast.Set)):
-                got = self.origin(d.value)
-                return Origin.UNKNOWN if got is Origin.SCALAR else got  # appended to anywhere
-            return self.origin(d.value)
+            return self._bound(d.value)
         if how == "unpack":
             part, whole = d.unpacked()
             if whole and part is not None:
-                return self.origin(part)
+                return self._bound(part)  # xs, ys = [], []
             return self._item(self.origin(d.value)) if d.value is not None else Origin.UNKNOWN
         if how == "aug":
             s = d.value
@@ -710,6 +766,14 @@ class ArrayOrigins:
             prior = join(self._def(p) for p in self.flow.defs_reaching(d.node))
             return join([prior, self.origin(d.value)]) if how == "mutate" else prior
         return Origin.UNKNOWN
+
+    def _bound(self, value: ast.AST | None) -> Origin:
+        """What a name bound to ``value`` holds; a list, dict or set display may be appended to
+        anywhere (``rewards = []``, then ``rewards.append(r)``): what it holds is not known."""
+        got = self.origin(value)
+        if isinstance(value, (ast.List, ast.Dict, ast.Set)) and got is Origin.SCALAR:
+            return Origin.UNKNOWN
+        return got
 
     @staticmethod
     def _item(container: Origin) -> Origin:
@@ -747,8 +811,8 @@ class ArrayOrigins:
         if d.value is not None:
             sources.append(d.value)
         got = join(self.origin(s) for s in sources) if sources else Origin.UNKNOWN
-        if got is Origin.ARRAY:
-            return got
+        if got in _ARRAYS:
+            return got  # what the callers pass, a constant table too (a use says only "an array")
         used = self._uses().get(d.key)
         if used is not None:
             return used

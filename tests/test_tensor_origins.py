@@ -252,6 +252,67 @@ PROGRAMS = {
                 out = model(x, t)
                 return th.sqrt(out / extract(self.alphas_cumprod, t, x.shape))  # <- possible sqrt
         """,
+    # a schedule registered as buffers (through a local helper) and gathered at sampled timesteps:
+    # the table's values; a buffer the program updates from data is data; a difference of two
+    # table values can round below 0 in float32; a list of values collected in a loop is data
+    "buffer_schedule.py": """
+        import math
+
+        import torch
+        from torch import nn
+
+
+        def extract(a, t, x_shape):
+            b, *_ = t.shape
+            out = a.gather(-1, t)
+            return out.reshape(b, *((1,) * (len(x_shape) - 1)))
+
+
+        def cosine_beta_schedule(timesteps, s=0.008):
+            t = torch.linspace(0, timesteps, timesteps + 1, dtype=torch.float64) / timesteps
+            alphas_cumprod = torch.cos((t + s) / (1 + s) * math.pi * 0.5) ** 2
+            alphas_cumprod = alphas_cumprod / alphas_cumprod[0]
+            betas = 1 - (alphas_cumprod[1:] / alphas_cumprod[:-1])
+            return torch.clip(betas, 0, 0.999)
+
+
+        class Diffusion(nn.Module):
+            def __init__(self, model, timesteps=1000, eta=1.0):
+                super().__init__()
+                self.model = model
+                self.eta = eta
+                alphas_cumprod = torch.cumprod(1.0 - cosine_beta_schedule(timesteps), dim=0)
+                register_buffer = lambda name, val: self.register_buffer(name, val.to(torch.float32))
+                register_buffer("alphas_cumprod", alphas_cumprod)
+                register_buffer("sqrt_recipm1_alphas_cumprod", torch.sqrt(1.0 / alphas_cumprod - 1))
+                self.register_buffer("running_var", torch.linspace(1.0, 2.0, 10))
+
+            def predict_noise_from_start(self, x_t, t, x0):
+                return (x_t - x0) / extract(self.sqrt_recipm1_alphas_cumprod, t, x_t.shape)  # <- safe: settings only
+
+            def ddim_step(self, x_start, pred_noise, time, time_next):
+                alpha = self.alphas_cumprod[time]
+                alpha_next = self.alphas_cumprod[time_next]
+                sigma = self.eta * ((1 - alpha / alpha_next) * (1 - alpha_next) / (1 - alpha)).sqrt()
+                c = (1 - alpha_next - sigma ** 2).sqrt()  # <- possible sqrt
+                return x_start * alpha_next.sqrt() + c * pred_noise
+
+            def standardised(self, x):
+                self.running_var.data.copy_(0.9 * self.running_var + 0.1 * x.var(dim=0))
+                return x / self.running_var  # <- possible div
+
+
+        def replay(env, policy, steps):
+            states, probs = [], []
+            s = env.reset()
+            for _ in range(steps):
+                prob = policy(torch.as_tensor(s))
+                a = int(torch.multinomial(prob, 1))
+                states.append(s)
+                probs.append(prob[a].item())
+                s = env.step(a)
+            return torch.log(torch.tensor(probs))  # <- possible log
+        """,
     # a size of a tensor nothing empties is never 0; a size after a selection may be
     "gram.py": """
         import torch
