@@ -66,6 +66,9 @@ class Origin(enum.IntEnum):
 
 
 _ARRAYS = (Origin.ARRAY, Origin.CONSTANT)
+# A helper is evaluated again for one call's arguments only when its body is this small (memo keys:
+# expressions and definitions): ``extract`` is about 40.
+_SMALL_HELPER = 120
 
 
 def _called_name(f: ast.expr) -> str:
@@ -333,6 +336,8 @@ class ArrayOrigins:
     _used_as: dict[int, Origin] | None = None
     _buffers: dict[str, list[ast.expr | None]] | None = None  # name -> values registered
     _partials: list[ast.Call] | None = None  # the file's functools.partial(f, ...) calls
+    _specialisations: dict[tuple[object, ...], Origin] = field(default_factory=dict)
+    _bodies: dict[int, frozenset[object]] = field(default_factory=dict)  # id(function) -> keys
 
     def may_be_array(self, e: ast.AST) -> bool:
         """True when ``e`` may hold a tensor or a numpy array at run time."""
@@ -609,7 +614,66 @@ class ArrayOrigins:
             return Origin.MAKER if cls is None or self._maker_class(cls) else Origin.SCALAR
         returns = self.flow.returns_of(callee)
         passed = self._passed_through(callee, e, returns) if returns else None
-        return passed if passed is not None else self._returns(callee)
+        if passed is not None:
+            return passed
+        got = self._returns(callee)
+        if got is Origin.ARRAY and returns:
+            return self._specialised(callee, e, returns) or got
+        return got
+
+    def _specialised(self, callee: ast.AST, e: ast.Call, returns: list[ast.expr]) -> Origin | None:
+        """What a small helper returns for this call's arguments, when it is given a constant table
+        (``extract(self.schedule, t, shape)``: ``a.gather(-1, t).reshape(...)``) and returns an
+        array for its callers joined (others pass data). The body is evaluated afresh with its
+        parameters bound to this call's arguments, on a copy of the memo; None when not worth it."""
+        arguments = self._arguments(callee, e)
+        if arguments is None or len(self._body_keys(callee)) > _SMALL_HELPER:
+            return None
+        bound = {param.key: self.origin(value) for param, value in arguments}
+        if Origin.CONSTANT not in bound.values():
+            return None
+        memo_key = (id(callee), tuple(sorted(bound.items())))
+        known = self._specialisations.get(memo_key)
+        if known is not None:
+            return known
+        outer = self._memo
+        self._memo = {k: v for k, v in outer.items() if k not in self._body_keys(callee)}
+        self._memo.update((("def", key), origin) for key, origin in bound.items())
+        try:
+            got = join(self.origin(r) for r in returns)
+        finally:
+            self._memo = outer
+        self._specialisations[memo_key] = got
+        return got
+
+    def _arguments(self, callee: ast.AST, e: ast.Call) -> list[tuple[Def, ast.expr]] | None:
+        """The expression this call gives each parameter of ``callee`` (its default when it gives
+        none); None when one is not spelled out (``*args``, ``**kwargs``, a missing argument)."""
+        info = self.flow.function_info(callee)
+        if info is None or any(isinstance(a, ast.Starred) for a in e.args):
+            return None
+        if any(k.arg is None for k in e.keywords):
+            return None
+        params = info.params
+        if info.class_node is not None and isinstance(e.func, ast.Attribute):
+            params = params[1:]  # self.m(a) or obj.m(a): the receiver is the first parameter
+        keywords = {k.arg: k.value for k in e.keywords}
+        found: list[tuple[Def, ast.expr]] = []
+        for i, param in enumerate(params):
+            value = keywords.get(param.name) or (e.args[i] if i < len(e.args) else param.value)
+            if not isinstance(value, ast.expr):
+                return None
+            found.append((param, value))
+        return found
+
+    def _body_keys(self, callee: ast.AST) -> frozenset[object]:
+        """The memo keys a function's body owns: its expressions and its definitions."""
+        keys = self._bodies.get(id(callee))
+        if keys is None:
+            nodes = {id(n) for n in ast.walk(callee)}
+            defs = {("def", d.key) for d in self.flow.defs if id(d.node) in nodes or d.owner is callee}
+            keys = self._bodies[id(callee)] = frozenset(nodes | defs)
+        return keys
 
     def _returns(self, func: ast.AST) -> Origin:
         """What an in-file function returns: its return expressions joined (None when it has none)."""
@@ -620,8 +684,10 @@ class ArrayOrigins:
         """For a helper that returns one of its parameters (``default(val, d)``: ``val if
         exists(val) else d``), what this call passes for them; None for any other function."""
         info = self.flow.function_info(callee)
-        if info is None or info.open_params or any(isinstance(a, ast.Starred) for a in e.args):
+        arguments = self._arguments(callee, e) if info is not None and not info.open_params else None
+        if arguments is None:
             return None
+        by_name = {param.name: value for param, value in arguments}
         leaves: list[ast.expr] = []
         todo = list(returns)
         while todo:
@@ -630,29 +696,11 @@ class ArrayOrigins:
                 todo += [r.body, r.orelse]
             elif isinstance(r, ast.BoolOp):
                 todo += r.values
-            else:
-                leaves.append(r)
-        params = (
-            info.params[1:]
-            if info.class_node is not None and isinstance(e.func, ast.Attribute)
-            else info.params
-        )
-        position = {p.name: i for i, p in enumerate(params)}
-        keywords = {k.arg: k.value for k in e.keywords if k.arg is not None}
-        got: list[Origin] = []
-        for leaf in leaves:
-            if not isinstance(leaf, ast.Name) or leaf.id not in position:
-                return None
-            param = params[position[leaf.id]]
-            if leaf.id in keywords:
-                got.append(self.origin(keywords[leaf.id]))
-            elif position[leaf.id] < len(e.args):
-                got.append(self.origin(e.args[position[leaf.id]]))
-            elif param.value is not None:
-                got.append(self.origin(param.value))
+            elif isinstance(r, ast.Name) and r.id in by_name:
+                leaves.append(by_name[r.id])
             else:
                 return None
-        return join(got)
+        return join(self.origin(leaf) for leaf in leaves)
 
     def _method_call(self, f: ast.Attribute, args: list[Origin]) -> Origin:
         receiver = self.origin(f.value)

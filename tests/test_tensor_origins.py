@@ -253,7 +253,7 @@ PROGRAMS = {
                 return th.sqrt(out / extract(self.alphas_cumprod, t, x.shape))  # <- possible sqrt
         """,
     # a schedule registered as buffers (through a local helper) and gathered at sampled timesteps:
-    # the table's values; a buffer the program updates from data is data; a difference of two
+    # the table's values (the same helper given data gives data); a buffer the program updates from data is data; a difference of two
     # table values can round below 0 in float32; a list of values collected in a loop is data
     "buffer_schedule.py": """
         import math
@@ -289,6 +289,9 @@ PROGRAMS = {
 
             def predict_noise_from_start(self, x_t, t, x0):
                 return (x_t - x0) / extract(self.sqrt_recipm1_alphas_cumprod, t, x_t.shape)  # <- safe: settings only
+
+            def reweighted(self, loss, t, weights):
+                return loss / extract(weights, t, loss.shape)  # <- possible div
 
             def ddim_step(self, x_start, pred_noise, time, time_next):
                 alpha = self.alphas_cumprod[time]
