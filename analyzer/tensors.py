@@ -287,6 +287,8 @@ _RANDOM_WORDS = (
     "permutation",
     "choice",
     "dropout",
+    "gumbel",  # F.gumbel_softmax
+    "rrelu",  # a random slope in training
 )
 # How data enters as an array: never a constant, whatever it is made from.
 _DATA_CONVERSIONS = frozenset(
@@ -585,8 +587,10 @@ class ArrayOrigins:
         argument of unknown origin passed to a factory such as ``linspace(0, T, n)`` is a number)."""
         if short in ("tensor", "as_tensor", "asarray", "array") and args and self._setting_number(args[0]):
             return Origin.CONSTANT  # torch.tensor(start / tau): one number of the settings
-        if _random(short) or qn.startswith(("torch.nn.", "numpy.random.")):
+        if _random(short) or qn.startswith("numpy.random."):
             return Origin.ARRAY  # samples
+        if qn.startswith("torch.nn.") and not qn.startswith("torch.nn.functional."):
+            return Origin.ARRAY  # nn.init fills a weight, nn.utils measures gradients
         origins = [self.origin(a) for a in args]
         if short in _DATA_CONVERSIONS:
             empty = bool(args) and isinstance(args[0], (ast.List, ast.Tuple)) and not args[0].elts

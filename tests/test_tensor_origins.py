@@ -259,6 +259,7 @@ PROGRAMS = {
         import math
 
         import torch
+        import torch.nn.functional as F
         from torch import nn
 
 
@@ -285,6 +286,8 @@ PROGRAMS = {
                 register_buffer = lambda name, val: self.register_buffer(name, val.to(torch.float32))
                 register_buffer("alphas_cumprod", alphas_cumprod)
                 register_buffer("sqrt_recipm1_alphas_cumprod", torch.sqrt(1.0 / alphas_cumprod - 1))
+                alphas_cumprod_prev = F.pad(alphas_cumprod[:-1], (1, 0), value=1.0)
+                register_buffer("sqrt_alphas_cumprod_prev", torch.sqrt(alphas_cumprod_prev))  # <- safe: settings only
                 self.register_buffer("running_var", torch.linspace(1.0, 2.0, 10))
 
             def predict_noise_from_start(self, x_t, t, x0):
