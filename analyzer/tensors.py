@@ -803,6 +803,9 @@ class ArrayOrigins:
             part, whole = d.unpacked()
             if whole and part is not None:
                 return self._bound(part)  # xs, ys = [], []
+            returned = self._returned_part(d.value, d.path) if d.value is not None else None
+            if returned is not None:
+                return returned
             return self._item(self.origin(d.value)) if d.value is not None else Origin.UNKNOWN
         if how == "aug":
             s = d.value
@@ -818,6 +821,25 @@ class ArrayOrigins:
             prior = join(self._def(p) for p in self.flow.defs_reaching(d.node))
             return join([prior, self.origin(d.value)]) if how == "mutate" else prior
         return Origin.UNKNOWN
+
+    def _returned_part(self, value: ast.AST, path: tuple[int, ...], depth: int = 0) -> Origin | None:
+        """The part ``path`` names of what an in-file call returns as a tuple (``mean, _, log_var,
+        x0 = self.p_mean_variance(x, t)``): that element of each return, not any of them; None
+        when a return is not a tuple spelling the part out."""
+        for k, i in enumerate(path):
+            if (
+                isinstance(value, (ast.Tuple, ast.List))
+                and i < len(value.elts)
+                and not any(isinstance(x, ast.Starred) for x in value.elts)
+            ):
+                value = value.elts[i]
+                continue
+            returns = self.flow.returned(value) if isinstance(value, ast.Call) and depth < 4 else None
+            if not returns:
+                return None
+            parts = [self._returned_part(r, path[k:], depth + 1) for r in returns]
+            return None if None in parts else join(p for p in parts if p is not None)
+        return self.origin(value)
 
     def _bound(self, value: ast.AST | None) -> Origin:
         """What a name bound to ``value`` holds; a list, dict or set display may be appended to

@@ -288,10 +288,20 @@ PROGRAMS = {
                 register_buffer("sqrt_recipm1_alphas_cumprod", torch.sqrt(1.0 / alphas_cumprod - 1))
                 alphas_cumprod_prev = F.pad(alphas_cumprod[:-1], (1, 0), value=1.0)
                 register_buffer("sqrt_alphas_cumprod_prev", torch.sqrt(alphas_cumprod_prev))  # <- safe: settings only
+                register_buffer("log_alphas_cumprod", torch.log(alphas_cumprod.clamp(min=1e-20)))
                 self.register_buffer("running_var", torch.linspace(1.0, 2.0, 10))
 
             def predict_noise_from_start(self, x_t, t, x0):
                 return (x_t - x0) / extract(self.sqrt_recipm1_alphas_cumprod, t, x_t.shape)  # <- safe: settings only
+
+            def q_posterior(self, x_start, x_t, t):
+                mean = extract(self.sqrt_alphas_cumprod_prev, t, x_t.shape) * x_start + x_t
+                return mean, extract(self.log_alphas_cumprod, t, x_t.shape)
+
+            def p_sample(self, x, t):
+                model_mean, model_log_variance = self.q_posterior(self.model(x, t), x, t)
+                noise = (0.5 * model_log_variance).exp() * torch.randn_like(x)  # <- safe: settings only
+                return model_mean + noise, (0.5 * model_mean).exp()  # <- possible exp
 
             def reweighted(self, loss, t, weights):
                 return loss / extract(weights, t, loss.shape)  # <- possible div
