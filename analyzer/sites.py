@@ -55,6 +55,7 @@ from grist_lsp.analyzer.dataflow import DataFlow
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.positions import SourceLines, node_words
 from grist_lsp.analyzer.precision import Precision, spells_half
+from grist_lsp.analyzer.printed import printed_operations
 from grist_lsp.analyzer.provenance import Provenance
 from grist_lsp.analyzer.ranges import INF, RangeAnalysis, static_safe
 from grist_lsp.analyzer.size_divisors import SizeDivisors
@@ -214,6 +215,7 @@ class SiteFinder:
             flow, self.origins, self.provenance, lambda e: self._setting_divisor(e) is not None
         )
         self.infinities = _may_spell_infinity(lines.text, ranges.dtype)
+        self.printed = printed_operations(flow, resolver)
         self.precision = (
             Precision(flow, resolver, ranges, self.provenance) if spells_half(lines.text) else None
         )
@@ -239,6 +241,8 @@ class SiteFinder:
         why = None
         label = op.operand_label
         region = KINDS[op.kind].region
+        if scalar is None and id(node) in self.printed:
+            scalar = "its value is only printed or logged: a NaN/INF there shows in the output, not silently"
         if scalar is None and op.kind == "div" and operand is not None:
             scalar = self._setting_divisor(operand) or self.size_divisors.why_nonzero(operand)
         if scalar is None and operand is not None and self._constant_value_site(op, operand):

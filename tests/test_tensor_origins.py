@@ -329,6 +329,33 @@ PROGRAMS = {
                 s = env.step(a)
             return torch.log(torch.tensor(probs))  # <- possible log
         """,
+    # what is only printed or logged shows its NaN/INF to the user; what is also computed with does not
+    "printing.py": """
+        import logging
+
+        import numpy as np
+        import torch
+        from tqdm import tqdm
+
+        logger = logging.getLogger(__name__)
+
+
+        def train(model, loader, optimizer, criterion):
+            pbar = tqdm(loader)
+            for step, (x, y) in enumerate(pbar):
+                out = model(x)
+                loss = criterion(out, y)
+                print("step {} perplexity {:.2f}".format(step, np.exp(loss.item())))  # <- safe: only printed
+                pbar.set_postfix(ratio=out.sum() / y.sum())  # <- safe: only printed
+                logger.info("scaled %.3f", (out / y).mean())  # <- safe: only printed
+                print(f"log-likelihood {torch.log(out).sum():.2f}")  # <- safe: only printed
+                weight = torch.log(out)  # <- possible log
+                print(f"weight {weight.mean():.2f}")
+                loss = loss + (weight * y).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """,
     # a size of a tensor nothing empties is never 0; a size after a selection may be
     "gram.py": """
         import torch

@@ -1,0 +1,83 @@
+"""Which operations only make a value that the program prints or logs.
+
+``print(f"perplexity {np.exp(loss.item()):.2f}")``, ``"acc {:.1f}".format(100 * correct / total)``,
+``logger.info("lr %g", base_lr / warmup)``, ``pbar.set_postfix(loss=total / n)``: a NaN or INF
+there is shown to the user on the spot and flows into nothing else. The product exists for the
+failures that are silent (DESIGN.md, "Silent, not loud"), so such an operation is no site; the
+operations inside the printed arguments are found syntactically, from the calls the dataflow walk
+already listed (``DataFlow.operations``), without a walk of the whole tree.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from grist_lsp.analyzer.dataflow import DataFlow
+from grist_lsp.analyzer.names import Resolver
+
+# Methods that show a value (loggers, progress bars, metric writers), by name: on an object of
+# another file these are what the name says. A method of this file's own classes is never one.
+_SHOWING_METHODS = frozenset(
+    {
+        "debug",
+        "info",
+        "warning",
+        "warn",
+        "error",
+        "critical",
+        "exception",
+        "set_postfix",
+        "set_postfix_str",
+        "set_description",
+        "add_scalar",
+        "add_scalars",
+        "log_metric",
+        "log_metrics",
+    }
+)
+
+
+def printed_operations(flow: DataFlow, resolver: Resolver) -> frozenset[int]:
+    """The ids of the calls and binary operations whose value goes only into printed text."""
+    found: set[int] = set()
+    for node, _function in flow.operations:
+        for shown in _shown_values(node, flow, resolver):
+            found.update(id(n) for n in ast.walk(shown) if isinstance(n, (ast.Call, ast.BinOp)))
+    return frozenset(found - _changing(found, flow))
+
+
+def _shown_values(node: ast.AST, flow: DataFlow, resolver: Resolver) -> list[ast.expr]:
+    """The arguments ``node`` prints, formats into text or logs; [] for any other operation."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        text = node.left
+        if isinstance(text, ast.Constant) and isinstance(text.value, str):
+            return [node.right]  # "%.2f" % (a / b)
+        return []
+    if not isinstance(node, ast.Call) or flow.callee(node) is not None:
+        return []
+    values = [*node.args, *(k.value for k in node.keywords)]
+    qualified = resolver.qualified_name(node.func)
+    if qualified == "builtins.print" or (qualified or "").startswith("logging."):
+        return values
+    f = node.func
+    if (
+        isinstance(f, ast.Attribute)
+        and f.attr == "format"
+        and isinstance(f.value, (ast.Constant, ast.JoinedStr))
+    ):
+        return values  # "{:.4f}".format(ppl)
+    if isinstance(f, ast.Attribute) and f.attr in _SHOWING_METHODS and qualified is None:
+        return values[1:] if f.attr.startswith("add_") else values  # add_scalar(tag, value, step)
+    return []
+
+
+def _changing(found: set[int], flow: DataFlow) -> set[int]:
+    """Printed calls that change something besides (an in-place method, ``x.div_(n)``), or call a
+    function of this file: their effect outlives the text."""
+    changing: set[int] = set()
+    for node, _function in flow.operations:
+        if id(node) in found and isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            if name.endswith("_") or flow.callee(node) is not None:
+                changing.add(id(node))
+    return changing
