@@ -207,6 +207,9 @@ class Bindings:
         return "unknown"
 
     def _loop_target(self, it: ast.AST | None, path: tuple[int, ...] = ()) -> Fact:
+        sources = self.ranges.resolver.iterated(it)
+        if sources != [it]:
+            return join([self._loop_target(x, path) for x in sources])
         qn = self.ranges.resolver.qualified_name(it.func) if isinstance(it, ast.Call) else None
         if path:
             if qn == "builtins.enumerate" and path[0] == 0 and len(path) == 1:

@@ -5,7 +5,8 @@ as F``, ``from torch.nn import functional as F``, ``import numpy as np``: a name
 or dotted attribute chain whose root's reaching definitions (from the dataflow
 graph, so local shadowing is respected) are all the same import resolves to the
 imported qualified name (``th.special.log1p`` -> ``torch.special.log1p``). Free
-names that are Python builtins resolve to ``builtins.<name>``.
+names that are Python builtins resolve to ``builtins.<name>``. ``Resolver.iterated``: what a
+``for`` loop really iterates, through the names it is bound to and progress-bar wrappers.
 """
 
 from __future__ import annotations
@@ -17,6 +18,17 @@ from dataclasses import dataclass, field
 from grist_lsp.analyzer.dataflow import DataFlow
 
 _BUILTINS = frozenset(dir(builtins))
+
+
+def _wraps_an_iterable(qualified: str | None, func: ast.expr) -> bool:
+    """``iter(x)``, ``tqdm(x)`` and the progress bars named after it (ultralytics' ``TQDM``,
+    ``tqdm.auto.tqdm``), ``rich.progress.track(x)``: iterating gives what ``x`` gives."""
+    if qualified == "builtins.iter":
+        return True
+    last = (qualified or (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))).split(
+        "."
+    )[-1]
+    return "tqdm" in last.lower() or last == "track" or (qualified or "").startswith("tqdm.")
 
 
 @dataclass
@@ -57,3 +69,17 @@ class Resolver:
             base = self.qualified_name(expr.value)
             return f"{base}.{expr.attr}" if base else None
         return None
+
+    def iterated(self, it: ast.AST | None, depth: int = 0) -> list[ast.AST | None]:
+        """What a loop over ``it`` iterates: ``it`` itself, or, for a name every definition of which
+        is an assignment (``pbar = enumerate(loader)``, then ``pbar = tqdm(pbar, total=nb)``),
+        what each assigns; a progress bar or ``iter()`` gives what it wraps."""
+        if depth > 4:
+            return [it]
+        if isinstance(it, ast.Call) and it.args and _wraps_an_iterable(self.qualified_name(it.func), it.func):
+            return self.iterated(it.args[0], depth + 1)
+        if isinstance(it, ast.Name) and self.flow.is_use(it):
+            defs = self.flow.defs_reaching(it)
+            if defs and all(d.how == "assign" and d.value is not None for d in defs):
+                return [x for d in defs for x in self.iterated(d.value, depth + 1)]
+        return [it]

@@ -857,6 +857,9 @@ class ArrayOrigins:
         return container
 
     def _loop_item(self, it: ast.AST | None, path: tuple[int, ...]) -> Origin:
+        sources = self.resolver.iterated(it)
+        if sources != [it]:
+            return join(self._loop_item(x, path) for x in sources)
         if isinstance(it, ast.Call):
             qn = self.resolver.qualified_name(it.func)
             if qn == "builtins.range":

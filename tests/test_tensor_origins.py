@@ -329,6 +329,25 @@ PROGRAMS = {
                 s = env.step(a)
             return torch.log(torch.tensor(probs))  # <- possible log
         """,
+    # a loop count through a name and a progress bar: pbar = enumerate(loader), then tqdm(pbar)
+    "progress_loop.py": """
+        import torch
+        from tqdm import tqdm
+
+
+        def train(model, train_loader, optimizer, nb, verbose):
+            mloss = torch.zeros(3)
+            pbar = enumerate(train_loader)
+            if verbose:
+                pbar = tqdm(pbar, total=nb)
+            for i, (imgs, targets) in pbar:
+                loss, loss_items = model(imgs, targets)
+                loss.backward()
+                optimizer.step()
+                mloss = (mloss * i + loss_items) / (i + 1)  # <- safe: Python number
+                ratio = loss_items / imgs.sum()  # <- possible div
+            return mloss, ratio
+        """,
     # what is only printed or logged shows its NaN/INF to the user; what is also computed with does not
     "printing.py": """
         import logging
