@@ -239,6 +239,8 @@ class Bindings:
         node = d.node
         if isinstance(node, ast.Subscript):
             prior = join([self.ranges.def_fact(p) for p in self.ranges.flow.defs_reaching(node)])
+            if _selects_zeros(node, d.name):
+                prior = replace(prior, nonzero=True)  # w[w == 0] = 1: no zero is left behind
             return join([prior, self.ranges.fact(d.value)])
         if not isinstance(node, ast.Call):
             return TOP
@@ -416,6 +418,16 @@ def _loop_count_moduli(flow: DataFlow) -> Iterator[tuple[ast.Name | ast.Attribut
         defs = flow.defs_reaching(count)
         if defs and all(_counts_loop(d) for d in defs):
             yield node.right, count.id
+
+
+def _selects_zeros(target: ast.Subscript, name: str) -> bool:
+    """Whether an item assignment's index is the mask of the array's own zeros (``w[w == 0]``)."""
+    mask = target.slice
+    if not (isinstance(mask, ast.Compare) and len(mask.ops) == 1 and isinstance(mask.ops[0], ast.Eq)):
+        return False
+    sides = [mask.left, mask.comparators[0]]
+    named = any(isinstance(x, ast.Name) and x.id == name for x in sides)
+    return named and any(isinstance(x, ast.Constant) and x.value == 0 for x in sides)
 
 
 def _counts_loop(d: Def) -> bool:

@@ -104,6 +104,21 @@ def _may_spell_infinity(text: str, dtype: str) -> bool:
     )
 
 
+_STR_METHODS = frozenset(name for name in dir(str) if not name.startswith("_"))
+
+
+def _is_text(e: ast.AST) -> bool:
+    """A string by its spelling: a literal, an f-string, text repeated or joined (``"%g " * n``),
+    a ``str`` method of text (``("%g " * n).rstrip()``, ``", ".join(names)``)."""
+    if isinstance(e, ast.JoinedStr) or (isinstance(e, ast.Constant) and isinstance(e.value, str)):
+        return True
+    if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mult)):
+        return _is_text(e.left) or (isinstance(e.op, ast.Add) and _is_text(e.right))
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _STR_METHODS:
+        return _is_text(e.func.value)
+    return False
+
+
 def _computed_difference(e: ast.AST) -> bool:
     """``a - b`` with neither side a literal: two computed values can cancel, and float32 rounding
     puts the difference of nearly equal constants below 0 where it is >= 0 exactly."""
@@ -559,8 +574,8 @@ class SiteFinder:
         if self._constant(left) and self._constant(right):
             return True
         lf, rf = self.ranges.fact(left), self.ranges.fact(right)
-        if "str" in (lf.pytype, rf.pytype) or isinstance(left, ast.JoinedStr):
-            return True  # "%d" % n, path / "name"
+        if "str" in (lf.pytype, rf.pytype) or _is_text(left):
+            return True  # "%d" % n, path / "name", ("%g " * len(row)).rstrip() % row
         if lf.pytype in ("module", "none"):
             return True  # a module's or None's operators: not arithmetic
         return False

@@ -348,6 +348,33 @@ PROGRAMS = {
                 ratio = loss_items / imgs.sum()  # <- possible div
             return mloss, ratio
         """,
+    # zeros replaced before the division; a string built and %-formatted is no arithmetic
+    "class_weights.py": """
+        import numpy as np
+        import torch
+
+
+        def labels_to_class_weights(labels, nc=80):
+            classes = labels[:, 0].astype(int)
+            weights = np.bincount(classes, minlength=nc)
+            weights[weights == 0] = 1
+            weights = 1 / weights  # <- safe: != 0
+            return torch.from_numpy(weights).float()
+
+
+        def inverse_frequency(y):
+            counts = torch.bincount(y).float()
+            counts[counts < 0] = 1
+            return 1.0 / counts  # <- possible div
+
+
+        def write_boxes(path, model, im):
+            det = model(im)[0]
+            with open(path, "a") as f:
+                for *xyxy, conf, cls in det:
+                    line = (cls, *xyxy, conf)
+                    f.write(("%g " * len(line)).rstrip() % line + "\\n")  # <- none
+        """,
     # what is only printed or logged shows its NaN/INF to the user; what is also computed with does not
     "printing.py": """
         import logging
