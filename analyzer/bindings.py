@@ -328,6 +328,9 @@ class Bindings:
             return self.ranges._iv(
                 lo, hi, f"{words} = {fmt(lo) if lo == hi else f'{fmt(lo)}..{fmt(hi)}'}", "num"
             )
+        if e.attr in _NORM_LAYER_FACTS:  # bn.running_var, bn.eps of a layer made elsewhere
+            lo, words = _NORM_LAYER_FACTS[e.attr]
+            return Fact(lo, INF, lo > 0, "unknown", f"{ast.unparse(e)}, {words}")
         return TOP
 
     def _dtype_arg(self, call: ast.Call) -> str:
@@ -418,6 +421,15 @@ def _loop_count_moduli(flow: DataFlow) -> Iterator[tuple[ast.Name | ast.Attribut
         defs = flow.defs_reaching(count)
         if defs and all(_counts_loop(d) for d in defs):
             yield node.right, count.id
+
+
+# Attributes every torch.nn normalisation layer has, read on a layer this file does not build
+# (fuse_conv_and_bn(conv, bn)): the running variance is a variance, eps the layer's positive
+# stabiliser (1e-5 unless the program chose another; 0 would make the layer itself divide by 0).
+_NORM_LAYER_FACTS = {
+    "running_var": (0.0, "a norm layer's running variance"),
+    "eps": (MACHINE_EPS["float64"], "a norm layer's eps"),
+}
 
 
 def _selects_zeros(target: ast.Subscript, name: str) -> bool:

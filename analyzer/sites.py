@@ -107,15 +107,25 @@ def _may_spell_infinity(text: str, dtype: str) -> bool:
 _STR_METHODS = frozenset(name for name in dir(str) if not name.startswith("_"))
 
 
-def _is_text(e: ast.AST) -> bool:
+def _is_text(e: ast.AST, flow: DataFlow, depth: int = 0) -> bool:
     """A string by its spelling: a literal, an f-string, text repeated or joined (``"%g " * n``),
-    a ``str`` method of text (``("%g " * n).rstrip()``, ``", ".join(names)``)."""
+    a ``str`` method of text (``("%g " * n).rstrip()``, ``", ".join(names)``), a name every
+    definition of which binds text (``pf = "%22s" + "%11i" * 2``)."""
+    if depth > 8:
+        return False
     if isinstance(e, ast.JoinedStr) or (isinstance(e, ast.Constant) and isinstance(e.value, str)):
         return True
     if isinstance(e, ast.BinOp) and isinstance(e.op, (ast.Add, ast.Mult)):
-        return _is_text(e.left) or (isinstance(e.op, ast.Add) and _is_text(e.right))
+        return _is_text(e.left, flow, depth + 1) or (
+            isinstance(e.op, ast.Add) and _is_text(e.right, flow, depth + 1)
+        )
     if isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in _STR_METHODS:
-        return _is_text(e.func.value)
+        return _is_text(e.func.value, flow, depth + 1)
+    if isinstance(e, ast.Name) and flow.is_use(e):
+        defs = flow.defs_reaching(e)
+        return bool(defs) and all(
+            d.how == "assign" and d.value is not None and _is_text(d.value, flow, depth + 1) for d in defs
+        )
     return False
 
 
@@ -574,7 +584,7 @@ class SiteFinder:
         if self._constant(left) and self._constant(right):
             return True
         lf, rf = self.ranges.fact(left), self.ranges.fact(right)
-        if "str" in (lf.pytype, rf.pytype) or _is_text(left):
+        if "str" in (lf.pytype, rf.pytype) or _is_text(left, self.flow):
             return True  # "%d" % n, path / "name", ("%g " * len(row)).rstrip() % row
         if lf.pytype in ("module", "none"):
             return True  # a module's or None's operators: not arithmetic

@@ -374,6 +374,26 @@ PROGRAMS = {
                 for *xyxy, conf, cls in det:
                     line = (cls, *xyxy, conf)
                     f.write(("%g " * len(line)).rstrip() % line + "\\n")  # <- none
+
+
+        def summary(logger, seen, nt, mp, mr):
+            pf = "%22s" + "%11i" * 2 + "%11.3g" * 2
+            logger.info(pf % ("all", seen, nt.sum(), mp, mr))  # <- none
+        """,
+    # a BatchNorm folded into the convolution before it: a running variance, plus the layer's eps
+    "fuse_bn.py": """
+        import torch
+        from torch import nn
+
+
+        def fuse_conv_and_bn(conv, bn):
+            fused = nn.Conv2d(conv.in_channels, conv.out_channels, kernel_size=conv.kernel_size, bias=True)
+            w_conv = conv.weight.clone().view(conv.out_channels, -1)
+            w_bn = torch.diag(bn.weight.div(torch.sqrt(bn.eps + bn.running_var)))  # <- safe: a norm layer's eps
+            fused.weight.copy_(torch.mm(w_bn, w_conv).view(fused.weight.shape))
+            b_bn = bn.bias - bn.weight.mul(bn.running_mean).div(torch.sqrt(bn.running_var))  # <- possible div
+            fused.bias.copy_(b_bn)
+            return fused
         """,
     # what is only printed or logged shows its NaN/INF to the user; what is also computed with does not
     "printing.py": """
