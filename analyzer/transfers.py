@@ -218,6 +218,11 @@ def _magnitude(c: CallSite) -> Fact:
     return c.ranges._abs(c.inp, c.T)
 
 
+def _counts(c: CallSite) -> Fact:
+    """bincount, histc, count_nonzero: how many, never negative."""
+    return c.ranges._iv(0.0, INF, f"{c.name} counts", c.T)
+
+
 def _bounded(c: CallSite) -> Fact:
     """clamp/clip (and in place), clamp_min, clamp_max, hardtanh: bound by bound."""
     r, name = c.ranges, c.name.rstrip("_")
@@ -540,6 +545,7 @@ TRANSFERS: dict[str, Callable[[CallSite], Fact | None]] = {
     **dict.fromkeys(_UNIT_VECTORS, _unit_vector),
     **dict.fromkeys(("triu", "tril", "diag", "diag_embed", "block_diag"), _zero_filled),
     "nansum": _nan_sum,
+    **dict.fromkeys(("bincount", "histc", "count_nonzero"), _counts),
     **dict.fromkeys(("prod", "cumprod"), _product),
     **dict.fromkeys(("item", "tolist"), _to_python),
     **dict.fromkeys(NUM_RESULT, _size_of),

@@ -365,7 +365,8 @@ PROGRAMS = {
         def inverse_frequency(y):
             counts = torch.bincount(y).float()
             counts[counts < 0] = 1
-            return 1.0 / counts  # <- possible div
+            smoothed = y.numel() / (torch.bincount(y) + 1)  # <- safe: bincount counts
+            return 1.0 / counts, smoothed  # <- possible div
 
 
         def write_boxes(path, model, im):
