@@ -139,6 +139,8 @@ class DataFlow:
         self.operations: list[tuple[ast.AST, str | None]] = []
         # Every ``name.attr`` read (``x.shape``), once: what a name is used as, without a second walk.
         self.name_attributes: list[ast.Attribute] = []
+        # Every comparison, once, by id: what a value is compared with (``n % k == 0``).
+        self.comparisons: dict[int, ast.Compare] = {}
         self.defs: list[Def] = []
         self.functions: dict[int, FunctionInfo] = {}  # id(FunctionDef) -> info
         self.classes: dict[int, ast.ClassDef] = {}
@@ -821,6 +823,8 @@ class _Builder:
                     stack.append(d)
                 self.pending.append((n, scope))
                 continue
+            if isinstance(n, ast.Compare):
+                self.flow.comparisons[id(n)] = n
             if isinstance(n, _COMPS):
                 deps.extend(self._comprehension(n, env, scope))
                 continue

@@ -129,6 +129,21 @@ def _is_text(e: ast.AST, flow: DataFlow, depth: int = 0) -> bool:
     return False
 
 
+def _divisibility_tests(flow: DataFlow) -> frozenset[int]:
+    """The ids of the ``%`` operations a program compares with 0 (``numer % denom == 0``): a
+    divisibility test, on integers, where a zero divisor raises instead of making NaN."""
+    return frozenset(
+        id(c.left)
+        for c in flow.comparisons.values()
+        if isinstance(c.left, ast.BinOp)
+        and isinstance(c.left.op, ast.Mod)
+        and len(c.ops) == 1
+        and isinstance(c.ops[0], (ast.Eq, ast.NotEq))
+        and isinstance(c.comparators[0], ast.Constant)
+        and c.comparators[0].value == 0
+    )
+
+
 def _computed_difference(e: ast.AST) -> bool:
     """``a - b`` with neither side a literal: two computed values can cancel, and float32 rounding
     puts the difference of nearly equal constants below 0 where it is >= 0 exactly."""
@@ -241,6 +256,7 @@ class SiteFinder:
         )
         self.infinities = _may_spell_infinity(lines.text, ranges.dtype)
         self.printed = printed_operations(flow, resolver)
+        self.divisibility_tests = _divisibility_tests(flow)
         self.precision = (
             Precision(flow, resolver, ranges, self.provenance) if spells_half(lines.text) else None
         )
@@ -598,6 +614,8 @@ class SiteFinder:
         if not rows or self._skip_operator(node.left, node.right):
             return
         scalar = self._scalar_words([node.left, node.right], node)
+        if scalar is None and id(node) in self.divisibility_tests:
+            scalar = "a divisibility test, n % k == 0: integers"
         if scalar is not None:
             self._scalar_operator(node, name, node.left, node.right, scalar)
             return

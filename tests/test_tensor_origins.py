@@ -381,6 +381,40 @@ PROGRAMS = {
             pf = "%22s" + "%11i" * 2 + "%11.3g" * 2
             logger.info(pf % ("all", seen, nt.sum(), mp, mr))  # <- none
         """,
+    # a divisibility test is integer arithmetic; a remainder kept as a value is not a test
+    "divisible.py": """
+        import torch
+        from torch import nn
+
+
+        def divisible_by(numer, denom):
+            return (numer % denom) == 0  # <- safe: divisibility test
+
+
+        class Unet(nn.Module):
+            def __init__(self, dim, factor):
+                super().__init__()
+                self.factor = factor
+                self.proj = nn.Linear(dim, dim)
+
+            def forward(self, x, t, period):
+                assert all(divisible_by(d, self.factor) for d in x.shape[-2:])
+                phase = t % period  # <- possible div
+                return self.proj(x) * phase
+
+
+        class Trainer:
+            def __init__(self, save_every):
+                self.step = 0
+                self.save_every = save_every
+
+            def load(self, path):
+                data = torch.load(path)
+                self.step = data["step"]
+
+            def should_sample(self):
+                return self.step != 0 and divisible_by(self.step, self.save_every)
+        """,
     # a BatchNorm folded into the convolution before it: a running variance, plus the layer's eps
     "fuse_bn.py": """
         import torch
