@@ -141,6 +141,8 @@ class DataFlow:
         self.name_attributes: list[ast.Attribute] = []
         # Every comparison, once, by id: what a value is compared with (``n % k == 0``).
         self.comparisons: dict[int, ast.Compare] = {}
+        # Every f-string, once, by id: the values it formats into text.
+        self.fstrings: dict[int, ast.JoinedStr] = {}
         self.defs: list[Def] = []
         self.functions: dict[int, FunctionInfo] = {}  # id(FunctionDef) -> info
         self.classes: dict[int, ast.ClassDef] = {}
@@ -825,6 +827,8 @@ class _Builder:
                 continue
             if isinstance(n, ast.Compare):
                 self.flow.comparisons[id(n)] = n
+            elif isinstance(n, ast.JoinedStr):
+                self.flow.fstrings[id(n)] = n
             if isinstance(n, _COMPS):
                 deps.extend(self._comprehension(n, env, scope))
                 continue

@@ -1,11 +1,14 @@
-"""Which operations only make a value that the program prints or logs.
+"""Which operations only make a value that the program formats into a message or logs.
 
-``print(f"perplexity {np.exp(loss.item()):.2f}")``, ``"acc {:.1f}".format(100 * correct / total)``,
-``logger.info("lr %g", base_lr / warmup)``, ``pbar.set_postfix(loss=total / n)``: a NaN or INF
-there is shown to the user on the spot and flows into nothing else. The product exists for the
-failures that are silent (DESIGN.md, "Silent, not loud"), so such an operation is no site; the
-operations inside the printed arguments are found syntactically, from the calls the dataflow walk
-already listed (``DataFlow.operations``), without a walk of the whole tree.
+``f"perplexity {np.exp(loss.item()):.2f}"``, ``"acc {:.1f}".format(100 * correct / total)``,
+``"%.3f" % (a / b)``, ``logger.info("lr %g", base_lr / warmup)``, ``pbar.set_postfix(loss=total /
+n)``: a progress report. A NaN or INF there is shown to the user on the spot and flows into
+nothing else; the product exists for the failures that are silent (DESIGN.md, "Silent, not
+loud"), so such an operation is no site. ``print(model(x).log())`` is not a report but the
+program's result, which a user needs finite: a bare argument of ``print`` stays a site.
+
+The operations inside the reported values are found syntactically, from what the dataflow walk
+already listed (``DataFlow.operations``, ``DataFlow.fstrings``), without a walk of the whole tree.
 """
 
 from __future__ import annotations
@@ -38,16 +41,18 @@ _SHOWING_METHODS = frozenset(
 
 
 def printed_operations(flow: DataFlow, resolver: Resolver) -> frozenset[int]:
-    """The ids of the calls and binary operations whose value goes only into printed text."""
-    found: set[int] = set()
+    """The ids of the calls and binary operations whose value goes only into a message."""
+    shown: list[ast.expr] = []
     for node, _function in flow.operations:
-        for shown in _shown_values(node, flow, resolver):
-            found.update(id(n) for n in ast.walk(shown) if isinstance(n, (ast.Call, ast.BinOp)))
+        shown += _shown_values(node, flow, resolver)
+    for text in flow.fstrings.values():
+        shown += [v.value for v in text.values if isinstance(v, ast.FormattedValue)]
+    found = {id(n) for value in shown for n in ast.walk(value) if isinstance(n, (ast.Call, ast.BinOp))}
     return frozenset(found - _changing(found, flow))
 
 
 def _shown_values(node: ast.AST, flow: DataFlow, resolver: Resolver) -> list[ast.expr]:
-    """The arguments ``node`` prints, formats into text or logs; [] for any other operation."""
+    """The arguments ``node`` formats into text or logs; [] for any other operation."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
         text = node.left
         if isinstance(text, ast.Constant) and isinstance(text.value, str):
@@ -57,7 +62,7 @@ def _shown_values(node: ast.AST, flow: DataFlow, resolver: Resolver) -> list[ast
         return []
     values = [*node.args, *(k.value for k in node.keywords)]
     qualified = resolver.qualified_name(node.func)
-    if qualified == "builtins.print" or (qualified or "").startswith("logging."):
+    if (qualified or "").startswith("logging."):
         return values
     f = node.func
     if (

@@ -283,7 +283,7 @@ class SiteFinder:
         label = op.operand_label
         region = KINDS[op.kind].region
         if scalar is None and id(node) in self.printed:
-            scalar = "its value is only printed or logged: a NaN/INF there shows in the output, not silently"
+            scalar = "its value only goes into a message or a log: a NaN/INF there shows, not silently"
         if scalar is None and op.kind == "div" and operand is not None:
             scalar = self._setting_divisor(operand) or self.size_divisors.why_nonzero(operand)
         if scalar is None and operand is not None and self._constant_value_site(op, operand):

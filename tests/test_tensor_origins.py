@@ -430,7 +430,7 @@ PROGRAMS = {
             fused.bias.copy_(b_bn)
             return fused
         """,
-    # what is only printed or logged shows its NaN/INF to the user; what is also computed with does not
+    # what only goes into a message or a log shows its NaN/INF; a printed result and what is computed with do not
     "printing.py": """
         import logging
 
@@ -446,10 +446,11 @@ PROGRAMS = {
             for step, (x, y) in enumerate(pbar):
                 out = model(x)
                 loss = criterion(out, y)
-                print("step {} perplexity {:.2f}".format(step, np.exp(loss.item())))  # <- safe: only printed
-                pbar.set_postfix(ratio=out.sum() / y.sum())  # <- safe: only printed
-                logger.info("scaled %.3f", (out / y).mean())  # <- safe: only printed
-                print(f"log-likelihood {torch.log(out).sum():.2f}")  # <- safe: only printed
+                print("step {} perplexity {:.2f}".format(step, np.exp(loss.item())))  # <- safe: only goes into a message
+                pbar.set_postfix(ratio=out.sum() / y.sum())  # <- safe: only goes into a message
+                logger.info("scaled %.3f", (out / y).mean())  # <- safe: only goes into a message
+                print(f"log-likelihood {torch.log(out).sum():.2f}")  # <- safe: only goes into a message
+                print(torch.log(out).sum())  # <- possible log
                 weight = torch.log(out)  # <- possible log
                 print(f"weight {weight.mean():.2f}")
                 loss = loss + (weight * y).mean()

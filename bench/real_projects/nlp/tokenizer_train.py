@@ -10,4 +10,4 @@ n = int(0.9 * len(data))
 print(f"vocabulary {len(chars)}, train fraction {n / len(data):.2f}")  # expect: safe div
 counts = torch.bincount(data, minlength=len(chars)).float()
 freq = counts / counts.sum()  # expect: possible div
-print(torch.log(freq).min().item())  # expect: safe log
+print(torch.log(freq).min().item())  # expect: possible log

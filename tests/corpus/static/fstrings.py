@@ -1,12 +1,12 @@
-"""Sites inside f-strings keep CPython's positions."""
+"""Sites inside f-strings keep CPython's positions (their values only go into text: safe)."""
 import torch
 
 
 def report(x, n):
-    head = f"loss {x / n:.3f} and {torch.log(x)}"  # expect: torch.Tensor.__truediv__@19 possible; torch.log@35 possible
+    head = f"loss {x / n:.3f} and {torch.log(x)}"  # expect: torch.Tensor.__truediv__@19 safe; torch.log@35 safe
     s = f"""multi
-    line {x.log()}"""  # expect: torch.Tensor.log@10 possible
-    return head + s
+    line {x.log()}"""  # expect: torch.Tensor.log@10 safe
+    return head + s, torch.log(x / n)  # expect: torch.log@21 possible; torch.Tensor.__truediv__@31 possible
 
 
 def shown(x: torch.Tensor, n):
