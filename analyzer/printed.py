@@ -58,13 +58,16 @@ def _shown_values(node: ast.AST, flow: DataFlow, resolver: Resolver) -> list[ast
         if isinstance(text, ast.Constant) and isinstance(text.value, str):
             return [node.right]  # "%.2f" % (a / b)
         return []
-    if not isinstance(node, ast.Call) or flow.callee(node) is not None:
+    if not isinstance(node, ast.Call):
         return []
+    f = node.func
+    last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if (last not in _SHOWING_METHODS and last not in ("format", "log")) or flow.callee(node) is not None:
+        return []  # most calls are decided by their name, before it is resolved
     values = [*node.args, *(k.value for k in node.keywords)]
-    qualified = resolver.qualified_name(node.func)
+    qualified = resolver.qualified_name(f)
     if (qualified or "").startswith("logging."):
         return values
-    f = node.func
     if (
         isinstance(f, ast.Attribute)
         and f.attr == "format"

@@ -340,6 +340,8 @@ class ArrayOrigins:
     _partials: list[ast.Call] | None = None  # the file's functools.partial(f, ...) calls
     _specialisations: dict[tuple[object, ...], Origin] = field(default_factory=dict)
     _bodies: dict[int, frozenset[object]] = field(default_factory=dict)  # id(function) -> keys
+    _defs_by_node: dict[int, list[int]] | None = None
+    _journal: list[object] | None = None  # memo keys written while a helper is evaluated again
 
     def may_be_array(self, e: ast.AST) -> bool:
         """True when ``e`` may hold a tensor or a numpy array at run time."""
@@ -396,6 +398,8 @@ class ArrayOrigins:
             self._depth -= 1
             self._active.discard(key)
         self._memo[key] = got
+        if self._journal is not None:
+            self._journal.append(key)
         return got
 
     # --- expressions -------------------------------------------------------------
@@ -631,7 +635,8 @@ class ArrayOrigins:
         array for its callers joined (others pass data). The body is evaluated afresh with its
         parameters bound to this call's arguments, on a copy of the memo; None when not worth it."""
         arguments = self._arguments(callee, e)
-        if arguments is None or len(self._body_keys(callee)) > _SMALL_HELPER:
+        body = self._body_keys(callee)
+        if arguments is None or not body:
             return None
         bound = {param.key: self.origin(value) for param, value in arguments}
         if Origin.CONSTANT not in bound.values():
@@ -640,13 +645,21 @@ class ArrayOrigins:
         known = self._specialisations.get(memo_key)
         if known is not None:
             return known
-        outer = self._memo
-        self._memo = {k: v for k, v in outer.items() if k not in self._body_keys(callee)}
+        # The body's memo entries are set aside and the parameters bound; what the evaluation
+        # memoises meanwhile (the body's, and any other function's it reaches) depends on this
+        # call's arguments, so it is journaled and undone.
+        saved = {k: self._memo.pop(k) for k in body if k in self._memo}
         self._memo.update((("def", key), origin) for key, origin in bound.items())
+        outer_journal, self._journal = self._journal, []
         try:
             got = join(self.origin(r) for r in returns)
         finally:
-            self._memo = outer
+            for k in (*self._journal, *(("def", key) for key in bound)):
+                self._memo.pop(k, None)
+            if outer_journal is not None:
+                outer_journal += self._journal
+            self._journal = outer_journal
+            self._memo.update(saved)
         self._specialisations[memo_key] = got
         return got
 
@@ -671,12 +684,24 @@ class ArrayOrigins:
         return found
 
     def _body_keys(self, callee: ast.AST) -> frozenset[object]:
-        """The memo keys a function's body owns: its expressions and its definitions."""
+        """The memo keys a function's body owns: its expressions and its definitions (parameters
+        included); empty for a body larger than ``_SMALL_HELPER`` nodes, which is not evaluated again."""
         keys = self._bodies.get(id(callee))
         if keys is None:
-            nodes = {id(n) for n in ast.walk(callee)}
-            defs = {("def", d.key) for d in self.flow.defs if id(d.node) in nodes or d.owner is callee}
-            keys = self._bodies[id(callee)] = frozenset(nodes | defs)
+            nodes: set[int] = set()
+            for n in ast.walk(callee):
+                nodes.add(id(n))
+                if len(nodes) > _SMALL_HELPER:
+                    self._bodies[id(callee)] = frozenset()
+                    return frozenset()
+            if self._defs_by_node is None:  # once per file: which definitions each node makes
+                self._defs_by_node = {}
+                for d in self.flow.defs:
+                    self._defs_by_node.setdefault(id(d.node), []).append(d.key)
+            info = self.flow.function_info(callee)
+            params = {("def", p.key) for p in info.params} if info is not None else set()
+            defs = {("def", k) for n in nodes for k in self._defs_by_node.get(n, ())}
+            keys = self._bodies[id(callee)] = frozenset(nodes | defs | params)
         return keys
 
     def _returns(self, func: ast.AST) -> Origin:
