@@ -45,6 +45,7 @@ from grist_lsp.analyzer.array_api import (
     PYTHON_METHODS,
     TENSOR_METHODS,
 )
+from grist_lsp.analyzer.buffers import registered_buffers
 from grist_lsp.analyzer.dataflow import DataFlow, Def
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.transfers import number_arguments
@@ -69,40 +70,6 @@ _ARRAYS = (Origin.ARRAY, Origin.CONSTANT)
 # A helper is evaluated again for one call's arguments only when its body is this small (memo keys:
 # expressions and definitions): ``extract`` is about 40.
 _SMALL_HELPER = 120
-
-
-def _called_name(f: ast.expr) -> str:
-    """The last name of a called expression (``register_buffer`` of ``self.register_buffer``)."""
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
-
-
-def _changed_in_place(tree: ast.Module, names: set[str]) -> set[str]:
-    """Which of the attribute ``names`` the module changes in place: an in-place method on it (or
-    on its ``.data``), an augmented assignment, an item assigned, or ``out=`` of a call."""
-
-    def named(e: ast.AST) -> str | None:
-        while isinstance(e, (ast.Subscript, ast.Attribute)) and not (
-            isinstance(e, ast.Attribute) and e.attr in names
-        ):
-            e = e.value
-        return e.attr if isinstance(e, ast.Attribute) and e.attr in names else None
-
-    changed: set[str] = set()
-    for n in ast.walk(tree):
-        targets: list[ast.AST] = []
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
-            targets.append(n.func.value)
-        if isinstance(n, ast.Call):
-            targets += [k.value for k in n.keywords if k.arg == "out"]
-        elif isinstance(n, ast.AugAssign):
-            targets.append(n.target)
-        elif isinstance(n, ast.Assign):
-            targets += [t for t in n.targets if isinstance(t, ast.Subscript)]
-        for t in targets:
-            name = named(t)
-            if name is not None:
-                changed.add(name)
-    return changed
 
 
 def join(origins: Iterable[Origin]) -> Origin:
@@ -336,7 +303,7 @@ class ArrayOrigins:
     _active: set[object] = field(default_factory=set)
     _depth: int = 0
     _used_as: dict[int, Origin] | None = None
-    _buffers: dict[str, list[ast.expr | None]] | None = None  # name -> values registered
+    _buffers: dict[str, list[ast.expr | None]] | None = None  # registered_buffers(), once
     _partials: list[ast.Call] | None = None  # the file's functools.partial(f, ...) calls
     _specialisations: dict[tuple[object, ...], Origin] = field(default_factory=dict)
     _bodies: dict[int, frozenset[object]] = field(default_factory=dict)  # id(function) -> keys
@@ -480,7 +447,9 @@ class ArrayOrigins:
             defs = self.flow.defs_reaching(e)
             if defs:
                 return join(self._def(d) for d in defs)
-            values = self._class_buffers().get(e.attr)
+            if self._buffers is None:
+                self._buffers = registered_buffers(self.flow)
+            values = self._buffers.get(e.attr)
             if values is not None:
                 return self._buffer(values)
         elif isinstance(e.ctx, ast.Store):  # self.total /= d: what self.total is assigned anywhere
@@ -780,29 +749,6 @@ class ArrayOrigins:
                     if self._module_class(defs[0].value, depth + 1):
                         return True
         return False
-
-    def _class_buffers(self) -> dict[str, list[ast.expr | None]]:
-        """Names the module's classes register with ``self.register_buffer("name", value)`` (read as
-        ``self.name``; a local helper named ``register_buffer`` too), with the values registered;
-        a buffer the program changes in place (``self.center.mul_(m)``, ``self.count += 1``,
-        ``self.queue[i] = k``) has ``None`` among them: its values come from data."""
-        if self._buffers is None:
-            self._buffers = {}
-            for node, _function in self.flow.operations:
-                if (
-                    isinstance(node, ast.Call)
-                    and _called_name(node.func) in ("register_buffer", "register_parameter")
-                    and node.args
-                    and isinstance(node.args[0], ast.Constant)
-                    and isinstance(node.args[0].value, str)
-                ):
-                    kept = _called_name(node.func) == "register_buffer" and len(node.args) > 1
-                    value = node.args[1] if kept else None
-                    self._buffers.setdefault(node.args[0].value, []).append(value)
-            if self._buffers:
-                for name in _changed_in_place(self.flow.tree, set(self._buffers)):
-                    self._buffers[name].append(None)
-        return self._buffers
 
     def _buffer(self, values: list[ast.expr | None]) -> Origin:
         """A buffer registered from the program's settings only (a noise schedule, a position table)
