@@ -19,7 +19,25 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+
+def _deep_schedule(steps: int = 10, copies: int = 10) -> str:
+    """A schedule of ``steps`` statements registered as a buffer, read first through ``copies``
+    names (asked about first, in source order) and then directly: the deep first question must not
+    leave the schedule judged as data for the second (a depth cut was memoised once)."""
+    lines = ["import torch", "from torch import nn", "", "", "class Schedule(nn.Module):"]
+    lines += ["    def __init__(self, steps=100):", "        super().__init__()"]
+    lines += ["        s0 = torch.linspace(0, 1, steps + 1)"]
+    lines += [f"        s{i} = torch.cos(s{i - 1}) * 0.5 + 0.25" for i in range(1, steps + 1)]
+    lines += [f'        self.register_buffer("table", s{steps})', "", "    def sample(self, x):"]
+    lines += ["        v0 = self.table"] + [f"        v{i} = v{i - 1} + 0" for i in range(1, copies)]
+    lines += [f"        return torch.log(v{copies - 1} * x)  # <- possible log", ""]
+    lines += ["    def direct(self, y):", "        return y / self.table  # <- safe: settings only", ""]
+    return "\n".join(lines)
+
+
 PROGRAMS = {
+    # a schedule asked about first from deep inside a function, then directly
+    "deep_schedule.py": _deep_schedule(),
     # 1. pathlib joins are not divisions
     "checkpoints.py": """
         from pathlib import Path
