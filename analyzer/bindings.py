@@ -206,10 +206,10 @@ class Bindings:
             return "tensor"
         return "unknown"
 
-    def _loop_target(self, it: ast.AST | None, path: tuple[int, ...] = ()) -> Fact:
-        sources = self.ranges.resolver.iterated(it)
+    def _loop_target(self, it: ast.AST | None, path: tuple[int, ...] = (), resolved: bool = False) -> Fact:
+        sources = [it] if resolved else self.ranges.resolver.iterated(it)
         if sources != [it]:
-            return join([self._loop_target(x, path) for x in sources])
+            return join([self._loop_target(x, path, resolved=True) for x in sources])
         qn = self.ranges.resolver.qualified_name(it.func) if isinstance(it, ast.Call) else None
         if path:
             if qn == "builtins.enumerate" and path[0] == 0 and len(path) == 1:

@@ -35,6 +35,8 @@ def _wraps_an_iterable(qualified: str | None, func: ast.expr) -> bool:
 class Resolver:
     flow: DataFlow
     _memo: dict[int, str | None] = field(default_factory=dict)
+    _iterated_by_def: dict[int, list[ast.AST | None]] = field(default_factory=dict)
+    _iterating: set[int] = field(default_factory=set)  # definitions being followed (cycles)
 
     def qualified_name(self, expr: ast.AST) -> str | None:
         """The fully qualified name an expression denotes, or None (a local value, a call, ...)."""
@@ -70,16 +72,30 @@ class Resolver:
             return f"{base}.{expr.attr}" if base else None
         return None
 
-    def iterated(self, it: ast.AST | None, depth: int = 0) -> list[ast.AST | None]:
+    def iterated(self, it: ast.AST | None) -> list[ast.AST | None]:
         """What a loop over ``it`` iterates: ``it`` itself, or, for a name every definition of which
         is an assignment (``pbar = enumerate(loader)``, then ``pbar = tqdm(pbar, total=nb)``),
         what each assigns; a progress bar or ``iter()`` gives what it wraps."""
-        if depth > 4:
+        return self._iterated(it, 0) or [it]
+
+    def _iterated(self, it: ast.AST | None, depth: int) -> list[ast.AST | None]:
+        """``iterated``, memoised per definition; a definition under evaluation adds nothing (a
+        cycle: ``loader = tqdm(loader)`` in an epoch loop reaches itself)."""
+        if depth > 8:
             return [it]
         if isinstance(it, ast.Call) and it.args and _wraps_an_iterable(self.qualified_name(it.func), it.func):
-            return self.iterated(it.args[0], depth + 1)
-        if isinstance(it, ast.Name) and self.flow.is_use(it):
-            defs = self.flow.defs_reaching(it)
-            if defs and all(d.how == "assign" and d.value is not None for d in defs):
-                return [x for d in defs for x in self.iterated(d.value, depth + 1)]
-        return [it]
+            return self._iterated(it.args[0], depth + 1)
+        if not (isinstance(it, ast.Name) and self.flow.is_use(it)):
+            return [it]
+        defs = self.flow.defs_reaching(it)
+        if not defs or not all(d.how == "assign" and d.value is not None for d in defs):
+            return [it]
+        found: dict[int, ast.AST | None] = {}
+        for d in defs:
+            if d.key not in self._iterating:
+                if d.key not in self._iterated_by_def:
+                    self._iterating.add(d.key)
+                    self._iterated_by_def[d.key] = self._iterated(d.value, depth + 1)
+                    self._iterating.discard(d.key)
+                found.update((id(x), x) for x in self._iterated_by_def[d.key])
+        return list(found.values())

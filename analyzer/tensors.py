@@ -827,10 +827,10 @@ class ArrayOrigins:
             return Origin.ARRAY
         return container
 
-    def _loop_item(self, it: ast.AST | None, path: tuple[int, ...]) -> Origin:
-        sources = self.resolver.iterated(it)
+    def _loop_item(self, it: ast.AST | None, path: tuple[int, ...], resolved: bool = False) -> Origin:
+        sources = [it] if resolved else self.resolver.iterated(it)
         if sources != [it]:
-            return join(self._loop_item(x, path) for x in sources)
+            return join(self._loop_item(x, path, resolved=True) for x in sources)
         if isinstance(it, ast.Call):
             qn = self.resolver.qualified_name(it.func)
             if qn == "builtins.range":
