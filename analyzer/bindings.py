@@ -328,10 +328,20 @@ class Bindings:
             return self.ranges._iv(
                 lo, hi, f"{words} = {fmt(lo) if lo == hi else f'{fmt(lo)}..{fmt(hi)}'}", "num"
             )
-        if e.attr in _NORM_LAYER_FACTS:  # bn.running_var, bn.eps of a layer made elsewhere
+        if e.attr in _NORM_LAYER_FACTS and self._norm_layer(e.value):  # fuse_conv_and_bn(conv, bn)
             lo, words = _NORM_LAYER_FACTS[e.attr]
             return Fact(lo, INF, lo > 0, "unknown", f"{ast.unparse(e)}, {words}")
         return TOP
+
+    def _norm_layer(self, base: ast.expr) -> bool:
+        """A name the file reads a norm layer's running statistics of (``bn.running_var``): its
+        ``eps`` is the layer's, not any option's (``args.eps`` may be 0)."""
+        return isinstance(base, ast.Name) and any(
+            isinstance(n.value, ast.Name)
+            and n.value.id == base.id
+            and n.attr in ("running_var", "running_mean")
+            for n in self.ranges.flow.name_attributes
+        )
 
     def _dtype_arg(self, call: ast.Call) -> str:
         arg = call.args[0] if call.args else None

@@ -30,7 +30,7 @@ def registered_buffers(flow: DataFlow) -> dict[str, list[ast.expr | None]]:
             kept = _called_name(node.func) == "register_buffer" and len(node.args) > 1
             found.setdefault(node.args[0].value, []).append(node.args[1] if kept else None)
     if found:
-        for name in _changed_in_place(flow.tree, set(found)):
+        for name in _changed_in_place(flow, set(found)):
             found[name].append(None)
     return found
 
@@ -40,30 +40,74 @@ def _called_name(f: ast.expr) -> str:
     return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
-def _changed_in_place(tree: ast.Module, names: set[str]) -> set[str]:
-    """Which of the attribute ``names`` the module changes in place: an in-place method on it (or
-    on its ``.data``), an augmented assignment, an item assigned, or ``out=`` of a call."""
+def _changed_in_place(flow: DataFlow, names: set[str]) -> set[str]:
+    """Which of the attribute ``names`` the module may change in place: an in-place method on it
+    (on its ``.data``, or on a local name bound to it), an augmented assignment, an item or its
+    ``.data`` assigned, ``out=`` of a call, or passing it to a function of this file or to one
+    named in place (``ema_(self.var, v)``). When unsure, changed: its values are then data."""
 
     def named(e: ast.AST) -> str | None:
         while isinstance(e, (ast.Subscript, ast.Attribute)) and not (
             isinstance(e, ast.Attribute) and e.attr in names
         ):
             e = e.value
+        if isinstance(e, ast.Name) and flow.is_use(e):  # v = self.var; v.mul_(m)
+            for d in flow.defs_reaching(e):
+                if d.how == "assign" and isinstance(d.value, ast.Attribute) and d.value.attr in names:
+                    return d.value.attr
         return e.attr if isinstance(e, ast.Attribute) and e.attr in names else None
 
     changed: set[str] = set()
-    for n in ast.walk(tree):
+    for n in ast.walk(flow.tree):
         targets: list[ast.AST] = []
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
-            targets.append(n.func.value)
         if isinstance(n, ast.Call):
+            if isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
+                targets.append(n.func.value)
             targets += [k.value for k in n.keywords if k.arg == "out"]
+            if _called_name(n.func).endswith("_"):
+                targets += [a for a in n.args if isinstance(a, ast.Attribute)]
+            else:
+                targets += _passed_to_a_changer(flow, n)
         elif isinstance(n, ast.AugAssign):
             targets.append(n.target)
         elif isinstance(n, ast.Assign):
             targets += [t for t in n.targets if isinstance(t, ast.Subscript)]
+            targets += [t.value for t in n.targets if isinstance(t, ast.Attribute) and t.attr == "data"]
         for t in targets:
             name = named(t)
             if name is not None:
                 changed.add(name)
     return changed
+
+
+def _passed_to_a_changer(flow: DataFlow, call: ast.Call) -> list[ast.expr]:
+    """The arguments of a call of this file's function that its body changes in place
+    (``def ema_(stat, v): stat.mul_(m)``, ``def reset(buf): buf[:] = 0``)."""
+    info = flow.function_info(flow.callee(call))
+    if info is None:
+        return []
+    params = (
+        info.params[1:]
+        if info.class_node is not None and isinstance(call.func, ast.Attribute)
+        else info.params
+    )
+    changed = _changed_names(info.node)
+    return [a for a, p in zip(call.args, params) if isinstance(a, ast.Attribute) and p.name in changed]
+
+
+def _changed_names(func: ast.AST) -> set[str]:
+    """The names a function changes in place: an in-place method, an item or augmented assignment."""
+    out: set[str] = set()
+    for n in ast.walk(func):
+        target: ast.AST | None = None
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
+            target = n.func.value
+        elif isinstance(n, ast.AugAssign):
+            target = n.target
+        elif isinstance(n, ast.Assign) and n.targets and isinstance(n.targets[0], ast.Subscript):
+            target = n.targets[0]
+        while isinstance(target, (ast.Attribute, ast.Subscript, ast.Call)):
+            target = target.func if isinstance(target, ast.Call) else target.value
+        if isinstance(target, ast.Name):
+            out.add(target.id)
+    return out

@@ -88,7 +88,9 @@ class Resolver:
         if not (isinstance(it, ast.Name) and self.flow.is_use(it)):
             return [it]
         defs = self.flow.defs_reaching(it)
-        if not defs or not all(d.how == "assign" and d.value is not None for d in defs):
+        # only to what a loop can iterate without being filled first: a call or another name (a
+        # list display may be appended to later: it is iterated as the name it is bound to)
+        if not defs or not all(d.how == "assign" and isinstance(d.value, (ast.Call, ast.Name)) for d in defs):
             return [it]
         found: dict[int, ast.AST | None] = {}
         for d in defs:

@@ -40,6 +40,11 @@ _SHOWING_METHODS = frozenset(
 )
 
 
+# Methods that keep what they are given (a meter, a list, a queue): an argument passed to one may
+# be used later, so it is not only shown.
+_KEEPING_METHODS = frozenset({"update", "append", "add", "extend", "put", "push", "record"})
+
+
 def printed_operations(flow: DataFlow, resolver: Resolver) -> frozenset[int]:
     """The ids of the calls and binary operations whose value goes only into a message."""
     shown: list[ast.expr] = []
@@ -47,8 +52,32 @@ def printed_operations(flow: DataFlow, resolver: Resolver) -> frozenset[int]:
         shown += _shown_values(node, flow, resolver)
     for text in flow.fstrings.values():
         shown += [v.value for v in text.values if isinstance(v, ast.FormattedValue)]
-    found = {id(n) for value in shown for n in ast.walk(value) if isinstance(n, (ast.Call, ast.BinOp))}
-    return frozenset(found - _changing(found, flow))
+    found: set[int] = set()
+    for value in shown:
+        _collect(value, flow, found)
+    return frozenset(found)
+
+
+def _collect(e: ast.AST, flow: DataFlow, found: set[int]) -> None:
+    """The calls and binary operations of a shown value, without what a call of this file, an
+    in-place call or a walrus passes on (``meter.update(loss / n)`` keeps ``loss / n``)."""
+    if isinstance(e, ast.NamedExpr):
+        return
+    if isinstance(e, ast.Call):
+        name = e.func.attr if isinstance(e.func, ast.Attribute) else getattr(e.func, "id", "")
+        if name.endswith("_") or flow.callee(e) is not None or _unknown_method(e):
+            return
+    if isinstance(e, (ast.Call, ast.BinOp)):
+        found.add(id(e))
+    for child in ast.iter_child_nodes(e):
+        _collect(child, flow, found)
+
+
+def _unknown_method(call: ast.Call) -> bool:
+    """A method of an object of unknown kind that is given arguments (``meter.update(x)``): it
+    may keep them; a Tensor's own reading methods (``x.sum()``, ``x.mean(0)``) do not."""
+    f = call.func
+    return isinstance(f, ast.Attribute) and bool(call.args or call.keywords) and f.attr in _KEEPING_METHODS
 
 
 def _shown_values(node: ast.AST, flow: DataFlow, resolver: Resolver) -> list[ast.expr]:
@@ -77,15 +106,3 @@ def _shown_values(node: ast.AST, flow: DataFlow, resolver: Resolver) -> list[ast
     if isinstance(f, ast.Attribute) and f.attr in _SHOWING_METHODS and qualified is None:
         return values[1:] if f.attr.startswith("add_") else values  # add_scalar(tag, value, step)
     return []
-
-
-def _changing(found: set[int], flow: DataFlow) -> set[int]:
-    """Printed calls that change something besides (an in-place method, ``x.div_(n)``), or call a
-    function of this file: their effect outlives the text."""
-    changing: set[int] = set()
-    for node, _function in flow.operations:
-        if id(node) in found and isinstance(node, ast.Call):
-            name = node.func.attr if isinstance(node.func, ast.Attribute) else ""
-            if name.endswith("_") or flow.callee(node) is not None:
-                changing.add(id(node))
-    return changing

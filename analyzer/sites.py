@@ -144,9 +144,22 @@ def _divisibility_tests(flow: DataFlow) -> frozenset[int]:
     )
 
 
-def _computed_difference(e: ast.AST) -> bool:
-    """``a - b`` with neither side a literal: two computed values can cancel, and float32 rounding
-    puts the difference of nearly equal constants below 0 where it is >= 0 exactly."""
+def _computed_difference(e: ast.AST, flow: DataFlow) -> bool:
+    """``a - b`` with neither side a literal, spelled out or bound to a name (``c = 1 - a_next -
+    sigma ** 2; c.sqrt()``): two computed values can cancel, and float32 rounding puts the
+    difference of nearly equal constants below 0 where it is >= 0 exactly."""
+    if isinstance(e, ast.Name) and flow.is_use(e):
+        defs = flow.defs_reaching(e)
+        return (
+            len(defs) == 1
+            and defs[0].how == "assign"
+            and defs[0].value is not None
+            and (
+                _computed_difference(defs[0].value, flow)
+                if not isinstance(defs[0].value, ast.Name)
+                else False
+            )
+        )
     return (
         isinstance(e, ast.BinOp)
         and isinstance(e.op, ast.Sub)
@@ -400,7 +413,7 @@ class SiteFinder:
         region = KINDS[op.kind].region
         if region.matrix or region.shape or region.gradient or region.beyond_max or region.inf_operands:
             return False
-        if region.lo is not None and _computed_difference(operand):
+        if region.lo is not None and _computed_difference(operand, self.flow):
             return False  # sqrt(1 - a_next - sigma ** 2): exact >= 0, below 0 once float32 rounds
         return self.origins.constant(operand) and not self._reaches(op, operand)
 

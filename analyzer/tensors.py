@@ -46,7 +46,7 @@ from grist_lsp.analyzer.array_api import (
     TENSOR_METHODS,
 )
 from grist_lsp.analyzer.buffers import registered_buffers
-from grist_lsp.analyzer.dataflow import DataFlow, Def
+from grist_lsp.analyzer.dataflow import DataFlow, Def, FunctionInfo
 from grist_lsp.analyzer.names import Resolver
 from grist_lsp.analyzer.transfers import number_arguments
 
@@ -602,11 +602,13 @@ class ArrayOrigins:
         """What a small helper returns for this call's arguments, when it is given a constant table
         (``extract(self.schedule, t, shape)``: ``a.gather(-1, t).reshape(...)``) and returns an
         array for its callers joined (others pass data). The body is evaluated afresh with its
-        parameters bound to this call's arguments, on a copy of the memo; None when not worth it."""
+        parameters bound to this call's arguments (the memo's entries it writes are journaled and
+        undone); None when not worth it."""
+        info = self.flow.function_info(callee)
         arguments = self._arguments(callee, e)
         body = self._body_keys(callee)
-        if arguments is None or not body:
-            return None
+        if arguments is None or not body or info is None or info.escapes or self._recursive(callee):
+            return None  # a decorated helper runs through its decorator; a recursive one sees itself
         bound = {param.key: self.origin(value) for param, value in arguments}
         if Origin.CONSTANT not in bound.values():
             return None
@@ -629,8 +631,13 @@ class ArrayOrigins:
                 outer_journal += self._journal
             self._journal = outer_journal
             self._memo.update(saved)
-        self._specialisations[memo_key] = got
+        if outer_journal is None:  # inside another re-evaluation it holds for that call only
+            self._specialisations[memo_key] = got
         return got
+
+    def _recursive(self, callee: ast.AST) -> bool:
+        """Whether a function calls itself (its re-evaluation would see this call's arguments)."""
+        return any(isinstance(n, ast.Call) and self.flow.callee(n) is callee for n in ast.walk(callee))
 
     def _arguments(self, callee: ast.AST, e: ast.Call) -> list[tuple[Def, ast.expr]] | None:
         """The expression this call gives each parameter of ``callee`` (its default when it gives
@@ -859,7 +866,7 @@ class ArrayOrigins:
         if d.value is not None:
             sources.append(d.value)
         got = join(self.origin(s) for s in sources) if sources else Origin.UNKNOWN
-        if got in _ARRAYS:
+        if got is Origin.ARRAY or (got is Origin.CONSTANT and self._only_called_here(info, d)):
             return got  # what the callers pass, a constant table too (a use says only "an array")
         used = self._uses().get(d.key)
         if used is not None:
@@ -882,6 +889,17 @@ class ArrayOrigins:
         ):
             return Origin.ARRAY  # forward(self, x): what a module's callers feed it
         return got
+
+    def _only_called_here(self, info: FunctionInfo | None, d: Def) -> bool:
+        """Whether the in-file calls are all the calls a function gets: a private or nested one that
+        is never passed around (a public function may be called from elsewhere with data; its
+        in-file calls with a constant table are re-evaluated one by one, ``_specialised``)."""
+        if info is None or info.escapes or info.open_params:
+            return False
+        name = getattr(d.owner, "name", "")
+        qual = self.flow.enclosing.get(id(d.owner)) or ""
+        nested = qual.count(".") > (1 if info.class_node is not None else 0)
+        return nested or (name.startswith("_") and not name.startswith("__"))
 
     def _partial_arguments(self, d: Def) -> list[ast.AST]:
         """What ``functools.partial(f, name=value)`` binds to ``f``'s parameter ``d`` in this file."""

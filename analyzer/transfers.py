@@ -218,8 +218,11 @@ def _magnitude(c: CallSite) -> Fact:
     return c.ranges._abs(c.inp, c.T)
 
 
-def _counts(c: CallSite) -> Fact:
-    """bincount, histc, count_nonzero: how many, never negative."""
+def _counts(c: CallSite) -> Fact | None:
+    """bincount, histc, count_nonzero: how many, never negative; a weighted bincount sums its
+    weights, which may be negative."""
+    if c.name == "bincount" and (c.arg(1, "weights") is not None):
+        return None
     return c.ranges._iv(0.0, INF, f"{c.name} counts", c.T)
 
 

@@ -441,6 +441,70 @@ PROGRAMS = {
             def should_sample(self):
                 return self.step != 0 and divisible_by(self.step, self.save_every)
         """,
+    # twins of the rules above that must stay warnings (found by a review of them)
+    "stays_possible.py": """
+        import math
+
+        import torch
+        from torch import nn
+
+
+        def ema_(stat, value, momentum=0.1):
+            stat.mul_(1 - momentum).add_(momentum * value)
+
+
+        class Standardise(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.register_buffer("var_a", torch.linspace(1.0, 2.0, dim))
+                self.register_buffer("var_b", torch.linspace(1.0, 2.0, dim))
+                self.register_buffer("var_c", torch.linspace(1.0, 2.0, dim))
+
+            def update(self, x):
+                self.var_a.data = x.var(0)
+                ema_(self.var_b, x.var(0))
+                v = self.var_c
+                v.mul_(0.9).add_(0.1 * x.var(0))
+
+            def forward(self, x):
+                a = x / self.var_a  # <- possible div
+                b = x / self.var_b  # <- possible div
+                return a + b + x / self.var_c  # <- possible div
+
+
+        def entropy(p):
+            return -(p * torch.log(p)).sum()  # <- possible log
+
+
+        def rms(x, opt):
+            return x / torch.sqrt((x ** 2).mean() + opt.eps)  # <- possible sqrt
+
+
+        def weighted_counts(y, w):
+            return torch.log(torch.bincount(y, weights=w) + 1)  # <- possible log
+
+
+        def ddim_coefficient(alphas_cumprod, time, time_next, eta=1.0):
+            alpha, alpha_next = alphas_cumprod[time], alphas_cumprod[time_next]
+            sigma = eta * ((1 - alpha / alpha_next) * (1 - alpha_next) / (1 - alpha)).sqrt()
+            remaining = 1 - alpha_next - sigma ** 2
+            return remaining.sqrt()  # <- possible sqrt
+
+
+        def replay_scores(model, batches):
+            scores = []
+            for x in batches:
+                scores.append(model(x).softmax(-1))
+            inverses = []
+            for s in scores:
+                inverses.append((1.0 / s).mean())  # <- possible div
+            return inverses
+
+
+        if __name__ == "__main__":
+            print(entropy(torch.linspace(0.1, 0.9, 9)))
+            print(ddim_coefficient(torch.cumprod(1 - torch.linspace(1e-4, 0.02, 1000), 0), 999, 799))
+        """,
     # a BatchNorm folded into the convolution before it: a running variance, plus the layer's eps
     "fuse_bn.py": """
         import torch
