@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 
 from grist_lsp.analyzer.dataflow import DataFlow
+from grist_lsp.analyzer.names import called_name
 
 
 def registered_buffers(flow: DataFlow) -> dict[str, list[ast.expr | None]]:
@@ -22,22 +23,17 @@ def registered_buffers(flow: DataFlow) -> dict[str, list[ast.expr | None]]:
     for node, _function in flow.operations:
         if (
             isinstance(node, ast.Call)
-            and _called_name(node.func) in ("register_buffer", "register_parameter")
+            and called_name(node.func) in ("register_buffer", "register_parameter")
             and node.args
             and isinstance(node.args[0], ast.Constant)
             and isinstance(node.args[0].value, str)
         ):
-            kept = _called_name(node.func) == "register_buffer" and len(node.args) > 1
+            kept = called_name(node.func) == "register_buffer" and len(node.args) > 1
             found.setdefault(node.args[0].value, []).append(node.args[1] if kept else None)
     if found:
         for name in _changed_in_place(flow, set(found)):
             found[name].append(None)
     return found
-
-
-def _called_name(f: ast.expr) -> str:
-    """The last name of a called expression (``register_buffer`` of ``self.register_buffer``)."""
-    return f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
 
 
 def _changed_in_place(flow: DataFlow, names: set[str]) -> set[str]:
@@ -64,7 +60,7 @@ def _changed_in_place(flow: DataFlow, names: set[str]) -> set[str]:
             if isinstance(n.func, ast.Attribute) and n.func.attr.endswith("_"):
                 targets.append(n.func.value)
             targets += [k.value for k in n.keywords if k.arg == "out"]
-            if _called_name(n.func).endswith("_"):
+            if called_name(n.func).endswith("_"):
                 targets += [a for a in n.args if isinstance(a, ast.Attribute)]
             else:
                 targets += _passed_to_a_changer(flow, n)
@@ -86,13 +82,12 @@ def _passed_to_a_changer(flow: DataFlow, call: ast.Call) -> list[ast.expr]:
     info = flow.function_info(flow.callee(call))
     if info is None:
         return []
-    params = (
-        info.params[1:]
-        if info.class_node is not None and isinstance(call.func, ast.Attribute)
-        else info.params
-    )
     changed = _changed_names(info.node)
-    return [a for a, p in zip(call.args, params) if isinstance(a, ast.Attribute) and p.name in changed]
+    return [
+        a
+        for a, p in zip(call.args, info.receiving(call))
+        if isinstance(a, ast.Attribute) and p.name in changed
+    ]
 
 
 def _changed_names(func: ast.AST) -> set[str]:

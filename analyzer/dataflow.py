@@ -122,6 +122,13 @@ class FunctionInfo:
     # callers we cannot see may pass anything
     escapes: bool = False
 
+    def receiving(self, call: ast.Call) -> list[Def]:
+        """The parameters a call's positional arguments fill, in order: ``self.m(a)`` or
+        ``obj.m(a)`` passes its receiver as the first."""
+        if self.class_node is not None and isinstance(call.func, ast.Attribute):
+            return self.params[1:]
+        return self.params
+
 
 class DataFlow:
     """The graph and the questions asked of it (built by ``build_dataflow``)."""

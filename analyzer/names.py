@@ -20,14 +20,18 @@ from grist_lsp.analyzer.dataflow import DataFlow
 _BUILTINS = frozenset(dir(builtins))
 
 
+def called_name(func: ast.expr) -> str:
+    """The last name of a called expression (``register_buffer`` of ``self.register_buffer``),
+    "" for anything else called (``fns[0](x)``)."""
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
 def _wraps_an_iterable(qualified: str | None, func: ast.expr) -> bool:
     """``iter(x)``, ``tqdm(x)`` and the progress bars named after it (ultralytics' ``TQDM``,
     ``tqdm.auto.tqdm``), ``rich.progress.track(x)``: iterating gives what ``x`` gives."""
     if qualified == "builtins.iter":
         return True
-    last = (qualified or (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", ""))).split(
-        "."
-    )[-1]
+    last = (qualified or called_name(func)).split(".")[-1]
     return "tqdm" in last.lower() or last == "track" or (qualified or "").startswith("tqdm.")
 
 

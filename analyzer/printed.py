@@ -16,7 +16,7 @@ from __future__ import annotations
 import ast
 
 from grist_lsp.analyzer.dataflow import DataFlow
-from grist_lsp.analyzer.names import Resolver
+from grist_lsp.analyzer.names import Resolver, called_name
 
 # Methods that show a value (loggers, progress bars, metric writers), by name: on an object of
 # another file these are what the name says. A method of this file's own classes is never one.
@@ -38,7 +38,6 @@ _SHOWING_METHODS = frozenset(
         "log_metrics",
     }
 )
-
 
 # Methods that keep what they are given (a meter, a list, a queue): an argument passed to one may
 # be used later, so it is not only shown.
@@ -64,8 +63,7 @@ def _collect(e: ast.AST, flow: DataFlow, found: set[int]) -> None:
     if isinstance(e, ast.NamedExpr):
         return
     if isinstance(e, ast.Call):
-        name = e.func.attr if isinstance(e.func, ast.Attribute) else getattr(e.func, "id", "")
-        if name.endswith("_") or flow.callee(e) is not None or _unknown_method(e):
+        if called_name(e.func).endswith("_") or flow.callee(e) is not None or _unknown_method(e):
             return
     if isinstance(e, (ast.Call, ast.BinOp)):
         found.add(id(e))
@@ -90,7 +88,7 @@ def _shown_values(node: ast.AST, flow: DataFlow, resolver: Resolver) -> list[ast
     if not isinstance(node, ast.Call):
         return []
     f = node.func
-    last = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    last = called_name(f)
     if (last not in _SHOWING_METHODS and last not in ("format", "log")) or flow.callee(node) is not None:
         return []  # most calls are decided by their name, before it is resolved
     values = [*node.args, *(k.value for k in node.keywords)]

@@ -150,16 +150,8 @@ def _computed_difference(e: ast.AST, flow: DataFlow) -> bool:
     difference of nearly equal constants below 0 where it is >= 0 exactly."""
     if isinstance(e, ast.Name) and flow.is_use(e):
         defs = flow.defs_reaching(e)
-        return (
-            len(defs) == 1
-            and defs[0].how == "assign"
-            and defs[0].value is not None
-            and (
-                _computed_difference(defs[0].value, flow)
-                if not isinstance(defs[0].value, ast.Name)
-                else False
-            )
-        )
+        value = defs[0].value if len(defs) == 1 and defs[0].how == "assign" else None
+        return isinstance(value, ast.BinOp) and _computed_difference(value, flow)
     return (
         isinstance(e, ast.BinOp)
         and isinstance(e.op, ast.Sub)

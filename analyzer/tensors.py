@@ -647,9 +647,7 @@ class ArrayOrigins:
             return None
         if any(k.arg is None for k in e.keywords):
             return None
-        params = info.params
-        if info.class_node is not None and isinstance(e.func, ast.Attribute):
-            params = params[1:]  # self.m(a) or obj.m(a): the receiver is the first parameter
+        params = info.receiving(e)
         keywords = {k.arg: k.value for k in e.keywords}
         found: list[tuple[Def, ast.expr]] = []
         for i, param in enumerate(params):
@@ -989,9 +987,7 @@ class ArrayOrigins:
             info = self.flow.function_info(self.flow.callee(node))
             if info is None or info.open_params:
                 continue
-            params = info.params
-            if params and info.class_node is not None and isinstance(node.func, ast.Attribute):
-                params = params[1:]  # self.m(a) or obj.m(a): the receiver is the first parameter
+            params = info.receiving(node)
             by_name = {p.name: p for p in params}
             pairs = list(zip(node.args, params)) + [
                 (k.value, by_name[k.arg]) for k in node.keywords if k.arg in by_name
