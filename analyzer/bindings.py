@@ -171,9 +171,7 @@ class Bindings:
         name = getattr(d.owner, "name", "<lambda>")
         # Callers outside this file can pass anything to a public function; a
         # private or nested one is only called from here.
-        private = (
-            name.startswith("_") and not name.startswith("__") or self._nested(d.owner) or name == "<lambda>"
-        )
+        private = self.ranges.flow.private(d.owner) or name == "<lambda>"
         if d.value is not None:
             sources.append(d.value)
         elif not private or not sources:
@@ -182,13 +180,6 @@ class Bindings:
         if pytype != "unknown" and f.pytype == "unknown":
             f = f.with_type(pytype)
         return f
-
-    def _nested(self, func: ast.AST | None) -> bool:
-        qual = self.ranges.flow.enclosing.get(id(func)) if func is not None else None
-        info = self.ranges.flow.function_info(func)
-        if qual is None or info is None:
-            return False
-        return qual.count(".") > (1 if info.class_node is not None else 0)
 
     def _is_tensor_base(self, b: ast.expr) -> bool:
         qn = self.ranges.resolver.qualified_name(b)

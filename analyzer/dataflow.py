@@ -193,6 +193,17 @@ class DataFlow:
     def function_info(self, func: ast.AST | None) -> FunctionInfo | None:
         return self.functions.get(id(func)) if func is not None else None
 
+    def private(self, func: ast.AST | None) -> bool:
+        """Whether only this file can call a function: a ``_name`` (not a dunder) or one nested in
+        another function. A public one may be called from elsewhere with anything."""
+        info = self.function_info(func)
+        qual = self.enclosing.get(id(func)) if func is not None else None
+        if info is None:
+            return False
+        name = getattr(func, "name", "")
+        nested = qual is not None and qual.count(".") > (1 if info.class_node is not None else 0)
+        return nested or (name.startswith("_") and not name.startswith("__"))
+
     def callee(self, call: ast.Call) -> ast.AST | None:
         """The in-file function a call reaches (``__init__`` for a class), or None."""
         return self.call_targets.get(id(call))

@@ -894,10 +894,7 @@ class ArrayOrigins:
         in-file calls with a constant table are re-evaluated one by one, ``_specialised``)."""
         if info is None or info.escapes or info.open_params:
             return False
-        name = getattr(d.owner, "name", "")
-        qual = self.flow.enclosing.get(id(d.owner)) or ""
-        nested = qual.count(".") > (1 if info.class_node is not None else 0)
-        return nested or (name.startswith("_") and not name.startswith("__"))
+        return self.flow.private(d.owner)
 
     def _partial_arguments(self, d: Def) -> list[ast.AST]:
         """What ``functools.partial(f, name=value)`` binds to ``f``'s parameter ``d`` in this file."""
